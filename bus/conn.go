@@ -1,0 +1,137 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// MaxPayload bounds one message. State is split by key so that no message
+// comes close; a key whose state is larger is an error, never a silent cut.
+const MaxPayload = 1 << 20
+
+// Conn is a connection to the bus with JetStream.
+type Conn struct {
+	NC *nats.Conn
+	JS jetstream.JetStream
+}
+
+// Connect dials an external NATS server.
+func Connect(url, name string) (*Conn, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
+	}
+	return wrap(nc)
+}
+
+func wrap(nc *nats.Conn) (*Conn, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Conn{NC: nc, JS: js}, nil
+}
+
+// Close drains the connection.
+func (c *Conn) Close() {
+	if c != nil && c.NC != nil {
+		_ = c.NC.Drain()
+	}
+}
+
+// EnsureStream creates the stream holding one stage's state tables. Producer
+// and consumers both call it with the same settings, so either may start first.
+func (c *Conn) EnsureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
+	cfg := jetstream.StreamConfig{
+		Name:              StreamName(stage),
+		Subjects:          []string{StageSubject(stage) + ".>"},
+		MaxMsgsPerSubject: 1,
+		MaxMsgSize:        MaxPayload,
+		Storage:           jetstream.MemoryStorage,
+		Discard:           jetstream.DiscardOld,
+	}
+	s, err := c.JS.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+// Embedded is an in-process nats-server with JetStream.
+type Embedded struct {
+	Server *server.Server
+}
+
+// EmbeddedOptions configure the embedded server.
+type EmbeddedOptions struct {
+	// StoreDir holds JetStream's files. Required.
+	StoreDir string
+	// Listen, if set ("127.0.0.1:4222"), exposes the bus over TCP so that
+	// `switchyard trace` or stages in other processes can reach it.
+	Listen string
+}
+
+// StartEmbedded starts the server and waits until it accepts connections.
+func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	sopts := &server.Options{
+		ServerName: "switchyard",
+		JetStream:  true,
+		StoreDir:   opts.StoreDir,
+		MaxPayload: MaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+		DontListen: opts.Listen == "",
+	}
+	if opts.Listen != "" {
+		host, port, err := net.SplitHostPort(opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats listen address %q: %w", opts.Listen, err)
+		}
+		sopts.Host = host
+		if sopts.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("nats listen port %q: %w", port, err)
+		}
+	}
+	ns, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("embedded nats: not ready after 10s")
+	}
+	return &Embedded{Server: ns}, nil
+}
+
+// Connect opens an in-process connection: no TCP, no listener needed.
+func (e *Embedded) Connect(name string) (*Conn, error) {
+	nc, err := nats.Connect("", nats.InProcessServer(e.Server), nats.Name(name))
+	if err != nil {
+		return nil, fmt.Errorf("in-process nats connection: %w", err)
+	}
+	return wrap(nc)
+}
+
+// ClientURL is the TCP URL when the server listens, or "".
+func (e *Embedded) ClientURL() string {
+	if e.Server.Addr() == nil {
+		return ""
+	}
+	return e.Server.ClientURL()
+}
+
+// Shutdown stops the server.
+func (e *Embedded) Shutdown() {
+	e.Server.Shutdown()
+	e.Server.WaitForShutdown()
+}

@@ -1,0 +1,122 @@
+package bus
+
+// The model is what the translator derives from Kubernetes objects and what
+// the annotations stage enriches: servers with their locations, backends with
+// their endpoints, certificates, and per-Ingress information. Each piece is
+// published under its own key, so a change to one Service's endpoints is one
+// small message, not a cluster-wide blob.
+
+// DefaultServerName is the hostname of the catch-all server.
+const DefaultServerName = "_"
+
+// Path types after defaulting: ImplementationSpecific is rendered as Prefix
+// unless a regex annotation says otherwise, as ingress-nginx does.
+const (
+	PathExact  = "Exact"
+	PathPrefix = "Prefix"
+)
+
+// Server is one virtual host.
+type Server struct {
+	Hostname string `json:"hostname"`
+	// TLS is set when an Ingress lists this host under spec.tls.
+	TLS       *ServerTLS `json:"tls,omitempty"`
+	Locations []Location `json:"locations"`
+}
+
+// ServerTLS names the certificate served for a host.
+type ServerTLS struct {
+	// Certificate is the key of a Certificate ("namespace/name"); empty means
+	// the default certificate (the Secret was missing or invalid).
+	Certificate string `json:"certificate,omitempty"`
+}
+
+// Location is one path on a server.
+type Location struct {
+	Path     string `json:"path"`
+	PathType string `json:"pathType"`
+	// Backend is the backend's name; empty means the built-in default
+	// backend, which answers 404.
+	Backend string `json:"backend,omitempty"`
+	// Ingress is the Ingress that owns this path, "namespace/name".
+	Ingress string `json:"ingress,omitempty"`
+	// Features are filled in by the annotations stage.
+	Features *Features `json:"features,omitempty"`
+}
+
+// Features are the typed results of annotation plugins for one location.
+// Plugins never return NGINX text; the renderer decides how each feature is
+// written, after validating every value again.
+type Features struct{}
+
+// Backend is a Service port and its ready endpoints. It is also the payload
+// the Lua balancer reads, so its JSON follows ingress-nginx's Backend shape.
+type Backend struct {
+	Name    string     `json:"name"`
+	Service ServiceRef `json:"service"`
+	// Endpoints are the ready endpoints; an empty list makes NGINX answer 503.
+	Endpoints   []Endpoint `json:"endpoints"`
+	LoadBalance string     `json:"load-balance,omitempty"`
+}
+
+// ServiceRef names the Service port a backend comes from.
+type ServiceRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Port      string `json:"port"`
+}
+
+// Endpoint is one address the balancer may pick. Port is a string, as in
+// ingress-nginx's JSON.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    string `json:"port"`
+}
+
+// Certificate is a TLS key pair from a kubernetes.io/tls Secret, already
+// checked to parse and to match.
+type Certificate struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// PEM holds the certificate chain followed by the private key. It is
+	// secret: never log it.
+	PEM string `json:"pem"`
+}
+
+// IngressInfo is what the translator learned about one Ingress it serves:
+// its annotations for the plugins, and the problems found in it.
+type IngressInfo struct {
+	Namespace   string            `json:"namespace"`
+	Name        string            `json:"name"`
+	Generation  int64             `json:"generation,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Rejected is set when the Ingress is not served at all.
+	Rejected bool      `json:"rejected,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Problem is a user error in one object's field, said so a person can act
+// on it. Problems become log lines, status conditions and Kubernetes Events.
+type Problem struct {
+	Field   string `json:"field"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// RenderedFile is one NGINX configuration file the applier writes below its
+// configuration directory.
+type RenderedFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// ApplyResult is the applier's outcome for one generation.
+type ApplyResult struct {
+	Generation uint64 `json:"generation"`
+	// Reloaded says whether NGINX reloaded; endpoint and certificate changes
+	// never reload.
+	Reloaded bool `json:"reloaded"`
+	// DynamicUpdated says whether the Lua endpoint received new data.
+	DynamicUpdated bool   `json:"dynamicUpdated"`
+	Error          string `json:"error,omitempty"`
+}

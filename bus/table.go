@@ -1,0 +1,294 @@
+package bus
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A state table is what one stage publishes: a value per key, kept by
+// JetStream (one message per subject), and a commit message closing each
+// generation. Producers publish whole states and explicit deletes, never
+// deltas; consumers see a consistent table at every commit.
+
+// Commit is the payload of a commit message.
+type Commit struct {
+	Generation uint64 `json:"generation"`
+	// Keys is how many keys the table holds after this generation.
+	Keys int `json:"keys"`
+}
+
+// Writer publishes one stage's table. It remembers what it published, so an
+// unchanged value is never sent again.
+type Writer struct {
+	conn      *Conn
+	stage     string
+	published map[string][sha256.Size]byte
+	loaded    bool
+}
+
+// NewWriter returns a writer for stage's table.
+func NewWriter(conn *Conn, stage string) *Writer {
+	return &Writer{conn: conn, stage: stage}
+}
+
+// Publish makes the table equal to entries: it puts every changed value,
+// deletes every key that is gone, and then commits the generation in meta.
+// It returns how many keys changed. Nothing is sent when nothing changed,
+// except for the first publish, which always commits so consumers start.
+func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
+	meta.Stage = w.stage
+	first := !w.loaded
+	if first {
+		if err := w.load(ctx); err != nil {
+			return 0, err
+		}
+	}
+	header := meta.Header()
+	var futures []jetstream.PubAckFuture
+	send := func(key string, data []byte, h nats.Header) error {
+		if len(data) > MaxPayload-4096 {
+			return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", w.stage, key, len(data), MaxPayload)
+		}
+		f, err := w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: w.subject(key), Data: data, Header: h})
+		if err != nil {
+			return fmt.Errorf("publish %s %s: %w", w.stage, key, err)
+		}
+		futures = append(futures, f)
+		return nil
+	}
+
+	changed := 0
+	for _, key := range sortedKeys(entries) {
+		sum := sha256.Sum256(entries[key])
+		if old, ok := w.published[key]; ok && old == sum {
+			continue
+		}
+		if err := send(key, entries[key], header); err != nil {
+			return changed, err
+		}
+		w.published[key] = sum
+		changed++
+	}
+	deleteHeader := meta.Header()
+	deleteHeader.Set(HeaderOp, OpDelete)
+	for _, key := range sortedKeys(w.published) {
+		if _, ok := entries[key]; ok {
+			continue
+		}
+		if err := send(key, nil, deleteHeader); err != nil {
+			return changed, err
+		}
+		delete(w.published, key)
+		changed++
+	}
+	if changed == 0 && !first {
+		return 0, nil
+	}
+	commit, _ := json.Marshal(Commit{Generation: meta.Generation, Keys: len(entries)})
+	if err := send(CommitToken, commit, header); err != nil {
+		return changed, err
+	}
+	return changed, waitAcks(ctx, futures)
+}
+
+func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (w *Writer) subject(key string) string { return StageSubject(w.stage) + "." + key }
+
+// load reads what the table already holds (a restarted producer on an
+// external bus), so that stale keys are deleted and equal ones not resent.
+func (w *Writer) load(ctx context.Context) error {
+	w.published = map[string][sha256.Size]byte{}
+	entries, _, err := ReadTable(ctx, w.conn, w.stage)
+	if err != nil {
+		return err
+	}
+	for k, v := range entries {
+		w.published[k] = sha256.Sum256(v)
+	}
+	w.loaded = true
+	return nil
+}
+
+// Snapshot is a consistent table as of one commit.
+type Snapshot struct {
+	Meta Meta
+	// Entries maps key to value. It belongs to the follower: read it during
+	// the callback, copy what must outlive it.
+	Entries map[string][]byte
+	// Changed holds the keys put or deleted since the previous snapshot;
+	// nil on the first snapshot, when everything is new.
+	Changed map[string]bool
+}
+
+// Follow calls handle with a consistent snapshot of stage's table after each
+// commit, starting with the current state. Commits that arrive while more
+// messages are already waiting are folded into the next one, so a burst of
+// generations costs one call. It returns when ctx ends.
+func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.Context, Snapshot) error) error {
+	msgs, stop, err := subscribeTable(ctx, conn, stage)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	entries := map[string][]byte{}
+	var changed map[string]bool
+	var meta Meta
+	var flush <-chan time.Time
+	deliver := func() error {
+		flush = nil
+		err := handle(ctx, Snapshot{Meta: meta, Entries: entries, Changed: changed})
+		changed = map[string]bool{}
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-flush:
+			if err := deliver(); err != nil {
+				return err
+			}
+		case m := <-msgs:
+			if m.key == CommitToken {
+				meta = m.meta
+				if m.numPending == 0 {
+					if err := deliver(); err != nil {
+						return err
+					}
+				} else if flush == nil {
+					// More is queued; wait briefly for its commit, but never
+					// hold a complete generation back for long.
+					flush = time.After(20 * time.Millisecond)
+				}
+				continue
+			}
+			if m.deleted {
+				delete(entries, m.key)
+			} else {
+				entries[m.key] = m.data
+			}
+			if changed != nil {
+				changed[m.key] = true
+			}
+		}
+	}
+}
+
+type tableMsg struct {
+	key        string
+	data       []byte
+	deleted    bool
+	meta       Meta
+	numPending uint64
+}
+
+// subscribeTable delivers the last message of every key, then live updates.
+func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan tableMsg, func(), error) {
+	stream, err := conn.EnsureStream(ctx, stage)
+	if err != nil {
+		return nil, nil, err
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("follow %s: %w", stage, err)
+	}
+	prefix := StageSubject(stage) + "."
+	out := make(chan tableMsg, 1024)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		msg := tableMsg{
+			key:        strings.TrimPrefix(m.Subject(), prefix),
+			data:       m.Data(),
+			deleted:    m.Headers().Get(HeaderOp) == OpDelete,
+			meta:       MetaFromHeader(m.Headers()),
+			numPending: md.NumPending,
+		}
+		select {
+		case out <- msg:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("follow %s: %w", stage, err)
+	}
+	return out, cc.Stop, nil
+}
+
+// ReadTable returns what stage's table holds now, and the meta of its last
+// commit, without following it.
+func ReadTable(ctx context.Context, conn *Conn, stage string) (map[string][]byte, Meta, error) {
+	stream, err := conn.EnsureStream(ctx, stage)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return nil, Meta{}, fmt.Errorf("read %s: %w", stage, err)
+	}
+	entries := map[string][]byte{}
+	var meta Meta
+	if info.State.Msgs == 0 {
+		return entries, meta, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	msgs, stop, err := subscribeTable(ctx, conn, stage)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, Meta{}, fmt.Errorf("read %s: %w", stage, errors.Join(ctx.Err(), errors.New("table did not arrive in time")))
+		case m := <-msgs:
+			switch {
+			case m.key == CommitToken:
+				meta = m.meta
+			case m.deleted:
+				delete(entries, m.key)
+			default:
+				entries[m.key] = m.data
+			}
+			if m.numPending == 0 {
+				return entries, meta, nil
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
