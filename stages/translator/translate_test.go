@@ -1,0 +1,119 @@
+package translator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden translates every testdata/*.yaml and compares the model with
+// testdata/*.golden.json. Run with -update to accept new output.
+func TestGolden(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/*.yaml")
+	if len(inputs) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if strings.Contains(name, "without-class") {
+				cfg.WatchWithoutClass = true
+			}
+			got := encodeModel(t, Translate(cfg, loadSnapshot(t, in)))
+			golden := strings.TrimSuffix(in, ".yaml") + ".golden.json"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("model differs from %s (rerun with -update if intended):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestDeterministic translates the same objects in a different order and
+// expects the same model.
+func TestDeterministic(t *testing.T) {
+	snap := loadSnapshot(t, "testdata/conflict.yaml")
+	first := encodeModel(t, Translate(DefaultConfig(), snap))
+	reverse(snap.Ingresses)
+	reverse(snap.EndpointSlices)
+	reverse(snap.Services)
+	if second := encodeModel(t, Translate(DefaultConfig(), snap)); !bytes.Equal(first, second) {
+		t.Fatalf("output depends on input order:\n%s\n---\n%s", first, second)
+	}
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+func encodeModel(t *testing.T, m Model) []byte {
+	t.Helper()
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+// loadSnapshot reads a multi-document YAML file of Kubernetes objects.
+func loadSnapshot(t *testing.T, path string) Snapshot {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap Snapshot
+	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := sigsyaml.YAMLToJSON(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(js) == "null" {
+			continue
+		}
+		var tm struct{ Kind string }
+		if err := json.Unmarshal(js, &tm); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := bus.DecodeObject(strings.ToLower(tm.Kind), js)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		snap.add(obj)
+	}
+	return snap
+}

@@ -1,0 +1,87 @@
+package translator
+
+import (
+	"fmt"
+	"regexp"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Whole-string patterns for everything of an Ingress that reaches nginx.conf.
+// They refuse CR, LF, NUL, whitespace, ';', '{', '}', quotes, '$' and '\'
+// by construction: none of those is in any class below.
+var (
+	// hostPattern: a lowercase DNS name, optionally with one leading "*." label.
+	hostPattern = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	// strictPathPattern is ingress-nginx's strict-validate-path-type rule
+	// for Exact and Prefix paths.
+	strictPathPattern = regexp.MustCompile(`^/[A-Za-z0-9._\-/]*$`)
+	// implementationSpecificPattern also allows the characters regex paths
+	// use, but still none that could end a quoted NGINX string or directive.
+	implementationSpecificPattern = regexp.MustCompile(`^/[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]*$`)
+	// serviceNamePattern is a DNS-1035 label; portNamePattern an IANA
+	// service name. Both end up in backend names.
+	serviceNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	portNamePattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$`)
+)
+
+// validateIngress checks every host, path and Service reference. Any
+// failure rejects the whole Ingress: serving part of what a user wrote with
+// a path silently dropped would route traffic where nobody expects it.
+func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
+	var problems []bus.Problem
+	add := func(field, format string, args ...any) {
+		problems = append(problems, bus.Problem{Field: field, Reason: "InvalidValue", Message: fmt.Sprintf(format, args...)})
+	}
+	checkBackend := func(field string, b *networkingv1.IngressBackend) {
+		if b == nil || b.Service == nil {
+			return
+		}
+		if !serviceNamePattern.MatchString(b.Service.Name) {
+			add(field+".service.name", "%q is not a valid Service name", b.Service.Name)
+		}
+		if p := b.Service.Port; p.Name != "" && !portNamePattern.MatchString(p.Name) {
+			add(field+".service.port.name", "%q is not a valid port name", p.Name)
+		} else if p.Name == "" && (p.Number < 1 || p.Number > 65535) {
+			add(field+".service.port.number", "%d is not a valid port number", p.Number)
+		}
+	}
+	checkBackend("spec.defaultBackend", ing.Spec.DefaultBackend)
+	for i, rule := range ing.Spec.Rules {
+		if rule.Host != "" && (len(rule.Host) > 253 || !hostPattern.MatchString(normalizeHost(rule.Host))) {
+			add(fmt.Sprintf("spec.rules[%d].host", i), "%q is not a valid host name", rule.Host)
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for j, p := range rule.HTTP.Paths {
+			field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
+			if msg := checkPath(p); msg != "" {
+				add(field+".path", "%s", msg)
+			}
+			checkBackend(field+".backend", &p.Backend)
+		}
+	}
+	for i, entry := range ing.Spec.TLS {
+		for j, h := range entry.Hosts {
+			if len(h) > 253 || !hostPattern.MatchString(normalizeHost(h)) {
+				add(fmt.Sprintf("spec.tls[%d].hosts[%d]", i, j), "%q is not a valid host name", h)
+			}
+		}
+	}
+	return problems
+}
+
+func checkPath(p networkingv1.HTTPIngressPath) string {
+	path := pathOf(p)
+	pattern, kind := implementationSpecificPattern, "ImplementationSpecific"
+	if p.PathType != nil && *p.PathType != networkingv1.PathTypeImplementationSpecific {
+		pattern, kind = strictPathPattern, string(*p.PathType)
+	}
+	if len(path) > 1024 || !pattern.MatchString(path) {
+		return fmt.Sprintf("%q is not a valid %s path: it must start with '/' and match %s", path, kind, pattern)
+	}
+	return ""
+}
