@@ -120,3 +120,22 @@ type ApplyResult struct {
 	DynamicUpdated bool   `json:"dynamicUpdated"`
 	Error          string `json:"error,omitempty"`
 }
+
+// Model is the whole model: what the translator publishes and the
+// annotations stage enriches. On the bus each piece is its own key.
+type Model struct {
+	Servers      map[string]*Server      `json:"servers"`
+	Backends     map[string]*Backend     `json:"backends"`
+	Certificates map[string]*Certificate `json:"certificates"`
+	Ingresses    map[string]*IngressInfo `json:"ingresses"`
+}
+
+// NewModel returns an empty model.
+func NewModel() Model {
+	return Model{
+		Servers:      map[string]*Server{},
+		Backends:     map[string]*Backend{},
+		Certificates: map[string]*Certificate{},
+		Ingresses:    map[string]*IngressInfo{},
+	}
+}

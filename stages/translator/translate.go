@@ -41,14 +41,6 @@ type Snapshot struct {
 	ConfigMaps     []*corev1.ConfigMap
 }
 
-// Model is the translator's output.
-type Model struct {
-	Servers      map[string]*bus.Server
-	Backends     map[string]*bus.Backend
-	Certificates map[string]*bus.Certificate
-	Ingresses    map[string]*bus.IngressInfo
-}
-
 const (
 	legacyClassAnnotation  = "kubernetes.io/ingress.class"
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
@@ -57,7 +49,7 @@ const (
 
 // Translate builds the model. Ingresses are processed oldest first, so when
 // two claim the same host, path and path type, the older one keeps it.
-func Translate(cfg Config, snap Snapshot) Model {
+func Translate(cfg Config, snap Snapshot) bus.Model {
 	t := newTranslation(cfg, snap)
 	for _, ing := range t.ourIngresses() {
 		t.addIngress(ing)
@@ -70,7 +62,7 @@ type translation struct {
 	cfg    Config
 	snap   Snapshot
 	idx    index
-	model  Model
+	model  bus.Model
 	owners map[locationID]string // which Ingress owns a location
 }
 
@@ -78,15 +70,10 @@ type locationID struct{ host, path, pathType string }
 
 func newTranslation(cfg Config, snap Snapshot) *translation {
 	return &translation{
-		cfg:  cfg,
-		snap: snap,
-		idx:  buildIndex(snap),
-		model: Model{
-			Servers:      map[string]*bus.Server{},
-			Backends:     map[string]*bus.Backend{},
-			Certificates: map[string]*bus.Certificate{},
-			Ingresses:    map[string]*bus.IngressInfo{},
-		},
+		cfg:    cfg,
+		snap:   snap,
+		idx:    buildIndex(snap),
+		model:  bus.NewModel(),
 		owners: map[locationID]string{},
 	}
 }

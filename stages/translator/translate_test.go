@@ -72,7 +72,7 @@ func reverse[T any](s []T) {
 	}
 }
 
-func encodeModel(t *testing.T, m Model) []byte {
+func encodeModel(t *testing.T, m bus.Model) []byte {
 	t.Helper()
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

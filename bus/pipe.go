@@ -1,0 +1,40 @@
+package bus
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Transform computes a stage's whole table from its input snapshot. An
+// error keeps the last published table: the last good state keeps running.
+type Transform func(ctx context.Context, in Snapshot) (map[string][]byte, error)
+
+// Pipe follows the table of stage `from` and publishes stage `to`'s table
+// after each input commit. It carries the generation, the trace (one new
+// span per stage) and the ingest time through, and returns when ctx ends.
+func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, transform Transform) error {
+	writer := NewWriter(conn, to)
+	return Follow(ctx, conn, from, func(ctx context.Context, in Snapshot) error {
+		start := time.Now()
+		out, err := transform(ctx, in)
+		if err != nil {
+			log.Error("transform failed; keeping the last published state",
+				zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
+			return nil
+		}
+		meta := Meta{Generation: in.Meta.Generation, Trace: in.Meta.Trace.Child(), Ingest: in.Meta.Ingest}
+		changed, err := writer.Publish(ctx, meta, out)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Error("publish failed", zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
+			return nil
+		}
+		log.Debug("published", zap.Uint64("generation", in.Meta.Generation), zap.Int("changedKeys", changed),
+			zap.Int("keys", len(out)), zap.Duration("took", time.Since(start)))
+		return nil
+	})
+}

@@ -1,0 +1,295 @@
+// Package applier is the only code that touches NGINX: it writes and tests
+// the configuration, starts, reloads and stops NGINX, and posts backends and
+// certificates to the Lua configuration endpoint.
+package applier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Config of the applier.
+type Config struct {
+	NginxBinary string
+	// Prefix is NGINX's prefix directory (-p), created if missing.
+	Prefix string
+	// ControlSocket is the unix socket of the Lua configuration endpoint;
+	// the renderer must have been given the same path.
+	ControlSocket string
+	// ShutdownGrace bounds the graceful stop.
+	ShutdownGrace time.Duration
+}
+
+// Stage runs the applier.
+type Stage struct {
+	conn    *bus.Conn
+	cfg     Config
+	log     *zap.Logger
+	control *controlClient
+
+	nginx   *nginxProcess
+	running struct {
+		files        map[string]string
+		backends     map[string]json.RawMessage
+		certificates map[string]luaCertificate
+	}
+}
+
+// New returns the applier stage.
+func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket)}
+}
+
+// target is the newest desired state with the generation it belongs to.
+type target struct {
+	desired Desired
+	meta    bus.Meta
+}
+
+// Run applies every rendered generation until ctx ends, then stops NGINX
+// gracefully.
+func (s *Stage) Run(ctx context.Context) error {
+	if err := PreparePrefix(s.cfg.Prefix); err != nil {
+		return err
+	}
+	inbox := newMailbox()
+	followErr := make(chan error, 1)
+	go func() {
+		followErr <- bus.Follow(ctx, s.conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
+			d, err := desiredFromEntries(snap.Entries)
+			if err != nil {
+				s.log.Error("renderer output not understood; keeping the running state", zap.Error(err))
+				return nil
+			}
+			inbox.put(target{desired: d, meta: snap.Meta})
+			return nil
+		})
+	}()
+	defer s.stopNginx()
+
+	var current *target
+	var retry <-chan time.Time
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		var nginxDone <-chan struct{}
+		if s.nginx != nil {
+			nginxDone = s.nginx.done
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-followErr:
+			if err != nil {
+				return fmt.Errorf("applier: follow renderer: %w", err)
+			}
+			return nil
+		case <-inbox.ready:
+			t := inbox.take()
+			current = &t
+		case <-nginxDone:
+			s.log.Error("nginx exited unexpectedly; restarting it", zap.Error(s.nginx.err))
+			s.nginx = nil
+			if current == nil {
+				continue
+			}
+		case <-retry:
+		}
+		if current == nil {
+			continue
+		}
+		result := s.apply(ctx, current.desired, current.meta)
+		s.publishResult(current.meta, result)
+		if result.Error != "" {
+			retry = time.After(backoff.next())
+		} else {
+			retry = nil
+			backoff.reset()
+		}
+	}
+}
+
+// apply brings NGINX to the desired state. The static part is swapped in
+// only after nginx -t passes; otherwise the last good configuration keeps
+// running and the dynamic part is still pushed, so endpoint changes flow
+// even while a bad configuration waits to be fixed.
+func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyResult {
+	res := bus.ApplyResult{Generation: meta.Generation}
+	var errs []error
+	fresh := s.nginx == nil
+	plan := Decide(s.runningDesired(), d, fresh)
+
+	configReady := false
+	if plan.WriteConfig || fresh {
+		if err := s.prepareConfig(d.Files); err != nil {
+			errs = append(errs, err)
+		} else {
+			configReady = true
+		}
+	}
+	if fresh {
+		if !configReady && s.running.files == nil {
+			res.Error = errors.Join(errs...).Error()
+			return res
+		}
+		if err := s.startNginx(ctx); err != nil {
+			res.Error = errors.Join(append(errs, err)...).Error()
+			return res
+		}
+		if configReady {
+			s.running.files = d.Files
+		}
+		plan.PushBackends, plan.PushCertificates = true, true
+	}
+	// Push before reloading: the new workers then find every backend a new
+	// location names from their first request.
+	if plan.PushBackends {
+		if err := s.control.post(ctx, "/configuration/backends", d.backendsPayload()); err != nil {
+			errs = append(errs, fmt.Errorf("push backends: %w", err))
+		} else {
+			s.running.backends = d.Backends
+			res.DynamicUpdated = true
+		}
+	}
+	if plan.PushCertificates {
+		if err := s.pushCertificates(ctx, d); err != nil {
+			errs = append(errs, err)
+		} else {
+			s.running.certificates = d.Certificates
+			res.DynamicUpdated = true
+		}
+	}
+	if configReady && !fresh {
+		if err := s.nginx.reload(); err != nil {
+			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
+		} else {
+			s.running.files = d.Files
+			res.Reloaded = true
+		}
+	}
+	if len(errs) > 0 {
+		res.Error = errors.Join(errs...).Error()
+	}
+	s.log.Info("applied", zap.Uint64("generation", meta.Generation), zap.Bool("reloaded", res.Reloaded),
+		zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
+	return res
+}
+
+func (s *Stage) runningDesired() *Desired {
+	if s.running.files == nil {
+		return nil
+	}
+	return &Desired{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates}
+}
+
+// prepareConfig writes the candidate configuration, tests it, and swaps it in.
+func (s *Stage) prepareConfig(files map[string]string) error {
+	if err := writeConfig(s.cfg.Prefix, NextConfDir, files); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
+	}
+	if err := testConfig(s.cfg.NginxBinary, s.cfg.Prefix, NextConfDir); err != nil {
+		return fmt.Errorf("configuration rejected, keeping the last good one: %w", err)
+	}
+	if err := swapConfig(s.cfg.Prefix); err != nil {
+		return fmt.Errorf("swap configuration: %w", err)
+	}
+	return nil
+}
+
+func (s *Stage) startNginx(ctx context.Context) error {
+	// A socket left by a crashed NGINX would make bind() fail.
+	_ = os.Remove(s.cfg.ControlSocket)
+	p, err := startNginx(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
+	if err != nil {
+		return err
+	}
+	s.nginx = p
+	if err := s.control.waitReady(ctx, p.done, 15*time.Second); err != nil {
+		return fmt.Errorf("nginx did not come up: %w", err)
+	}
+	s.log.Info("nginx started", zap.Int("pid", p.pid()), zap.String("prefix", s.cfg.Prefix))
+	return nil
+}
+
+func (s *Stage) pushCertificates(ctx context.Context, d Desired) error {
+	body, err := d.certificatesPayload()
+	if err == nil {
+		err = s.control.post(ctx, "/configuration/certificates", body)
+	}
+	if err != nil {
+		return fmt.Errorf("push certificates: %w", err)
+	}
+	return nil
+}
+
+func (s *Stage) stopNginx() {
+	if s.nginx == nil {
+		return
+	}
+	s.log.Info("stopping nginx gracefully", zap.Int("pid", s.nginx.pid()))
+	s.nginx.stop(s.cfg.ShutdownGrace)
+	s.nginx = nil
+}
+
+func (s *Stage) publishResult(meta bus.Meta, res bus.ApplyResult) {
+	data, _ := json.Marshal(res)
+	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Trace: meta.Trace.Child(), Ingest: meta.Ingest}
+	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
+	if err := s.conn.NC.PublishMsg(msg); err != nil {
+		s.log.Warn("publish apply result", zap.Error(err))
+	}
+}
+
+// PrefixFor is where `run` keeps NGINX below its state directory.
+func PrefixFor(stateDir string) string { return filepath.Join(stateDir, "nginx") }
+
+// mailbox holds only the newest target: a burst of generations that
+// arrives while one is being applied collapses into one apply.
+type mailbox struct {
+	mu    sync.Mutex
+	t     target
+	ready chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(t target) {
+	m.mu.Lock()
+	m.t = t
+	m.mu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) take() target {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.t
+}
+
+type backoff struct{ cur, min, max time.Duration }
+
+func newBackoff(min, max time.Duration) *backoff { return &backoff{cur: min, min: min, max: max} }
+
+func (b *backoff) next() time.Duration {
+	d := b.cur
+	b.cur = min(b.cur*2, b.max)
+	return d
+}
+
+func (b *backoff) reset() { b.cur = b.min }

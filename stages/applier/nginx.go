@@ -1,0 +1,163 @@
+package applier
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// nginxProcess is the NGINX master, a child of this process. Its command
+// line names the prefix, so an operator can tell which state dir it serves.
+type nginxProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the master exits
+	err  error         // why it exited; read after done
+}
+
+func nginxArgs(prefix string, extra ...string) []string {
+	return append([]string{"-p", prefix + "/", "-c", filepath.Join(ConfDir, "nginx.conf"), "-e", "stderr"}, extra...)
+}
+
+// startNginx starts the master in the foreground (daemon off) and streams
+// its log lines into the logger.
+func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
+	cmd := exec.Command(bin, nginxArgs(prefix, "-g", "daemon off; master_process on;")...)
+	cmd.Dir = prefix
+	// Its own process group: a terminal's Ctrl-C reaches only us, and we stop
+	// NGINX gracefully. If we die, the kernel stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
+	}
+	p := &nginxProcess{cmd: cmd, done: make(chan struct{})}
+	go forwardLog(stderr, log)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *nginxProcess) pid() int { return p.cmd.Process.Pid }
+
+func (p *nginxProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// reload asks the master to start new workers with the new configuration
+// and to drain the old ones gracefully.
+func (p *nginxProcess) reload() error {
+	if p.exited() {
+		return errors.New("nginx is not running")
+	}
+	return p.cmd.Process.Signal(syscall.SIGHUP)
+}
+
+// stop shuts NGINX down gracefully: SIGQUIT lets workers finish their
+// requests (bounded by worker_shutdown_timeout); past grace it is
+// terminated, then killed.
+func (p *nginxProcess) stop(grace time.Duration) {
+	steps := []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGQUIT, grace}, {syscall.SIGTERM, 5 * time.Second}, {syscall.SIGKILL, 5 * time.Second}}
+	for _, s := range steps {
+		if p.exited() {
+			return
+		}
+		_ = p.cmd.Process.Signal(s.sig)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(s.wait):
+		}
+	}
+}
+
+// testConfig runs nginx -t on the configuration in dir (relative to the
+// prefix) and returns NGINX's complaint when it fails.
+func testConfig(bin, prefix, dir string) error {
+	cmd := exec.Command(bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
+	cmd.Dir = prefix
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("nginx -t: %w: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// forwardLog turns NGINX's error log lines into structured log entries.
+func forwardLog(r io.Reader, log *zap.Logger) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.Contains(line, "[emerg]"), strings.Contains(line, "[alert]"), strings.Contains(line, "[crit]"), strings.Contains(line, "[error]"):
+			log.Error(line)
+		case strings.Contains(line, "[warn]"):
+			log.Warn(line)
+		default:
+			log.Debug(line)
+		}
+	}
+}
+
+// writeConfig writes files into a fresh dir below prefix.
+func writeConfig(prefix, dir string, files map[string]string) error {
+	root := filepath.Join(prefix, dir)
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
+	for name, content := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if !strings.HasPrefix(path, root+string(filepath.Separator)) {
+			return fmt.Errorf("file %q escapes the configuration directory", name)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	// servers/*.conf must match at least an empty directory.
+	return os.MkdirAll(filepath.Join(root, "servers"), 0o755)
+}
+
+// swapConfig makes the tested candidate the live configuration. NGINX reads
+// it only when started or reloaded, which happens after the swap.
+func swapConfig(prefix string) error {
+	live, next, old := filepath.Join(prefix, ConfDir), filepath.Join(prefix, NextConfDir), filepath.Join(prefix, OldConfDir)
+	if err := os.RemoveAll(old); err != nil {
+		return err
+	}
+	if err := os.Rename(live, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(next, live); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}

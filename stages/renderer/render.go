@@ -1,0 +1,245 @@
+// Package renderer turns the annotated model into what the applier needs:
+// nginx.conf and one file per server (the static part, from templates/), and
+// the backends and certificates for the Lua endpoint (the dynamic part).
+// Render is pure: same model and config, same bytes.
+package renderer
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/templates"
+)
+
+// Config is what the renderer needs besides the model: where NGINX listens
+// and how it is set up. The run flags fill it in.
+type Config struct {
+	HTTPListen            []string // "127.0.0.1:8080"
+	HTTPSListen           []string
+	ControlSocket         string // unix socket of the Lua configuration endpoint
+	ModulesDir            string // where Debian keeps the dynamic modules
+	WorkerProcesses       string
+	WorkerShutdownTimeout string
+	ConfigDictSize        string
+	CertDictSize          string
+	AccessLog             bool
+}
+
+// DefaultConfig is `switchyard run` without flags.
+func DefaultConfig() Config {
+	return Config{
+		HTTPListen:            []string{"127.0.0.1:8080"},
+		HTTPSListen:           []string{"127.0.0.1:8443"},
+		ControlSocket:         "control.sock",
+		ModulesDir:            "/usr/lib/nginx/modules",
+		WorkerProcesses:       "auto",
+		WorkerShutdownTimeout: "240s",
+		ConfigDictSize:        "64m",
+		CertDictSize:          "32m",
+		AccessLog:             true,
+	}
+}
+
+// Artifacts is the renderer's output.
+type Artifacts struct {
+	// Files maps a path below NGINX's configuration directory to content.
+	Files map[string]string
+	// Backends are the balancer's payload, by backend name.
+	Backends map[string]*bus.Backend
+	// Certificates are the dynamic certificates, by "namespace/name".
+	Certificates map[string]*LuaCertificate
+}
+
+// LuaCertificate is one certificate and the hosts it is served for.
+type LuaCertificate struct {
+	PEM   string   `json:"pem"`
+	Hosts []string `json:"hosts"`
+}
+
+// MainFile is the path of the main configuration file.
+const MainFile = "nginx.conf"
+
+// ServerFile is the path of one server's file.
+func ServerFile(hostname string) string { return "servers/" + bus.EscapeToken(hostname) + ".conf" }
+
+// Render renders every server it can. A server that fails a check is left
+// out and reported, so one bad object never takes the others down.
+func Render(cfg Config, m bus.Model) (Artifacts, []error) {
+	out := Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}}
+	var errs []error
+	main, err := execute("nginx.conf.tmpl", cfg)
+	if err != nil {
+		return out, []error{fmt.Errorf("render %s: %w", MainFile, err)}
+	}
+	out.Files[MainFile] = main
+
+	for _, key := range sortedKeys(m.Servers) {
+		s := m.Servers[key]
+		text, err := renderServer(cfg, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("render server %s: %w", s.Hostname, err))
+			continue
+		}
+		out.Files[ServerFile(s.Hostname)] = text
+		if s.TLS != nil && s.TLS.Certificate != "" {
+			addCertificateHost(out, m, s)
+		}
+	}
+	for _, b := range m.Backends {
+		if !backendNamePattern.MatchString(b.Name) {
+			errs = append(errs, fmt.Errorf("render backend %q: invalid name", b.Name))
+			continue
+		}
+		out.Backends[b.Name] = b
+	}
+	return out, errs
+}
+
+func addCertificateHost(out Artifacts, m bus.Model, s *bus.Server) {
+	ns, name, _ := strings.Cut(s.TLS.Certificate, "/")
+	cert, ok := m.Certificates[bus.Key(bus.KindCertificate, ns, name)]
+	if !ok {
+		return
+	}
+	lc, ok := out.Certificates[s.TLS.Certificate]
+	if !ok {
+		lc = &LuaCertificate{PEM: cert.PEM}
+		out.Certificates[s.TLS.Certificate] = lc
+	}
+	lc.Hosts = append(lc.Hosts, s.Hostname)
+	sort.Strings(lc.Hosts)
+}
+
+type serverView struct {
+	Config    Config
+	Server    *bus.Server
+	Default   bool
+	Locations []locationView
+}
+
+type locationView struct {
+	Modifier string // "= " for exact matches, "" for prefixes
+	Path     string
+	Backend  string
+}
+
+func renderServer(cfg Config, s *bus.Server) (string, error) {
+	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
+		return "", fmt.Errorf("invalid host name %q", s.Hostname)
+	}
+	view := serverView{Config: cfg, Server: s, Default: s.Hostname == bus.DefaultServerName}
+	locations, err := nginxLocations(s.Locations)
+	if err != nil {
+		return "", err
+	}
+	view.Locations = locations
+	return execute("server.conf.tmpl", view)
+}
+
+// nginxLocations maps Ingress paths to NGINX locations as ingress-nginx
+// does: Exact is "= /p"; Prefix /p is "/p/" plus "= /p", so /p matches
+// /p and /p/x but not /px. A trailing slash in a Prefix rule is ignored.
+func nginxLocations(locs []bus.Location) ([]locationView, error) {
+	exact := map[string]bool{}
+	for _, l := range locs {
+		if l.PathType == bus.PathExact {
+			exact[l.Path] = true
+		}
+	}
+	var out []locationView
+	seen := map[locationView]bool{}
+	add := func(v locationView) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, l := range locs {
+		if !pathPattern.MatchString(l.Path) {
+			return nil, fmt.Errorf("location %q: invalid path", l.Path)
+		}
+		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
+			return nil, fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
+		}
+		switch {
+		case l.PathType == bus.PathExact:
+			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend})
+		case l.Path == "/":
+			add(locationView{Path: "/", Backend: l.Backend})
+		default:
+			p := strings.TrimRight(l.Path, "/")
+			add(locationView{Path: p + "/", Backend: l.Backend})
+			if !exact[p] {
+				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend})
+			}
+		}
+	}
+	return out, nil
+}
+
+// The renderer checks every value again before it reaches nginx.conf, with
+// whole-string patterns that exclude quotes, '$', '\', ';', braces,
+// whitespace and control characters. The translator checked them already;
+// this is the line that holds if a future producer forgets.
+var (
+	hostPattern        = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	pathPattern        = regexp.MustCompile(`^/[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]*$`)
+	backendNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,252}$`)
+	// unsafeInQuotes are the characters a double-quoted NGINX string must
+	// not hold: they end it, escape out of it or interpolate into it.
+	unsafeInQuotes = "\"\\$\r\n\x00"
+	// Operator settings: listen addresses and plain words, sizes and paths.
+	listenPattern  = regexp.MustCompile(`^(\[[0-9a-fA-F:.]+\]|[0-9A-Za-z.-]+):[0-9]{1,5}$`)
+	settingPattern = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
+)
+
+var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
+	"quote":      quote,
+	"serverName": serverName,
+}).ParseFS(templates.FS, "*.tmpl"))
+
+func execute(name string, data any) (string, error) {
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// quote writes a value as a double-quoted NGINX string. It refuses what
+// could escape the quotes instead of escaping it: no legitimate value the
+// patterns above admit contains any of those characters.
+func quote(s string) (string, error) {
+	if strings.ContainsAny(s, unsafeInQuotes) {
+		return "", fmt.Errorf("refusing to write %q into nginx.conf", s)
+	}
+	return `"` + s + `"`, nil
+}
+
+// serverName renders server_name. A wildcard host matches exactly one
+// label, as the Ingress spec says (NGINX's own "*.x" would match more), so
+// it becomes a regex. The host matched hostPattern, so it holds only
+// letters, digits, '-' and '.'.
+func serverName(host string) (string, error) {
+	if host == bus.DefaultServerName {
+		return "_", nil
+	}
+	if rest, ok := strings.CutPrefix(host, "*."); ok {
+		return `"~^[^.]+\.` + strings.ReplaceAll(rest, ".", `\.`) + `$"`, nil
+	}
+	return quote(host)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

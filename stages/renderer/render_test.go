@@ -1,0 +1,104 @@
+package renderer
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestGolden renders every testdata/*.model.json and compares the result
+// with testdata/*.golden.txtar; every golden configuration must also pass
+// nginx -t with the real NGINX and Lua module.
+func TestGolden(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/*.model.json")
+	if len(inputs) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".model.json")
+		t.Run(name, func(t *testing.T) {
+			art, errs := Render(DefaultConfig(), loadModel(t, in))
+			if len(errs) > 0 {
+				t.Fatalf("render: %v", errs)
+			}
+			got := txtar.Format(archive(t, art))
+			golden := filepath.Join("testdata", name+".golden.txtar")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("output differs from %s (rerun with -update if intended):\n%s", golden, got)
+			}
+			nginxTestArchive(t, txtar.Parse(want))
+		})
+	}
+}
+
+func loadModel(t *testing.T, path string) bus.Model {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := bus.NewModel()
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// archive lays the artifacts out as files: the configuration files as they
+// are written, and the Lua payloads as JSON.
+func archive(t *testing.T, art Artifacts) *txtar.Archive {
+	t.Helper()
+	a := &txtar.Archive{Comment: []byte("Rendered by TestGolden; regenerate with go test -update.\n")}
+	names := make([]string, 0, len(art.Files))
+	for n := range art.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a.Files = append(a.Files, txtar.File{Name: n, Data: []byte(art.Files[n])})
+	}
+	for _, payload := range []struct {
+		name  string
+		value any
+	}{{"lua/backends.json", art.Backends}, {"lua/certificates.json", art.Certificates}} {
+		data, err := json.MarshalIndent(payload.value, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Files = append(a.Files, txtar.File{Name: payload.name, Data: append(data, '\n')})
+	}
+	return a
+}
+
+func nginxTestArchive(t *testing.T, a *txtar.Archive) {
+	t.Helper()
+	nginx := harness.Nginx(t)
+	files := map[string]string{}
+	for _, f := range a.Files {
+		if !strings.HasPrefix(f.Name, "lua/") {
+			files[f.Name] = string(f.Data)
+		}
+	}
+	harness.NginxTest(t, nginx, harness.Prefix(t, files))
+}

@@ -1,0 +1,99 @@
+package renderer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Stage runs the renderer on the bus: it follows the annotated model and
+// publishes the rendered files and Lua payloads.
+type Stage struct {
+	conn *bus.Conn
+	cfg  Config
+	log  *zap.Logger
+}
+
+// New returns the renderer stage.
+func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
+	return &Stage{conn: conn, cfg: cfg, log: log}
+}
+
+// Run renders after every commit of the annotations stage until ctx ends.
+func (s *Stage) Run(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	return bus.Pipe(ctx, s.conn, bus.StageAnnotations, bus.StageRenderer, s.log, s.render)
+}
+
+func (s *Stage) render(_ context.Context, in bus.Snapshot) (map[string][]byte, error) {
+	model, err := bus.ModelFromEntries(in.Entries)
+	if err != nil {
+		return nil, err
+	}
+	art, errs := Render(s.cfg, model)
+	for _, err := range errs {
+		s.log.Error("left out of the configuration", zap.Error(err))
+	}
+	if _, ok := art.Files[MainFile]; !ok {
+		return nil, errors.Join(errs...)
+	}
+	return art.Entries()
+}
+
+// Entries encodes the artifacts as the renderer's table.
+func (a Artifacts) Entries() (map[string][]byte, error) {
+	entries := map[string][]byte{}
+	put := func(key string, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", key, err)
+		}
+		entries[key] = data
+		return nil
+	}
+	for path, content := range a.Files {
+		if err := put(bus.Key(bus.KindFile, path), bus.RenderedFile{Path: path, Content: content}); err != nil {
+			return nil, err
+		}
+	}
+	for name, b := range a.Backends {
+		if err := put(bus.Key(bus.KindBackend, name), b); err != nil {
+			return nil, err
+		}
+	}
+	for id, c := range a.Certificates {
+		ns, name, _ := strings.Cut(id, "/")
+		if err := put(bus.Key(bus.KindCertificate, ns, name), c); err != nil {
+			return nil, err
+		}
+	}
+	return entries, nil
+}
+
+// Validate checks the operator's settings before they reach nginx.conf.
+func (c Config) Validate() error {
+	for _, addr := range append(append([]string{}, c.HTTPListen...), c.HTTPSListen...) {
+		if !listenPattern.MatchString(addr) {
+			return fmt.Errorf("renderer config: listen address %q is not host:port", addr)
+		}
+	}
+	checks := map[string]string{
+		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
+		"worker processes": c.WorkerProcesses, "worker shutdown timeout": c.WorkerShutdownTimeout,
+		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
+	}
+	for what, v := range checks {
+		if !settingPattern.MatchString(v) {
+			return fmt.Errorf("renderer config: %s %q has characters not allowed in nginx.conf", what, v)
+		}
+	}
+	return nil
+}
