@@ -33,6 +33,7 @@ type Writer struct {
 	stage     string
 	published map[string][sha256.Size]byte
 	loaded    bool
+	lastGen   uint64
 }
 
 // NewWriter returns a writer for stage's table.
@@ -47,10 +48,8 @@ func NewWriter(conn *Conn, stage string) *Writer {
 func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
 	meta.Stage = w.stage
 	first := !w.loaded
-	if first {
-		if err := w.load(ctx); err != nil {
-			return 0, err
-		}
+	if _, err := w.Load(ctx); err != nil {
+		return 0, err
 	}
 	header := meta.Header()
 	var futures []jetstream.PubAckFuture
@@ -97,6 +96,7 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 	if err := send(CommitToken, commit, header); err != nil {
 		return changed, err
 	}
+	w.lastGen = meta.Generation
 	return changed, waitAcks(ctx, futures)
 }
 
@@ -115,19 +115,23 @@ func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
 
 func (w *Writer) subject(key string) string { return StageSubject(w.stage) + "." + key }
 
-// load reads what the table already holds (a restarted producer on an
-// external bus), so that stale keys are deleted and equal ones not resent.
-func (w *Writer) load(ctx context.Context) error {
-	w.published = map[string][sha256.Size]byte{}
-	entries, _, err := ReadTable(ctx, w.conn, w.stage)
-	if err != nil {
-		return err
+// Load reads what the table already holds (a restarted producer on an
+// external bus), so that stale keys are deleted and equal ones not resent,
+// and returns the generation of its last commit. Publish calls it first.
+func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
+	if w.loaded {
+		return w.lastGen, nil
 	}
+	entries, meta, err := ReadTable(ctx, w.conn, w.stage)
+	if err != nil {
+		return 0, err
+	}
+	w.published = map[string][sha256.Size]byte{}
 	for k, v := range entries {
 		w.published[k] = sha256.Sum256(v)
 	}
-	w.loaded = true
-	return nil
+	w.loaded, w.lastGen = true, meta.Generation
+	return w.lastGen, nil
 }
 
 // Snapshot is a consistent table as of one commit.

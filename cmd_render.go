@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"golang.org/x/tools/txtar"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// renderCommand runs the same pipeline as `run`, up to the renderer, on an
+// embedded bus, and prints what the applier would receive: every file, then
+// the Lua payloads. Certificates are shown by host only: their PEM holds
+// private keys.
+func renderCommand(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	o.register(fs)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.manifests == "" {
+		return errors.New("--manifests DIR is required")
+	}
+	o.logLevel = "error"
+	log, err := o.logger()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "switchyard-render-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	o.stateDir = tmp
+	embedded, err := startBus(&o)
+	if err != nil {
+		return err
+	}
+	defer embedded.Shutdown()
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	stages := []string{bus.StageWatcher, bus.StageTranslator, bus.StageAnnotations, bus.StageRenderer}
+	stagesDone := make(chan error, 1)
+	go func() { stagesDone <- runStages(ctx, &o, embedded, stages, log) }()
+
+	conn, err := embedded.Connect("switchyard-render")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var archive []byte
+	err = bus.Follow(ctx, conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
+		archive, err = renderArchive(snap.Entries)
+		cancel()
+		return err
+	})
+	<-stagesDone
+	if err != nil {
+		return err
+	}
+	if archive == nil {
+		return fmt.Errorf("nothing was rendered within %s", *timeout)
+	}
+	_, err = os.Stdout.Write(archive)
+	return err
+}
+
+func renderArchive(entries map[string][]byte) ([]byte, error) {
+	var files []txtar.File
+	var backends []json.RawMessage
+	certHosts := map[string][]string{}
+	for _, key := range sortedKeys(entries) {
+		kind, parts, err := bus.SplitKey(key)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case bus.KindFile:
+			var f bus.RenderedFile
+			if err := json.Unmarshal(entries[key], &f); err != nil {
+				return nil, err
+			}
+			files = append(files, txtar.File{Name: f.Path, Data: []byte(f.Content)})
+		case bus.KindBackend:
+			backends = append(backends, entries[key])
+		case bus.KindCertificate:
+			var c struct{ Hosts []string }
+			if err := json.Unmarshal(entries[key], &c); err != nil {
+				return nil, err
+			}
+			certHosts[parts[0]+"/"+parts[1]] = c.Hosts
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	backendsJSON, _ := json.MarshalIndent(backends, "", "  ")
+	certsJSON, _ := json.MarshalIndent(certHosts, "", "  ")
+	files = append(files,
+		txtar.File{Name: "lua/backends.json", Data: append(backendsJSON, '\n')},
+		txtar.File{Name: "lua/certificate-hosts.json", Data: append(certsJSON, '\n')})
+	return txtar.Format(&txtar.Archive{Files: files}), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

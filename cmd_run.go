@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+func runCommand(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := o.logger()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	if o.nginxBinary, err = exec.LookPath(o.nginxBinary); err != nil {
+		return fmt.Errorf("--nginx-binary: %w (run make deps)", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	embedded, err := startBus(&o)
+	if err != nil {
+		return err
+	}
+	defer embedded.Shutdown()
+	if url := embedded.ClientURL(); url != "" {
+		log.Info("bus listening", zap.String("url", url))
+	}
+	err = runStages(ctx, &o, embedded, bus.Stages, log)
+	log.Info("stopped")
+	return err
+}
+
+func startBus(o *options) (*bus.Embedded, error) {
+	storeDir := filepath.Join(o.stateDir, "bus")
+	// The bus keeps state in memory; a leftover store from an earlier run
+	// must not resurrect objects that are gone.
+	if err := os.RemoveAll(storeDir); err != nil {
+		return nil, err
+	}
+	return bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Listen: o.natsListen})
+}
+
+// runStages runs the named stages, each on its own in-process connection,
+// until ctx ends or one of them fails; then it stops the others and waits.
+func runStages(ctx context.Context, o *options, embedded *bus.Embedded, names []string, log *zap.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		conn, err := embedded.Connect("switchyard-" + name)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		stage, err := o.newStage(name, conn, log)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := stage.Run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// traceCommand prints every message on the subject graph: subject, key,
+// generation, producing stage and the time since the change entered the
+// watcher. Values are never printed: they may hold Secret data.
+func traceCommand(args []string) error {
+	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the bus (run with --nats-listen to expose the embedded one)")
+	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*natsURL, nats.Name("switchyard-trace"))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", *natsURL, err)
+	}
+	defer nc.Close()
+	msgs := make(chan *nats.Msg, 4096)
+	sub, err := nc.ChanSubscribe(bus.Root+".>", msgs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Printf("%-12s %-11s %-10s %-10s %s\n", "TIME", "STAGE", "GEN", "LATENCY", "SUBJECT / KEY")
+	for seen := 0; *count == 0 || seen < *count; seen++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			fmt.Println(traceLine(m, time.Now()))
+		}
+	}
+	return nil
+}
+
+func traceLine(m *nats.Msg, now time.Time) string {
+	meta := bus.MetaFromHeader(m.Header)
+	latency := "-"
+	if !meta.Ingest.IsZero() {
+		latency = now.Sub(meta.Ingest).Round(10 * time.Microsecond).String()
+	}
+	key := strings.TrimPrefix(m.Subject, bus.StageSubject(meta.Stage)+".")
+	if m.Header.Get(bus.HeaderOp) == bus.OpDelete {
+		key += " (deleted)"
+	}
+	return fmt.Sprintf("%-12s %-11s %-10d %-10s %s", now.Format("15:04:05.000"), meta.Stage, meta.Generation, latency, key)
+}

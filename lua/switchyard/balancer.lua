@@ -1,0 +1,251 @@
+-- Per-worker backend registry and upstream balancer.
+--
+-- The controller publishes the backends JSON into the switchyard_config shared
+-- dict (see switchyard.configuration). Each worker keeps a decoded copy and a
+-- balancer instance per backend, and rebuilds them only when the published
+-- version changes: from a timer, so idle workers stay current, and at the
+-- start of every proxied request, so a worker never serves a request with
+-- configuration older than the last successful POST.
+
+local cjson = require("cjson.safe")
+local ngx_balancer = require("ngx.balancer")
+local snapshot = require("switchyard.snapshot")
+
+local ngx = ngx
+local ngx_log = ngx.log
+local ERR = ngx.ERR
+local WARN = ngx.WARN
+local NOTICE = ngx.NOTICE
+local INFO = ngx.INFO
+local ngx_exit = ngx.exit
+local ngx_var = ngx.var
+local ngx_shared = ngx.shared
+local set_current_peer = ngx_balancer.set_current_peer
+local set_more_tries = ngx_balancer.set_more_tries
+local get_last_failure = ngx_balancer.get_last_failure
+local json_decode = cjson.decode
+local type = type
+local ipairs = ipairs
+local tonumber = tonumber
+local tostring = tostring
+local pcall = pcall
+
+local _M = {}
+
+local SYNC_INTERVAL = 0.1 -- seconds
+local KIND = "backends"
+local VERSION_KEY = snapshot.version_key(KIND)
+local DEFAULT_ALGORITHM = "round_robin"
+
+-- Balancer implementations by the backend's "load-balance" value. New ones
+-- (ewma, chash, sticky) implement the interface described in
+-- switchyard.balancer_round_robin and are registered here.
+local algorithms = {
+    round_robin = require("switchyard.balancer_round_robin"),
+}
+
+-- name -> balancer instance; instance.algorithm records which implementation
+-- built it, so a change of load-balance replaces the instance.
+local backends = {}
+-- Version loaded into `backends`; nil until something was published.
+local loaded_version
+
+local function algorithm_for(backend)
+    local name = backend["load-balance"]
+    if name == nil or name == "" then
+        return DEFAULT_ALGORITHM
+    end
+    if not algorithms[name] then
+        ngx_log(WARN, "switchyard: backend ", backend.name, " asks for unknown load-balance \"",
+                tostring(name), "\", using ", DEFAULT_ALGORITHM)
+        return DEFAULT_ALGORITHM
+    end
+    return name
+end
+
+-- Converts ports to numbers once per configuration change instead of per
+-- request. Entries the configuration endpoint would have rejected are skipped.
+local function prepare_endpoints(backend)
+    local endpoints = {}
+    if type(backend.endpoints) ~= "table" then
+        return endpoints
+    end
+    for _, endpoint in ipairs(backend.endpoints) do
+        local port = type(endpoint) == "table" and tonumber(endpoint.port)
+        if port and type(endpoint.address) == "string" then
+            endpoints[#endpoints + 1] = { address = endpoint.address, port = port }
+        end
+    end
+    return endpoints
+end
+
+local function build(list)
+    local result = {}
+    local count = 0
+    for _, backend in ipairs(list) do
+        local name = type(backend) == "table" and backend.name
+        if type(name) == "string" then
+            local algorithm = algorithm_for(backend)
+            local prepared = { name = name, endpoints = prepare_endpoints(backend) }
+            local instance = backends[name]
+            if instance and instance.algorithm == algorithm then
+                -- Same backend, same algorithm: keep its state (rotation
+                -- position, EWMA scores, ...).
+                instance:sync(prepared)
+            else
+                instance = algorithms[algorithm].new(prepared)
+                instance.algorithm = algorithm
+            end
+            result[name] = instance
+            count = count + 1
+        end
+    end
+    return result, count
+end
+
+-- Loads the published backends when their version differs from the loaded
+-- one. The common case is a single shared dict read.
+local function sync()
+    local dict = ngx_shared.switchyard_config
+    local version = dict:get(VERSION_KEY)
+    if version == loaded_version then
+        return
+    end
+    -- Recorded first: a snapshot that cannot be used is reported once, not
+    -- decoded again on every request; the worker keeps its previous backends.
+    loaded_version = version
+
+    local data = dict:get(snapshot.key(KIND, version, "data"))
+    if not data then
+        ngx_log(ERR, "switchyard: backends version ", version, " has no data")
+        return
+    end
+    local list, err = json_decode(data)
+    if type(list) ~= "table" then
+        ngx_log(ERR, "switchyard: cannot decode backends version ", version, ": ", err)
+        return
+    end
+
+    local count
+    backends, count = build(list)
+    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " backends)")
+end
+
+local function on_timer(premature)
+    if premature then
+        return
+    end
+    -- A failure must not stop this worker's timer chain; ngx.timer.every keeps
+    -- firing, and pcall keeps the error in the log instead of a traceback loop.
+    local ok, err = pcall(sync)
+    if not ok then
+        ngx_log(ERR, "switchyard: syncing backends failed: ", err)
+    end
+end
+
+function _M.init_worker()
+    math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
+    local ok, err = ngx.timer.every(SYNC_INTERVAL, on_timer)
+    if not ok then
+        ngx_log(ERR, "switchyard: cannot start the backend sync timer: ", err)
+    end
+    -- Load what is already published (e.g. after a reload) without waiting
+    -- for the first tick.
+    ok, err = ngx.timer.at(0, on_timer)
+    if not ok then
+        ngx_log(ERR, "switchyard: cannot schedule the initial backend sync: ", err)
+    end
+end
+
+-- rewrite_by_lua: resolves $proxy_upstream_name to a backend, answering 503
+-- when it is unknown or has no endpoints. The instance is kept in ngx.ctx so
+-- the balancer phase uses the backend checked here even if a sync runs in
+-- between.
+function _M.rewrite()
+    sync()
+    local name = ngx_var.proxy_upstream_name
+    local backend = name and backends[name]
+    if not backend then
+        ngx_log(INFO, "switchyard: no backend named \"", tostring(name), "\"")
+        return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    if #backend.endpoints == 0 then
+        ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")
+        return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    ngx.ctx.switchyard = { backend = backend, name = name, tries = 0 }
+end
+
+-- Ends the request from the balancer phase. On stock nginx (no OpenResty
+-- balancer status patch) lua-nginx-module turns any status >= 300 given to
+-- ngx.exit here into NGX_ERROR, which nginx answers with 500; with the patch
+-- it becomes a real 503. rewrite() makes this path rare: it only runs when
+-- the configuration changed between rewrite and balancer or when
+-- set_current_peer rejects every endpoint.
+local function unavailable()
+    return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+end
+
+-- State for this request, normally created by rewrite(); a location without
+-- the rewrite hook still works by looking the backend up here.
+local function request_state(ctx)
+    local state = ctx.switchyard
+    if state then
+        return state
+    end
+    sync()
+    local name = ngx_var.proxy_upstream_name
+    local backend = name and backends[name]
+    if not backend then
+        return nil, name
+    end
+    state = { backend = backend, name = name, tries = 0 }
+    ctx.switchyard = state
+    return state
+end
+
+-- balancer_by_lua: sets the peer for this try of the request.
+function _M.balance()
+    local state, name = request_state(ngx.ctx)
+    if not state then
+        ngx_log(ERR, "switchyard: balancer found no backend named \"", tostring(name), "\"")
+        return unavailable()
+    end
+
+    local backend = state.backend
+    if state.tries > 0 then
+        local failure, code = get_last_failure()
+        ngx_log(INFO, "switchyard: retrying backend ", state.name, " after ",
+                tostring(failure), " (", tostring(code), ") from the previous endpoint")
+    end
+
+    -- Endpoints set_current_peer rejects (e.g. a hostname where an IP is
+    -- expected) are skipped in this same try.
+    local n = #backend.endpoints
+    for _ = 1, n do
+        local endpoint = backend:balance(state)
+        if not endpoint then
+            break
+        end
+        local ok, err = set_current_peer(endpoint.address, endpoint.port)
+        if ok then
+            state.tries = state.tries + 1
+            -- Let nginx retry (within proxy_next_upstream_tries) while there
+            -- is an endpoint this request has not tried yet.
+            if state.tries < n then
+                local _, warn = set_more_tries(1)
+                if warn then
+                    ngx_log(INFO, "switchyard: set_more_tries: ", warn)
+                end
+            end
+            return
+        end
+        ngx_log(ERR, "switchyard: cannot use endpoint ", endpoint.address, ":",
+                tostring(endpoint.port), " of backend ", state.name, ": ", err)
+    end
+
+    ngx_log(ERR, "switchyard: backend ", state.name, " has no usable endpoint")
+    return unavailable()
+end
+
+return _M

@@ -1,0 +1,298 @@
+-- Configuration endpoint of the data plane.
+--
+-- Served by content_by_lua_block in a server that listens only on a unix
+-- socket, so proxied traffic can never reach it. Every POST is a full
+-- replacement that is validated, then published as a new snapshot (see
+-- switchyard.snapshot); workers pick it up by its version.
+
+local cjson = require("cjson.safe")
+local snapshot = require("switchyard.snapshot")
+
+local ngx = ngx
+local ngx_log = ngx.log
+local ERR = ngx.ERR
+local ngx_print = ngx.print
+local ngx_exit = ngx.exit
+local ngx_var = ngx.var
+local req_read_body = ngx.req.read_body
+local req_get_body_data = ngx.req.get_body_data
+local req_get_body_file = ngx.req.get_body_file
+local req_get_method = ngx.req.get_method
+local io_open = io.open
+local type = type
+local pairs = pairs
+local ipairs = ipairs
+local next = next
+local tonumber = tonumber
+local tostring = tostring
+local str_find = string.find
+local str_lower = string.lower
+local tbl_sort = table.sort
+local tbl_concat = table.concat
+local json_decode = cjson.decode
+local json_encode = cjson.encode
+
+local _M = {}
+
+local function respond(status, text, content_type)
+    ngx.status = status
+    ngx.header["Content-Type"] = content_type or "text/plain; charset=utf-8"
+    if text then
+        ngx_print(text)
+    end
+    -- the status and body are already set; ngx.OK just ends the handler
+    return ngx_exit(ngx.OK)
+end
+
+-- Returns the request body as a string. Bodies larger than
+-- client_body_buffer_size are spilled by nginx to a temp file, and a
+-- backends list can be several MB.
+local function read_body()
+    req_read_body()
+    local data = req_get_body_data()
+    if data then
+        return data
+    end
+
+    local path = req_get_body_file()
+    if not path then
+        return nil, "empty body"
+    end
+    local file, err = io_open(path, "rb")
+    if not file then
+        return nil, "cannot open body file: " .. tostring(err)
+    end
+    data = file:read("*a")
+    file:close()
+    if not data or data == "" then
+        return nil, "empty body"
+    end
+    return data
+end
+
+-- cjson decodes both [] and {} to an empty table, and has no array marker in
+-- this build, so a table is an array when its keys are exactly 1..n.
+local function is_array(value)
+    if type(value) ~= "table" then
+        return false
+    end
+    local count = 0
+    for _ in pairs(value) do
+        count = count + 1
+    end
+    for i = 1, count do
+        if value[i] == nil then
+            return false
+        end
+    end
+    return true
+end
+
+-- A JSON object, or {} which cjson cannot tell from [].
+local function is_object(value)
+    return type(value) == "table" and (next(value) == nil or not is_array(value))
+end
+
+local function valid_port(port)
+    if type(port) ~= "string" or not str_find(port, "^%d+$") then
+        return false
+    end
+    local n = tonumber(port)
+    return n >= 1 and n <= 65535
+end
+
+local function validate_endpoints(endpoints, name)
+    if not is_array(endpoints) then
+        return "backend " .. name .. ": endpoints must be an array"
+    end
+    for i, endpoint in ipairs(endpoints) do
+        if type(endpoint) ~= "table" then
+            return "backend " .. name .. ": endpoint " .. i .. " must be an object"
+        end
+        if type(endpoint.address) ~= "string" or endpoint.address == "" then
+            return "backend " .. name .. ": endpoint " .. i .. " needs a string address"
+        end
+        if not valid_port(endpoint.port) then
+            return "backend " .. name .. ": endpoint " .. i
+                .. " needs a string port between 1 and 65535"
+        end
+    end
+end
+
+local function validate_backends(backends)
+    if not is_array(backends) then
+        return "body must be a JSON array of backends"
+    end
+    local seen = {}
+    for i, backend in ipairs(backends) do
+        if not is_object(backend) then
+            return "backend " .. i .. " must be an object"
+        end
+        local name = backend.name
+        if type(name) ~= "string" or name == "" then
+            return "backend " .. i .. " needs a string name"
+        end
+        if seen[name] then
+            return "duplicate backend name " .. name
+        end
+        seen[name] = true
+        local lb = backend["load-balance"]
+        if lb ~= nil and type(lb) ~= "string" then
+            return "backend " .. name .. ": load-balance must be a string"
+        end
+        local err = validate_endpoints(backend.endpoints, name)
+        if err then
+            return err
+        end
+    end
+end
+
+-- Maps a publish error to a response: a full dict is reported as 507 so the
+-- controller knows the configuration was NOT applied.
+local function publish_failed(kind, err)
+    if err == snapshot.ERR_BUSY then
+        return respond(409, "another " .. kind .. " update is in progress, retry\n")
+    end
+    ngx_log(ERR, "switchyard: storing ", kind, " failed: ", err)
+    if err == "no memory" then
+        return respond(507, "shared dict is full, " .. kind .. " not applied\n")
+    end
+    return respond(500, "storing " .. kind .. " failed: " .. tostring(err) .. "\n")
+end
+
+local function post_backends()
+    local body, err = read_body()
+    if not body then
+        return respond(400, err .. "\n")
+    end
+    -- cjson cannot distinguish [] from {}, the first character can.
+    if not str_find(body, "^%s*%[") then
+        return respond(400, "body must be a JSON array of backends\n")
+    end
+    local backends, derr = json_decode(body)
+    if backends == nil then
+        return respond(400, "invalid JSON: " .. tostring(derr) .. "\n")
+    end
+    local verr = validate_backends(backends)
+    if verr then
+        return respond(400, verr .. "\n")
+    end
+
+    -- The raw body is stored: workers decode it once per version anyway.
+    local version, perr = snapshot.publish(ngx.shared.switchyard_config, "backends",
+                                           { data = body })
+    if not version then
+        return publish_failed("backends", perr)
+    end
+    return respond(201, "backends version " .. version .. "\n")
+end
+
+local function get_backends()
+    local dict = ngx.shared.switchyard_config
+    local version = snapshot.version(dict, "backends")
+    local data = version and dict:get(snapshot.key("backends", version, "data"))
+    return respond(200, data or "[]", "application/json")
+end
+
+local function validate_certificates(config)
+    if not is_object(config) then
+        return "body must be a JSON object"
+    end
+    local certificates = config.certificates
+    if certificates == nil then
+        certificates = {}
+    elseif not is_object(certificates) then
+        return "certificates must be an object"
+    end
+    for id, pem in pairs(certificates) do
+        if type(id) ~= "string" or id == "" then
+            return "certificate ids must be non-empty strings"
+        end
+        if type(pem) ~= "string" or pem == "" then
+            return "certificate " .. id .. " must be a PEM string"
+        end
+    end
+
+    local servers = config.servers
+    if servers == nil then
+        servers = {}
+    elseif not is_object(servers) then
+        return "servers must be an object"
+    end
+    for host, id in pairs(servers) do
+        if type(host) ~= "string" or host == "" then
+            return "server names must be non-empty strings"
+        end
+        if type(id) ~= "string" or certificates[id] == nil then
+            return "server " .. host .. " references an unknown certificate"
+        end
+    end
+end
+
+-- Builds the snapshot parts: one key per PEM, so a handshake reads only the
+-- certificate it serves, plus the hostname map. Hostnames are lowercased
+-- because certificate.lua looks up the lowercased SNI.
+local function certificate_parts(config)
+    local parts = {}
+    for id, pem in pairs(config.certificates or {}) do
+        parts["pem:" .. id] = pem
+    end
+    local servers = {}
+    for host, id in pairs(config.servers or {}) do
+        servers[str_lower(host)] = id
+    end
+    parts.servers = json_encode(servers)
+    return parts
+end
+
+local function post_certificates()
+    local body, err = read_body()
+    if not body then
+        return respond(400, err .. "\n")
+    end
+    if not str_find(body, "^%s*{") then
+        return respond(400, "body must be a JSON object\n")
+    end
+    local config, derr = json_decode(body)
+    if config == nil then
+        return respond(400, "invalid JSON: " .. tostring(derr) .. "\n")
+    end
+    local verr = validate_certificates(config)
+    if verr then
+        return respond(400, verr .. "\n")
+    end
+
+    local version, perr = snapshot.publish(ngx.shared.switchyard_certs, "certificates",
+                                           certificate_parts(config))
+    if not version then
+        return publish_failed("certificates", perr)
+    end
+    return respond(201, "certificates version " .. version .. "\n")
+end
+
+local routes = {
+    ["/configuration/backends"] = { GET = get_backends, POST = post_backends },
+    ["/configuration/certificates"] = { POST = post_certificates },
+    ["/healthz"] = { GET = function() return respond(200, "ok") end },
+}
+
+function _M.call()
+    local route = routes[ngx_var.uri]
+    if not route then
+        return respond(404, "not found\n")
+    end
+    local method = req_get_method()
+    local handler = route[method] or (method == "HEAD" and route.GET)
+    if not handler then
+        local allowed = {}
+        for m in pairs(route) do
+            allowed[#allowed + 1] = m
+        end
+        tbl_sort(allowed)
+        ngx.header["Allow"] = tbl_concat(allowed, ", ")
+        return respond(405, "method not allowed\n")
+    end
+    return handler()
+end
+
+return _M

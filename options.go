@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/stages/annotations"
+	"switchyard.dev/switchyard/stages/applier"
+	"switchyard.dev/switchyard/stages/renderer"
+	"switchyard.dev/switchyard/stages/translator"
+	"switchyard.dev/switchyard/stages/watcher"
+)
+
+// options are the flags every stage may read; `run` and `stage` share them.
+type options struct {
+	manifests         string
+	httpAddr          string
+	httpsAddr         string
+	stateDir          string
+	ingressClass      string
+	controllerClass   string
+	watchWithoutClass bool
+	pluginDir         string
+	nginxBinary       string
+	natsListen        string
+	logLevel          string
+	logFormat         string
+	workerProcesses   string
+	shutdownGrace     time.Duration
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.manifests, "manifests", "", "directory of Kubernetes YAML manifests to serve (watched for changes)")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8080", "address NGINX listens on for HTTP")
+	fs.StringVar(&o.httpsAddr, "https-addr", "127.0.0.1:8443", "address NGINX listens on for HTTPS")
+	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "switchyard"), "NGINX prefix, rendered configuration, sockets and bus storage (created if missing)")
+	fs.StringVar(&o.ingressClass, "ingress-class", "switchyard", "value of the legacy kubernetes.io/ingress.class annotation to serve")
+	fs.StringVar(&o.controllerClass, "controller-class", "switchyard.dev/ingress-controller", "IngressClass spec.controller to serve")
+	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
+	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins")
+	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
+	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
+	fs.StringVar(&o.workerProcesses, "worker-processes", "auto", "NGINX worker processes")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
+}
+
+func (o *options) logger() (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(o.logLevel)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(level)
+	cfg.Sampling = nil
+	if o.logFormat == "console" {
+		cfg.Encoding = "console"
+		cfg.EncoderConfig = zap.NewDevelopmentEncoderConfig()
+	}
+	return cfg.Build()
+}
+
+func (o *options) prefix() (string, error) {
+	abs, err := filepath.Abs(o.stateDir)
+	if err != nil {
+		return "", err
+	}
+	return applier.PrefixFor(abs), nil
+}
+
+func (o *options) controlSocket() (string, error) {
+	prefix, err := o.prefix()
+	return filepath.Join(prefix, "control.sock"), err
+}
+
+func (o *options) translatorConfig() translator.Config {
+	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass}
+}
+
+func (o *options) rendererConfig() (renderer.Config, error) {
+	cfg := renderer.DefaultConfig()
+	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
+	cfg.WorkerProcesses = o.workerProcesses
+	socket, err := o.controlSocket()
+	cfg.ControlSocket = socket
+	return cfg, err
+}
+
+// runner is what every stage offers: run until the context ends.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// newStage builds one stage by name on a bus connection.
+func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner, error) {
+	log = log.Named(name)
+	switch name {
+	case bus.StageWatcher:
+		return watcher.New(conn, watcher.Config{ManifestsDir: o.manifests}, log), nil
+	case bus.StageTranslator:
+		return translator.New(conn, o.translatorConfig(), log), nil
+	case bus.StageAnnotations:
+		if o.pluginDir != "" {
+			log.Warn("--plugin-dir is set, but this build has no plugin host yet; annotations pass through unchanged", zap.String("pluginDir", o.pluginDir))
+		}
+		return annotations.New(conn, log), nil
+	case bus.StageRenderer:
+		cfg, err := o.rendererConfig()
+		if err != nil {
+			return nil, err
+		}
+		return renderer.New(conn, cfg, log), nil
+	case bus.StageApplier:
+		prefix, err := o.prefix()
+		if err != nil {
+			return nil, err
+		}
+		socket, _ := o.controlSocket()
+		return applier.New(conn, applier.Config{
+			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace,
+		}, log), nil
+	}
+	return nil, fmt.Errorf("unknown stage %q (stages: %v)", name, bus.Stages)
+}
