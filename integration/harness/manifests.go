@@ -1,0 +1,64 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ClassYAML is the IngressClass the tests' Ingresses name.
+const ClassYAML = `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: switchyard}
+spec: {controller: switchyard.dev/ingress-controller}
+`
+
+// ServiceYAML is a Service with one port named http (port 80) and an
+// EndpointSlice with the given ready endpoints on 127.0.0.1.
+func ServiceYAML(ns, name string, ports ...int) string {
+	var eps strings.Builder
+	for _, p := range ports {
+		// One slice per port: the manifests source has no cluster to
+		// enforce one port per slice, but slices name ports, not pods.
+		fmt.Fprintf(&eps, `---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %[2]s-%[3]d
+  namespace: %[1]s
+  labels: {kubernetes.io/service-name: %[2]s}
+addressType: IPv4
+ports: [{name: http, port: %[3]d}]
+endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
+`, ns, name, p)
+	}
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: %s}
+spec:
+  ports: [{name: http, port: 80}]
+%s`, name, ns, eps.String())
+}
+
+// Path is one path of an Ingress rule.
+type Path struct {
+	Path, Type, Service string
+}
+
+// IngressYAML is an Ingress of class switchyard with one host.
+func IngressYAML(ns, name, host string, paths ...Path) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: %s, namespace: %s}
+spec:
+  ingressClassName: switchyard
+  rules:
+  - host: %s
+    http:
+      paths:
+`, name, ns, host)
+	for _, p := range paths {
+		fmt.Fprintf(&b, "      - {path: %q, pathType: %s, backend: {service: {name: %s, port: {name: http}}}}\n", p.Path, p.Type, p.Service)
+	}
+	return b.String()
+}

@@ -1,0 +1,329 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds the switchyard binary once per test process and returns
+// its path. Tests run the real binary: the same code users run.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "switchyard-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "switchyard")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Process is a child process the test started; it is stopped at cleanup.
+type Process struct {
+	Cmd    *exec.Cmd
+	Output *syncBuffer
+	done   chan struct{}
+}
+
+// Start runs the binary with args and stops it (SIGINT, then SIGKILL) when
+// the test ends.
+func Start(t testing.TB, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Cmd: exec.Command(bin, args...), Output: &syncBuffer{}, done: make(chan struct{})}
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Stop(20 * time.Second)
+		if t.Failed() {
+			t.Logf("output of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), p.Output.String())
+		}
+	})
+	return p
+}
+
+// Stop interrupts the process and waits for it, killing it after grace.
+func (p *Process) Stop(grace time.Duration) {
+	_ = p.Cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Exited says whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// StartEcho runs `switchyard echo` on a free loopback port and returns its port.
+func StartEcho(t testing.TB, bin, service, pod string) int {
+	t.Helper()
+	port := FreePort(t)
+	Start(t, bin, "echo", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--service", service, "--pod", pod)
+	WaitFor(t, 10*time.Second, "echo backend "+pod, func() error {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return port
+}
+
+// WaitFor polls check every 10 ms until it returns nil or timeout passes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Switchyard is a running `switchyard run`.
+type Switchyard struct {
+	*Process
+	HTTPAddr, HTTPSAddr string
+	StateDir            string
+	Manifests           string
+	client              *http.Client
+}
+
+// StartSwitchyard runs `switchyard run` on free loopback ports with its own
+// state dir, and waits until NGINX answers.
+func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyard {
+	t.Helper()
+	Nginx(t)
+	bin := Binary(t)
+	s := &Switchyard{
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		StateDir:  t.TempDir(),
+		Manifests: manifests,
+		client:    NewClient(),
+	}
+	args := append([]string{"run", "--manifests", manifests, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
+		"--state-dir", s.StateDir, "--worker-processes", "2", "--log-level", "debug", "--shutdown-grace", "5s"}, extra...)
+	s.Process = Start(t, bin, args...)
+	WaitFor(t, 30*time.Second, "switchyard to serve", func() error {
+		if s.Exited() {
+			t.Fatalf("switchyard exited:\n%s", s.Output.String())
+		}
+		_, err := s.Get("switchyard-probe.invalid", "/")
+		return err
+	})
+	return s
+}
+
+// NewClient returns an HTTP client that opens a new connection per request,
+// so every request may land on any NGINX worker.
+func NewClient() *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // tests check certificates themselves
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// GetTLS sends GET https://host/path to NGINX's HTTPS listener, with host
+// as the SNI name, as a browser would.
+func (s *Switchyard) GetTLS(host, path string) (Response, error) {
+	client := NewClient()
+	client.Transport.(*http.Transport).TLSClientConfig.ServerName = host
+	return Do(client, http.MethodGet, "https://"+s.HTTPSAddr+path, host, nil)
+}
+
+// Response is what came back through NGINX; Echo is set when an echo
+// backend answered.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Echo   *EchoReply
+}
+
+// EchoReply is the JSON `switchyard echo` answers with.
+type EchoReply struct {
+	Path      string              `json:"path"`
+	Host      string              `json:"host"`
+	Method    string              `json:"method"`
+	Proto     string              `json:"proto"`
+	Headers   map[string][]string `json:"headers"`
+	Namespace string              `json:"namespace"`
+	Service   string              `json:"service"`
+	Pod       string              `json:"pod"`
+}
+
+// Get sends GET http://host/path to NGINX's HTTP listener.
+func (s *Switchyard) Get(host, path string) (Response, error) {
+	return Do(s.client, http.MethodGet, "http://"+s.HTTPAddr+path, host, nil)
+}
+
+// Do sends one request with the given Host header.
+func Do(client *http.Client, method, url, host string, body []byte) (Response, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, bytes.NewReader(body))
+	if err != nil {
+		return Response{}, err
+	}
+	req.Host = host
+	resp, err := client.Do(req)
+	if err != nil {
+		return Response{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Response{}, err
+	}
+	r := Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		var e EchoReply
+		if json.Unmarshal(data, &e) == nil && e.Pod != "" {
+			r.Echo = &e
+		}
+	}
+	return r, nil
+}
+
+// Prefix is the NGINX prefix below the state dir.
+func (s *Switchyard) Prefix() string { return filepath.Join(s.StateDir, "nginx") }
+
+// MasterPID reads NGINX's pid file.
+func (s *Switchyard) MasterPID(t testing.TB) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.Prefix(), "nginx.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// WorkerPIDs lists the master's children: a reload replaces them all.
+func (s *Switchyard) WorkerPIDs(t testing.TB) []int {
+	t.Helper()
+	return ChildPIDs(t, s.MasterPID(t))
+}
+
+// ChildPIDs lists a process's children from /proc.
+func ChildPIDs(t testing.TB, pid int) []int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range tasks {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// WriteFile writes a file atomically (temp file, then rename), as GitOps
+// tools and editors do.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer collects a process's output safely across goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,89 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/stages/applier"
+)
+
+// SelfSigned makes a certificate and key (PEM) for host.
+func SelfSigned(t testing.TB, host string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	cert, key, err := applier.SelfSignedCertificate(host, []string{host}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// TLSIngressYAML is a kubernetes.io/tls Secret and an Ingress serving host
+// over TLS with it.
+func TLSIngressYAML(ns, name, host, service string, certPEM, keyPEM []byte) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: %[2]s-tls, namespace: %[1]s}
+type: kubernetes.io/tls
+data:
+  tls.crt: %[5]s
+  tls.key: %[6]s
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: %[2]s, namespace: %[1]s}
+spec:
+  ingressClassName: switchyard
+  tls:
+  - hosts: [%[3]s]
+    secretName: %[2]s-tls
+  rules:
+  - host: %[3]s
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: %[4]s, port: {name: http}}}}
+`, ns, name, host, service, base64.StdEncoding.EncodeToString(certPEM), base64.StdEncoding.EncodeToString(keyPEM))
+}
+
+// ServedCertificate does a TLS handshake with SNI and returns the leaf
+// certificate's DER bytes and common name.
+func ServedCertificate(addr, sni string) (der []byte, commonName string, err error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: sni, InsecureSkipVerify: true}) // the test inspects the certificate itself
+	if err != nil {
+		return nil, "", err
+	}
+	defer conn.Close()
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	return leaf.Raw, leaf.Subject.CommonName, nil
+}
+
+// ExpectCertificate checks the common name served for sni.
+func ExpectCertificate(addr, sni, wantCN string) error {
+	_, cn, err := ServedCertificate(addr, sni)
+	if err != nil {
+		return err
+	}
+	if cn != wantCN {
+		return fmt.Errorf("SNI %s: served CN %q, want %q", sni, cn, wantCN)
+	}
+	return nil
+}
+
+// ExpectCertificatePEM checks that exactly certPEM is served for sni.
+func ExpectCertificatePEM(addr, sni string, certPEM []byte) error {
+	der, _, err := ServedCertificate(addr, sni)
+	if err != nil {
+		return err
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil || !bytes.Equal(block.Bytes, der) {
+		return fmt.Errorf("SNI %s: a different certificate is served", sni)
+	}
+	return nil
+}
