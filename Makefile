@@ -1,0 +1,55 @@
+# Switchyard: `make run` to try it, `make test` before every push.
+GO        ?= go
+BIN       := bin/switchyard
+STATE_DIR ?= $(CURDIR)/.state
+FUZZTIME  ?= 8s
+# Debian's NGINX with the Lua module: the data plane.
+DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
+                lua-resty-lrucache lua-cjson libnginx-mod-stream curl
+
+.PHONY: all build run test unit fuzz lint deps bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) .
+
+## deps: install the Debian packages that are missing (idempotent).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+## run: two echo backends and the all-in-one on 127.0.0.1:8080 / :8443.
+run: deps build
+	@BIN=$(BIN) STATE_DIR=$(STATE_DIR) examples/run.sh
+
+## test: formatting, vet, every test with the real NGINX, and short fuzz runs.
+test: deps lint unit fuzz
+
+unit:
+	SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./stages/watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
+	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: side-by-side measurements (start-up, endpoint change, new Ingress).
+bench: deps build
+	SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 20m ./integration/bench
+
+clean:
+	rm -rf bin $(STATE_DIR)

@@ -1,0 +1,65 @@
+package translator
+
+import (
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// forbidden are the characters no host or path may carry into nginx.conf.
+const forbidden = ";{}'\"$\\ \t\r\n\x00#`"
+
+// FuzzValidateIngress feeds arbitrary hosts and paths through Translate:
+// it must not panic, and whatever it accepts holds no forbidden character.
+func FuzzValidateIngress(f *testing.F) {
+	seeds := []struct{ host, path string }{
+		{"shop.example.com", "/"}, {"*.wild.example.com", "/api"}, {"", "/a/b/c"},
+		{"evil.com", "/x;} location / {return 200;"}, {"a b", "/"}, {"x.com", "/$host"},
+		{"x.com", "/a\nb"}, {"x.com", "/(a|b)+"}, {"X.COM", "/%2e%2e"}, {"x.com", "relative"},
+	}
+	for _, s := range seeds {
+		for pt := 0; pt < 3; pt++ {
+			f.Add(s.host, s.path, uint8(pt))
+		}
+	}
+	f.Fuzz(func(t *testing.T, host, path string, pt uint8) {
+		pathType := []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}[pt%3]
+		class := "switchyard"
+		ing := &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "fuzz", Namespace: "default"},
+			Spec: networkingv1.IngressSpec{
+				IngressClassName: &class,
+				Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{{Path: path, PathType: &pathType, Backend: networkingv1.IngressBackend{
+						Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+				}}}},
+			},
+		}
+		snap := Snapshot{
+			Ingresses:      []*networkingv1.Ingress{ing},
+			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: networkingv1.IngressClassSpec{Controller: DefaultConfig().ControllerClass}}},
+		}
+		m := Translate(DefaultConfig(), snap)
+		for _, s := range m.Servers {
+			if strings.ContainsAny(s.Hostname, forbidden) {
+				t.Fatalf("host %q accepted", s.Hostname)
+			}
+			for _, l := range s.Locations {
+				if strings.ContainsAny(l.Path, forbidden) || !strings.HasPrefix(l.Path, "/") {
+					t.Fatalf("path %q accepted", l.Path)
+				}
+			}
+		}
+		info := m.Ingresses[bus.Key(bus.KindIngress, "default", "fuzz")]
+		if info == nil {
+			t.Fatal("the Ingress is not reported")
+		}
+		if info.Rejected && len(info.Problems) == 0 {
+			t.Fatal("rejected without a reason")
+		}
+	})
+}
