@@ -49,6 +49,11 @@ func runCommand(args []string) error {
 }
 
 func startBus(o *options) (*bus.Embedded, error) {
+	// Created here, before the bus makes it private: NGINX workers must be
+	// able to enter it to reach their temporary files.
+	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
 	storeDir := filepath.Join(o.stateDir, "bus")
 	// The bus keeps state in memory; a leftover store from an earlier run
 	// must not resurrect objects that are gone.

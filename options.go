@@ -30,6 +30,7 @@ type options struct {
 	watchWithoutClass bool
 	pluginDir         string
 	nginxBinary       string
+	nginxUser         string
 	natsListen        string
 	logLevel          string
 	logFormat         string
@@ -47,6 +48,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
+	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
@@ -92,7 +94,25 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.WorkerProcesses = o.workerProcesses
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
+	if w, werr := o.workerUser(); werr != nil {
+		err = werr
+	} else if w != nil {
+		cfg.User, cfg.Group = w.Name, w.Group
+	}
 	return cfg, err
+}
+
+// workerUser is the user NGINX workers drop to; nil unless we run as root,
+// in which case workers must never keep root.
+func (o *options) workerUser() (*applier.WorkerUser, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	w, err := applier.LookupWorkerUser(o.nginxUser)
+	if err != nil {
+		return nil, fmt.Errorf("--nginx-user: %w", err)
+	}
+	return &w, nil
 }
 
 // runner is what every stage offers: run until the context ends.
@@ -125,8 +145,12 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			return nil, err
 		}
 		socket, _ := o.controlSocket()
+		worker, err := o.workerUser()
+		if err != nil {
+			return nil, err
+		}
 		return applier.New(conn, applier.Config{
-			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace,
+			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 		}, log), nil
 	}
 	return nil, fmt.Errorf("unknown stage %q (stages: %v)", name, bus.Stages)

@@ -138,6 +138,16 @@ func TestRoutesServed(t *testing.T) {
 		}
 	})
 
+	t.Run("body above the buffer size is spooled by the workers", func(t *testing.T) {
+		r, err := harness.Do(harness.NewClient(), "POST", "http://"+e.sy.HTTPAddr+"/upload", "shop.example.com", make([]byte, 512<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != 200 || r.Echo == nil || r.Echo.Method != "POST" {
+			t.Fatalf("status %d, want 200 from the backend: %s", r.Status, truncate(r.Body))
+		}
+	})
+
 	t.Run("body over 1m is refused", func(t *testing.T) {
 		r, err := harness.Do(harness.NewClient(), "POST", "http://"+e.sy.HTTPAddr+"/upload", "shop.example.com", make([]byte, 1<<20+1))
 		if err != nil {

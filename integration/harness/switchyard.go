@@ -162,7 +162,7 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 	s := &Switchyard{
 		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		StateDir:  t.TempDir(),
+		StateDir:  StateDir(t),
 		Manifests: manifests,
 		client:    NewClient(),
 	}
@@ -177,6 +177,21 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 		return err
 	})
 	return s
+}
+
+// StateDir makes a state directory that NGINX workers, which drop root,
+// can reach: t.TempDir's parent is private to the test's user.
+func StateDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sy-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // NewClient returns an HTTP client that opens a new connection per request,

@@ -29,6 +29,9 @@ type Config struct {
 	ControlSocket string
 	// ShutdownGrace bounds the graceful stop.
 	ShutdownGrace time.Duration
+	// WorkerUser, when set, is the user NGINX workers run as (the renderer
+	// writes the same into nginx.conf); it is given the temporary dirs.
+	WorkerUser *WorkerUser
 }
 
 // Stage runs the applier.
@@ -66,6 +69,11 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := PreparePrefix(s.cfg.Prefix); err != nil {
 		return err
 	}
+	if s.cfg.WorkerUser != nil {
+		if err := grantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
+			return err
+		}
+	}
 	inbox := newMailbox()
 	followErr := make(chan error, 1)
 	go func() {
@@ -102,6 +110,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			current = &t
 		case <-nginxDone:
 			s.log.Error("nginx exited unexpectedly; restarting it", zap.Error(s.nginx.err))
+			s.nginx.reapOrphans()
 			s.nginx = nil
 			if current == nil {
 				continue

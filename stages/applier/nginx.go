@@ -40,7 +40,8 @@ func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout = io.Discard
+	// Stdout stays nil (/dev/null): any other writer adds a pipe that
+	// orphaned workers would hold open, and Wait would never return.
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
 	}
@@ -92,6 +93,24 @@ func (p *nginxProcess) stop(grace time.Duration) {
 		case <-time.After(s.wait):
 		}
 	}
+}
+
+// reapOrphans ends the workers of a master that died: they would keep
+// serving an old configuration and hold the listening sockets the next
+// master needs. They share the master's process group (Setpgid above).
+func (p *nginxProcess) reapOrphans() {
+	group := -p.pid()
+	if syscall.Kill(group, syscall.SIGQUIT) != nil {
+		return // nobody left
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(group, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(group, syscall.SIGKILL)
 }
 
 // testConfig runs nginx -t on the configuration in dir (relative to the

@@ -28,6 +28,8 @@ type Config struct {
 	ConfigDictSize        string
 	CertDictSize          string
 	AccessLog             bool
+	// User and Group the workers run as; empty keeps the master's user.
+	User, Group string
 }
 
 // DefaultConfig is `switchyard run` without flags.

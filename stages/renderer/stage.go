@@ -90,6 +90,9 @@ func (c Config) Validate() error {
 		"worker processes": c.WorkerProcesses, "worker shutdown timeout": c.WorkerShutdownTimeout,
 		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
 	}
+	if c.User != "" {
+		checks["user"], checks["group"] = c.User, c.Group
+	}
 	for what, v := range checks {
 		if !settingPattern.MatchString(v) {
 			return fmt.Errorf("renderer config: %s %q has characters not allowed in nginx.conf", what, v)

@@ -1,0 +1,276 @@
+package applier_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap/zaptest"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/stages/applier"
+)
+
+// rig runs the applier against a real embedded bus and a real NGINX; the
+// test plays the renderer by publishing its table.
+type rig struct {
+	t       *testing.T
+	conn    *bus.Conn
+	writer  *bus.Writer
+	prefix  string
+	socket  string
+	port    int
+	gen     uint64
+	results chan bus.ApplyResult
+}
+
+func newRig(t *testing.T) *rig {
+	nginx := harness.Nginx(t)
+	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	conn, err := e.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	dir := harness.StateDir(t) // short: unix socket paths are limited
+	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
+		socket: filepath.Join(dir, "nginx", "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
+	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(m *nats.Msg) {
+		var res bus.ApplyResult
+		if json.Unmarshal(m.Data, &res) == nil {
+			r.results <- res
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := applier.Config{NginxBinary: nginx, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second}
+	if os.Geteuid() == 0 {
+		w, err := applier.LookupWorkerUser("nobody")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.WorkerUser = &w
+	}
+	stage := applier.New(conn, cfg, zaptest.NewLogger(t))
+	go func() { done <- stage.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("applier: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("applier did not stop")
+		}
+	})
+	return r
+}
+
+// config is a small nginx.conf in the shape the renderer writes: the Lua
+// endpoint on the socket, and one server answering body on the port.
+func (r *rig) config(body string) string {
+	return fmt.Sprintf(`load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
+worker_processes 2;
+pid nginx.pid;
+error_log stderr notice;
+events { worker_connections 1024; }
+http {
+    lua_package_path "$prefix/lua/?.lua;;";
+    lua_shared_dict switchyard_config 4m;
+    lua_shared_dict switchyard_certs 1m;
+    init_worker_by_lua_block { require("switchyard.balancer").init_worker() }
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    access_log off;
+    server { listen unix:%s; location / { content_by_lua_block { require("switchyard.configuration").call() } } }
+    server { listen 127.0.0.1:%d; location / { return 200 "%s"; } }
+}
+`, r.socket, r.port, body)
+}
+
+func (r *rig) publish(files map[string]string, backends ...bus.Backend) {
+	r.t.Helper()
+	entries := map[string][]byte{}
+	for path, content := range files {
+		data, _ := json.Marshal(bus.RenderedFile{Path: path, Content: content})
+		entries[bus.Key(bus.KindFile, path)] = data
+	}
+	for _, b := range backends {
+		data, _ := json.Marshal(b)
+		entries[bus.Key(bus.KindBackend, b.Name)] = data
+	}
+	r.gen++
+	if _, err := r.writer.Publish(context.Background(), bus.Meta{Generation: r.gen}, entries); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// result waits for the apply result of the last published generation.
+func (r *rig) result() bus.ApplyResult {
+	r.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case res := <-r.results:
+			if res.Generation == r.gen {
+				return res
+			}
+		case <-timeout:
+			r.t.Fatalf("no apply result for generation %d", r.gen)
+		}
+	}
+}
+
+func (r *rig) get() string {
+	r.t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.port))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+func (r *rig) masterPID() int {
+	r.t.Helper()
+	data, err := os.ReadFile(filepath.Join(r.prefix, "nginx.pid"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(strings.TrimSpace(string(data)), &pid)
+	return pid
+}
+
+func (r *rig) storedBackends() string {
+	r.t.Helper()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", r.socket)
+	}}}
+	resp, err := client.Get("http://switchyard/configuration/backends")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+func TestApplier(t *testing.T) {
+	r := newRig(t)
+	backend := bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: "127.0.0.1", Port: "9"}}}
+
+	r.publish(map[string]string{"nginx.conf": r.config("one")}, backend)
+	if res := r.result(); res.Error != "" || !res.DynamicUpdated {
+		t.Fatalf("first apply: %+v", res)
+	}
+	if got := r.get(); got != "one" {
+		t.Fatalf("served %q, want one", got)
+	}
+	if !strings.Contains(r.storedBackends(), `"ns-web-80"`) {
+		t.Fatalf("backends not pushed: %s", r.storedBackends())
+	}
+
+	t.Run("static change reloads", func(t *testing.T) {
+		r.publish(map[string]string{"nginx.conf": r.config("two")}, backend)
+		if res := r.result(); res.Error != "" || !res.Reloaded || res.DynamicUpdated {
+			t.Fatalf("apply: %+v", res)
+		}
+		harness.WaitFor(t, 10*time.Second, "the reloaded configuration", func() error {
+			if got := r.get(); got != "two" {
+				return fmt.Errorf("served %q", got)
+			}
+			return nil
+		})
+	})
+
+	t.Run("endpoint change does not reload", func(t *testing.T) {
+		moved := backend
+		moved.Endpoints = []bus.Endpoint{{Address: "127.0.0.2", Port: "9"}}
+		r.publish(map[string]string{"nginx.conf": r.config("two")}, moved)
+		if res := r.result(); res.Error != "" || res.Reloaded || !res.DynamicUpdated {
+			t.Fatalf("apply: %+v", res)
+		}
+		if !strings.Contains(r.storedBackends(), "127.0.0.2") {
+			t.Fatalf("new endpoint not pushed: %s", r.storedBackends())
+		}
+	})
+
+	t.Run("rejected configuration keeps the last good one", func(t *testing.T) {
+		r.publish(map[string]string{"nginx.conf": r.config("three") + "this is not nginx;\n"}, backend)
+		res := r.result()
+		if !strings.Contains(res.Error, "nginx -t") || res.Reloaded {
+			t.Fatalf("apply: %+v", res)
+		}
+		if got := r.get(); got != "two" {
+			t.Fatalf("served %q, want the last good configuration", got)
+		}
+		live, _ := os.ReadFile(filepath.Join(r.prefix, applier.ConfDir, "nginx.conf"))
+		if strings.Contains(string(live), "not nginx") {
+			t.Fatal("the rejected configuration replaced the live one")
+		}
+		// The dynamic part still went through.
+		if !strings.Contains(r.storedBackends(), "127.0.0.1") {
+			t.Fatalf("backends not pushed while the configuration was rejected: %s", r.storedBackends())
+		}
+	})
+
+	t.Run("crashed nginx is restarted with the current state", func(t *testing.T) {
+		r.publish(map[string]string{"nginx.conf": r.config("four")}, backend)
+		if res := r.result(); res.Error != "" {
+			t.Fatalf("apply: %+v", res)
+		}
+		old := r.masterPID()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitFor(t, 20*time.Second, "a new NGINX serving the current configuration", func() error {
+			data, err := os.ReadFile(filepath.Join(r.prefix, "nginx.pid"))
+			if err != nil || strings.TrimSpace(string(data)) == fmt.Sprint(old) {
+				return fmt.Errorf("still the old master")
+			}
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.port))
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "four" {
+				return fmt.Errorf("served %q", body)
+			}
+			return nil
+		})
+		harness.WaitFor(t, 10*time.Second, "backends pushed to the restarted nginx", func() error {
+			if got := r.storedBackends(); !strings.Contains(got, `"ns-web-80"`) {
+				return fmt.Errorf("stored backends: %s", got)
+			}
+			return nil
+		})
+	})
+}

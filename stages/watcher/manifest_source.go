@@ -1,0 +1,420 @@
+// The manifests-directory source: a directory of YAML files that stands in
+// for the Kubernetes API (local runs, GitOps checkouts, ConfigMap mounts).
+
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+)
+
+// ManifestSource watches a directory of *.yaml / *.yml files.
+//
+// Files are read in lexical order; when two define the same object, the
+// later one wins. A file that stops parsing keeps its last good objects in
+// the set until it parses again. Subdirectories, hidden files and editor
+// temporary files are ignored; symlinks to files are followed, so a
+// ConfigMap-mounted directory works.
+type ManifestSource struct {
+	dir string
+	log *zap.Logger
+
+	debounce time.Duration // how long events are collected before a rescan
+	resync   time.Duration // full rescan period, a backstop for missed events
+	retry    time.Duration // how soon to retry while the directory is missing
+	maxBytes int64         // larger files are refused
+}
+
+// NewManifestSource returns a source for dir. log is used as given.
+func NewManifestSource(dir string, log *zap.Logger) *ManifestSource {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &ManifestSource{
+		dir:      filepath.Clean(dir),
+		log:      log,
+		debounce: 15 * time.Millisecond,
+		resync:   10 * time.Second,
+		retry:    250 * time.Millisecond,
+		maxBytes: 16 << 20,
+	}
+}
+
+// Run sends the complete desired object set (key → JSON) once at start and again after every change, until ctx ends.
+//
+// Each map sent belongs to the receiver. A set is sent only when it differs
+// from the last one delivered; if the receiver is slow, intermediate sets are
+// folded into the newest. Run returns an error when the directory does not
+// exist or cannot be watched, and nil when ctx ends. While the directory is
+// missing (being replaced), the last set is kept. Run must not be called
+// twice at once on one ManifestSource.
+func (s *ManifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+	info, err := os.Stat(s.dir)
+	if err != nil {
+		return fmt.Errorf("manifest directory: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("manifest directory %s: not a directory", s.dir)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch manifest directory %s: %w", s.dir, err)
+	}
+	defer w.Close()
+	if err := w.Add(s.dir); err != nil {
+		return fmt.Errorf("watch manifest directory %s: %w", s.dir, err)
+	}
+
+	st := &scanState{src: s, w: w, files: map[string]*manifestFile{}, watching: true}
+	if st.dirInfo, err = os.Stat(s.dir); err != nil {
+		return fmt.Errorf("manifest directory: %w", err)
+	}
+	var (
+		debounceC <-chan time.Time
+		retryC    <-chan time.Time
+		force     = map[string]bool{}
+		full      bool
+	)
+	if _, ok := st.scan(nil, true); !ok {
+		retryC = time.After(s.retry)
+	}
+	current := st.merge()
+	var (
+		sent    map[string][]byte // last set delivered, owned here
+		pending = cloneSet(current)
+	)
+	s.log.Info("watching manifest directory",
+		zap.String("dir", s.dir), zap.Int("files", len(st.files)), zap.Int("objects", len(current)))
+
+	resync := time.NewTicker(s.resync)
+	defer resync.Stop()
+	schedule := func() {
+		if debounceC == nil {
+			debounceC = time.After(s.debounce)
+		}
+	}
+	rescan := func(readAll bool) {
+		changed, ok := st.scan(force, readAll)
+		force = map[string]bool{}
+		retryC = nil
+		if !ok {
+			retryC = time.After(s.retry)
+		}
+		if !changed {
+			return
+		}
+		next := st.merge()
+		switch {
+		case sent != nil && equalSets(next, sent):
+			pending = nil // back to what the receiver already has
+		case pending == nil || !equalSets(next, current):
+			pending = cloneSet(next)
+		}
+		current = next
+	}
+
+	for {
+		var outC chan<- map[string][]byte
+		if pending != nil {
+			outC = out
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case outC <- pending:
+			sent = current
+			pending = nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("manifest directory watch closed")
+			}
+			if filepath.Clean(ev.Name) == s.dir {
+				if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+					st.watching = false
+					full = true
+				}
+			} else if name := filepath.Base(ev.Name); isManifestName(name) {
+				force[name] = true
+			}
+			schedule()
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("manifest directory watch closed")
+			}
+			s.log.Warn("manifest directory watch error; rescanning", zap.String("dir", s.dir), zap.Error(err))
+			full = true
+			schedule()
+		case <-debounceC:
+			debounceC = nil
+			readAll := full
+			full = false
+			rescan(readAll)
+		case <-retryC:
+			rescan(true)
+		case <-resync.C:
+			rescan(true)
+		}
+	}
+}
+
+// manifestFile is what the source knows of one file.
+type manifestFile struct {
+	info    os.FileInfo // as of the last read
+	sum     [sha256.Size]byte
+	objects []Object // last good parse
+	err     string   // last failure, "" while the file parses
+}
+
+// scanState is the state of one Run.
+type scanState struct {
+	src        *ManifestSource
+	w          *fsnotify.Watcher
+	files      map[string]*manifestFile
+	dirInfo    os.FileInfo
+	watching   bool
+	dirMissing bool
+}
+
+// scan lists the directory and rereads files that are new, changed on disk,
+// named in force, or (readAll) all of them; a file is parsed again only when
+// its content changed. It reports whether any file's objects changed, and ok
+// false when the directory could not be read (retry soon).
+func (st *scanState) scan(force map[string]bool, readAll bool) (changed, ok bool) {
+	s := st.src
+	info, err := os.Stat(s.dir)
+	if err != nil || !info.IsDir() {
+		if !st.dirMissing {
+			s.log.Warn("manifest directory is missing; keeping the last object set", zap.String("dir", s.dir), zap.Error(err))
+			st.dirMissing = true
+		}
+		st.watching = false
+		return false, false
+	}
+	if st.dirMissing {
+		s.log.Info("manifest directory is back", zap.String("dir", s.dir))
+		st.dirMissing = false
+	}
+	if !st.watching || !os.SameFile(info, st.dirInfo) {
+		// The directory was replaced: watch the new one and read it all.
+		_ = st.w.Remove(s.dir) // the old watch may already be gone
+		if err := st.w.Add(s.dir); err != nil {
+			s.log.Warn("cannot watch manifest directory; retrying", zap.String("dir", s.dir), zap.Error(err))
+			return false, false
+		}
+		st.watching = true
+		st.dirInfo = info
+		readAll = true
+		s.log.Info("watching the manifest directory again", zap.String("dir", s.dir))
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		s.log.Warn("cannot list manifest directory; retrying", zap.String("dir", s.dir), zap.Error(err))
+		return false, false
+	}
+
+	seen := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		if !isManifestName(name) {
+			continue
+		}
+		path := filepath.Join(s.dir, name)
+		fi, err := os.Stat(path) // follows symlinks
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone, or a dangling symlink
+		case err != nil:
+			// Unreadable for now: keep what the file had.
+			seen[name] = true
+			st.failIO(name, err)
+			continue
+		case !fi.Mode().IsRegular():
+			continue
+		}
+		f := st.files[name]
+		if f != nil && f.info != nil && !readAll && !force[name] && sameStat(f.info, fi) {
+			seen[name] = true
+			continue
+		}
+		fileChanged, present := st.read(name, path)
+		if present {
+			seen[name] = true
+		}
+		changed = changed || fileChanged
+	}
+	for name, f := range st.files {
+		if !seen[name] {
+			changed = changed || len(f.objects) > 0
+			s.log.Info("manifest file removed", zap.String("file", name), zap.Int("objects", len(f.objects)))
+			delete(st.files, name)
+		}
+	}
+	return changed, true
+}
+
+// read rereads one file. It reports whether the file's objects changed, and
+// present false when the file vanished meanwhile.
+func (st *scanState) read(name, path string) (changed, present bool) {
+	s := st.src
+	data, info, err := readLimited(path, s.maxBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, false
+	}
+	if err != nil {
+		st.failIO(name, err)
+		return false, true
+	}
+	f := st.files[name]
+	if f == nil {
+		f = &manifestFile{}
+		st.files[name] = f
+	}
+	sum := sha256.Sum256(data)
+	if f.info != nil && sum == f.sum {
+		f.info = info
+		return false, true // same content: nothing to reparse, nothing to relog
+	}
+	f.info, f.sum = info, sum
+	objs, skipped, err := parseManifest(name, data)
+	if err != nil {
+		// Logged once per content change: an unchanged file is not reparsed.
+		f.err = err.Error()
+		s.log.Error("manifest file does not parse; keeping its last good objects",
+			zap.String("file", name), zap.Error(err), zap.Int("kept_objects", len(f.objects)))
+		return false, true
+	}
+	if f.err != "" {
+		s.log.Info("manifest file parses again", zap.String("file", name))
+		f.err = ""
+	}
+	for _, sk := range skipped {
+		if sk.knownKind {
+			s.log.Warn("skipping object: unsupported apiVersion for this kind",
+				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+		} else {
+			s.log.Debug("skipping object of an unsupported kind",
+				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+		}
+	}
+	if equalObjects(f.objects, objs) {
+		return false, true
+	}
+	f.objects = objs
+	return true, true
+}
+
+// failIO records that a file could not be read, logging each distinct error
+// once. The file keeps its last good objects.
+func (st *scanState) failIO(name string, err error) {
+	f := st.files[name]
+	if f == nil {
+		f = &manifestFile{}
+		st.files[name] = f
+	}
+	f.info = nil // read again next time
+	if f.err == err.Error() {
+		return
+	}
+	f.err = err.Error()
+	st.src.log.Error("cannot read manifest file; keeping its last good objects",
+		zap.String("file", name), zap.Error(err), zap.Int("kept_objects", len(f.objects)))
+}
+
+// merge assembles the desired set from every file in lexical order, later
+// definitions winning, and warns about each overridden one.
+func (st *scanState) merge() map[string][]byte {
+	names := slices.Sorted(maps.Keys(st.files))
+	set := map[string][]byte{}
+	from := map[string]string{}
+	for _, name := range names {
+		for _, o := range st.files[name].objects {
+			if prev, dup := from[o.Key]; dup {
+				st.src.log.Warn("object defined twice; the later definition wins",
+					zap.String("key", o.Key), zap.String("source", o.Source), zap.String("overrides", prev))
+			}
+			set[o.Key] = o.JSON
+			from[o.Key] = o.Source
+		}
+	}
+	return set
+}
+
+func readLimited(path string, limit int64) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, nil, fmt.Errorf("%s: file is larger than %d bytes", filepath.Base(path), limit)
+	}
+	return data, info, nil
+}
+
+// isManifestName tells the files the source reads: *.yaml and *.yml, not
+// hidden, not an editor's temporary file.
+func isManifestName(name string) bool {
+	if name == "" || name[0] == '.' || name[0] == '#' {
+		return false
+	}
+	for _, suffix := range []string{"~", ".swp", ".swo", ".swx", ".tmp", ".bak"} {
+		if strings.HasSuffix(name, suffix) {
+			return false
+		}
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func sameStat(a, b os.FileInfo) bool {
+	return a != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+func equalObjects(a, b []Object) bool {
+	return slices.EqualFunc(a, b, func(x, y Object) bool {
+		return x.Key == y.Key && x.Source == y.Source && bytes.Equal(x.JSON, y.JSON)
+	})
+}
+
+func equalSets(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func cloneSet(m map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
+	}
+	return out
+}
+
+// clip bounds a document string put into a log line.
+func clip(s string) string {
+	const n = 100
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
