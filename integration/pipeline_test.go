@@ -85,7 +85,6 @@ func TestRoutesServed(t *testing.T) {
 		harness.Path{Path: "/b", Type: "Prefix", Service: "echo-b"},
 		harness.Path{Path: "/exact", Type: "Exact", Service: "echo-b"},
 	)})
-	e.eventually("shop.example.com", "/", "the Ingress to be served", servedBy("a-1"))
 	cases := []struct {
 		name, host, path string
 		wantStatus       int

@@ -146,6 +146,8 @@ func TestDataPlane(t *testing.T) {
 	dp := startDataPlane(t)
 
 	t.Run("healthz and unknown paths", dp.testHealthz)
+	// Must run before anything is posted.
+	t.Run("requests wait for the first configuration", dp.testFirstConfigurationWait)
 	t.Run("round robin spreads evenly", dp.testRoundRobin)
 	t.Run("rotation survives endpoint changes", dp.testRotationKept)
 	t.Run("unavailable backends answer 503", dp.testUnavailable)
@@ -456,6 +458,31 @@ func (dp *dataPlane) testHealthz(t *testing.T) {
 		if status, body := dp.configRequest(tt.method, tt.path, ""); status != tt.status {
 			t.Errorf("%s %s = %d %q, want %d", tt.method, tt.path, status, body, tt.status)
 		}
+	}
+}
+
+// A request that arrives after NGINX started but before the controller
+// posted anything waits for the backends instead of getting a 503.
+func (dp *dataPlane) testFirstConfigurationWait(t *testing.T) {
+	eps, ids := startBackends(t, "first", 1)
+	posted := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		body, _ := json.Marshal([]backend{{Name: "first", Service: svc("first"), Endpoints: eps}})
+		status, text := dp.configRequest("POST", "/configuration/backends", string(body))
+		if status != 201 {
+			t.Errorf("POST backends: %d %s", status, text)
+		}
+		posted <- time.Now()
+	}()
+	start := time.Now()
+	r := dp.get("/", "first")
+	answered := time.Now()
+	if r.status != 200 || r.backend != ids[0] {
+		t.Fatalf("got %d from %q, want 200 from %s", r.status, r.backend, ids[0])
+	}
+	if at := <-posted; answered.Before(at.Add(-50*time.Millisecond)) || answered.Sub(start) < 250*time.Millisecond {
+		t.Fatalf("answered after %s, before the configuration arrived", answered.Sub(start))
 	}
 }
 

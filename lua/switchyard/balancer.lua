@@ -157,12 +157,29 @@ function _M.init_worker()
     end
 end
 
+-- Right after NGINX starts, it listens before the controller has posted the
+-- backends. A request in that window waits for them (bounded) instead of
+-- getting a 503 for a backend that is about to exist.
+local FIRST_CONFIG_WAIT = 5 -- seconds
+local FIRST_CONFIG_POLL = 0.01
+
+local function wait_for_first_configuration()
+    local deadline = ngx.now() + FIRST_CONFIG_WAIT
+    while loaded_version == nil and ngx.now() < deadline do
+        ngx.sleep(FIRST_CONFIG_POLL)
+        sync()
+    end
+end
+
 -- rewrite_by_lua: resolves $proxy_upstream_name to a backend, answering 503
 -- when it is unknown or has no endpoints. The instance is kept in ngx.ctx so
 -- the balancer phase uses the backend checked here even if a sync runs in
 -- between.
 function _M.rewrite()
     sync()
+    if loaded_version == nil then
+        wait_for_first_configuration()
+    end
     local name = ngx_var.proxy_upstream_name
     local backend = name and backends[name]
     if not backend then

@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestStagesAsSeparateProcesses runs each stage as its own process on an
+// external NATS, as a deployment with one stage per Deployment would, and
+// restarts one of them mid-way: it catches up from the bus.
+func TestStagesAsSeparateProcesses(t *testing.T) {
+	harness.Nginx(t)
+	bin := harness.Binary(t)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+
+	dir := t.TempDir()
+	port := harness.StartEcho(t, bin, "echo-a", "a-1")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
+	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	common := []string{"--nats", ns.ClientURL(), "--manifests", dir, "--state-dir", harness.StateDir(t),
+		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
+	stages := map[string]*harness.Process{}
+	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
+		stages[name] = harness.Start(t, bin, append([]string{"stage", name}, common...)...)
+	}
+	client := harness.NewClient()
+	get := func(host string) func() error {
+		return func() error {
+			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
+			if err == nil && !servedBy("a-1")(r) {
+				err = fmt.Errorf("status %d", r.Status)
+			}
+			return err
+		}
+	}
+	harness.WaitFor(t, 30*time.Second, "traffic through five stage processes", get("one.example.com"))
+
+	stages["translator"].Stop(10 * time.Second)
+	harness.WriteFile(t, filepath.Join(dir, "two.yaml"), harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	stages["translator"] = harness.Start(t, bin, append([]string{"stage", "translator"}, common...)...)
+	harness.WaitFor(t, 30*time.Second, "a change made while the translator was down", get("two.example.com"))
+	if err := get("one.example.com")(); err != nil {
+		t.Fatalf("the first Ingress after the restart: %v", err)
+	}
+}
+
+// TestTraceShowsEveryStage follows one change through the graph.
+func TestTraceShowsEveryStage(t *testing.T) {
+	bin := harness.Binary(t)
+	dir := t.TempDir()
+	port := harness.StartEcho(t, bin, "echo-a", "a-1")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr)
+
+	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--count", "40")
+	time.Sleep(300 * time.Millisecond) // let trace subscribe
+	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	harness.WaitFor(t, 10*time.Second, "the traced Ingress", func() error {
+		r, err := sy.Get("traced.example.com", "/")
+		if err == nil && r.Status != 200 {
+			err = fmt.Errorf("status %d", r.Status)
+		}
+		return err
+	})
+	harness.WaitFor(t, 10*time.Second, "the applier's result in the trace", func() error {
+		if !strings.Contains(trace.Output.String(), "result") {
+			return fmt.Errorf("trace so far:\n%s", trace.Output.String())
+		}
+		return nil
+	})
+	out := trace.Output.String()
+	for _, want := range []string{"object.ingress.default.traced", "server.traced_2eexample_2ecom", "file.servers", "commit"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace lacks %q:\n%s", want, out)
+		}
+	}
+	for _, stage := range []string{"watcher", "translator", "annotations", "renderer", "applier"} {
+		if !strings.Contains(out, " "+stage+" ") {
+			t.Errorf("trace shows no message from %s:\n%s", stage, out)
+		}
+	}
+}
+
+// TestRenderPrintsWhatRunWouldApply renders the examples without NGINX.
+func TestRenderPrintsWhatRunWouldApply(t *testing.T) {
+	out, err := exec.Command(harness.Binary(t), "render", "--manifests", "../examples").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"-- nginx.conf --", "-- servers/echo_2eswitchyard_2elocal.conf --", `server_name "echo.switchyard.local";`,
+		`location = "/exact"`, `"name": "default-echo-a-http"`, `"address": "127.0.0.1"`, "secure.switchyard.local",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("render output lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "PRIVATE KEY") {
+		t.Error("render printed a private key")
+	}
+}
+
+func TestEchoAnswersWithTheRequest(t *testing.T) {
+	bin := harness.Binary(t)
+	port := harness.StartEcho(t, bin, "svc", "pod-1")
+	req, _ := http.NewRequest("PUT", fmt.Sprintf("http://127.0.0.1:%d/a/b?c=d", port), nil)
+	req.Host = "echo.example.com"
+	req.Header.Set("X-Test", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reply harness.EchoReply
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Content-Length") == "" {
+		t.Errorf("headers %v", resp.Header)
+	}
+	if n, _ := strconv.Atoi(resp.Header.Get("Content-Length")); n < 50 {
+		t.Errorf("Content-Length %d", n)
+	}
+	want := harness.EchoReply{Path: "/a/b?c=d", Host: "echo.example.com", Method: "PUT", Proto: "HTTP/1.1",
+		Namespace: "default", Service: "svc", Pod: "pod-1"}
+	got := reply
+	got.Headers = nil
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reply %+v, want %+v", got, want)
+	}
+	if reply.Headers["X-Test"][0] != "1" {
+		t.Errorf("headers %v", reply.Headers)
+	}
+}
