@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -79,7 +81,7 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 	var files []txtar.File
 	var backends []json.RawMessage
 	certHosts := map[string][]string{}
-	for _, key := range sortedKeys(entries) {
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
 		kind, parts, err := bus.SplitKey(key)
 		if err != nil {
 			return nil, err
@@ -108,13 +110,4 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 		txtar.File{Name: "lua/backends.json", Data: append(backendsJSON, '\n')},
 		txtar.File{Name: "lua/certificate-hosts.json", Data: append(certsJSON, '\n')})
 	return txtar.Format(&txtar.Archive{Files: files}), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +67,7 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 	}
 
 	changed := 0
-	for _, key := range sortedKeys(entries) {
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
 		sum := sha256.Sum256(entries[key])
 		if old, ok := w.published[key]; ok && old == sum {
 			continue
@@ -79,7 +80,7 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 	}
 	deleteHeader := meta.Header()
 	deleteHeader.Set(HeaderOp, OpDelete)
-	for _, key := range sortedKeys(w.published) {
+	for _, key := range slices.Sorted(maps.Keys(w.published)) {
 		if _, ok := entries[key]; ok {
 			continue
 		}
@@ -286,13 +287,4 @@ func ReadTable(ctx context.Context, conn *Conn, stage string) (map[string][]byte
 			}
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

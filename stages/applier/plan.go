@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -94,13 +94,8 @@ func desiredFromEntries(entries map[string][]byte) (Desired, error) {
 // backendsPayload is the body of POST /configuration/backends: every
 // backend, sorted by name so equal states give equal bodies.
 func (d Desired) backendsPayload() []byte {
-	names := make([]string, 0, len(d.Backends))
-	for n := range d.Backends {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	buf := []byte{'['}
-	for i, n := range names {
+	for i, n := range slices.Sorted(maps.Keys(d.Backends)) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}

@@ -7,7 +7,9 @@ package renderer
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -80,7 +82,7 @@ func Render(cfg Config, m bus.Model) (Artifacts, []error) {
 	}
 	out.Files[MainFile] = main
 
-	for _, key := range sortedKeys(m.Servers) {
+	for _, key := range slices.Sorted(maps.Keys(m.Servers)) {
 		s := m.Servers[key]
 		text, err := renderServer(cfg, s)
 		if err != nil {
@@ -235,13 +237,4 @@ func serverName(host string) (string, error) {
 		return `"~^[^.]+\.` + strings.ReplaceAll(rest, ".", `\.`) + `$"`, nil
 	}
 	return quote(host)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
