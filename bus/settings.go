@@ -1,0 +1,65 @@
+package bus
+
+// Settings are the controller-wide settings from the controller ConfigMap
+// (--configmap NAMESPACE/NAME), with ingress-nginx's keys and defaults. The
+// translator parses them (an invalid value is reported and its default
+// kept) and publishes them under SettingsKey; the renderer writes them.
+type Settings struct {
+	SSLRedirect           bool `json:"sslRedirect"`           // ssl-redirect: 308 to HTTPS for TLS hosts
+	HSTS                  bool `json:"hsts"`                  // hsts
+	HSTSMaxAge            int  `json:"hstsMaxAge"`            // hsts-max-age, seconds
+	HSTSIncludeSubdomains bool `json:"hstsIncludeSubdomains"` // hsts-include-subdomains
+	HSTSPreload           bool `json:"hstsPreload"`           // hsts-preload
+
+	ProxyBodySize       string `json:"proxyBodySize"`       // proxy-body-size, an NGINX size: "1m", "512k", "0"
+	ProxyConnectTimeout int    `json:"proxyConnectTimeout"` // proxy-connect-timeout, seconds
+	ProxySendTimeout    int    `json:"proxySendTimeout"`    // proxy-send-timeout, seconds
+	ProxyReadTimeout    int    `json:"proxyReadTimeout"`    // proxy-read-timeout, seconds
+
+	UseForwardedHeaders     bool     `json:"useForwardedHeaders"`     // use-forwarded-headers: trust X-Forwarded-* from clients
+	ComputeFullForwardedFor bool     `json:"computeFullForwardedFor"` // compute-full-forwarded-for: append to X-Forwarded-For
+	ProxyRealIPCIDR         []string `json:"proxyRealIPCIDR"`         // proxy-real-ip-cidr, comma-separated CIDRs
+
+	ServerTokens bool `json:"serverTokens"` // server-tokens
+	UseHTTP2     bool `json:"useHTTP2"`     // use-http2
+
+	UpstreamKeepaliveConnections int    `json:"upstreamKeepaliveConnections"` // upstream-keepalive-connections
+	UpstreamKeepaliveTimeout     int    `json:"upstreamKeepaliveTimeout"`     // upstream-keepalive-timeout, seconds
+	UpstreamKeepaliveRequests    int    `json:"upstreamKeepaliveRequests"`    // upstream-keepalive-requests
+	UpstreamKeepaliveTime        string `json:"upstreamKeepaliveTime"`        // upstream-keepalive-time, an NGINX time: "1h"
+
+	WorkerProcesses       string `json:"workerProcesses"`       // worker-processes: "auto" or a number
+	WorkerShutdownTimeout string `json:"workerShutdownTimeout"` // worker-shutdown-timeout, an NGINX time: "240s"
+
+	LogFormatUpstream string   `json:"logFormatUpstream"` // log-format-upstream; may hold $variables and double quotes
+	SSLProtocols      []string `json:"sslProtocols"`      // ssl-protocols, space-separated
+	SSLCiphers        string   `json:"sslCiphers"`        // ssl-ciphers, OpenSSL cipher list
+	CustomHTTPErrors  []int    `json:"customHTTPErrors"`  // custom-http-errors, comma-separated codes
+
+	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
+	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
+}
+
+// SettingsKey is the model key of the controller settings.
+const SettingsKey = KindConfig + ".controller"
+
+// DefaultLogFormatUpstream is ingress-nginx's upstreaminfo format.
+const DefaultLogFormatUpstream = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_length $request_time [$proxy_upstream_name] [$proxy_alternative_upstream_name] $upstream_addr $upstream_response_length $upstream_response_time $upstream_status $req_id`
+
+// DefaultSettings are ingress-nginx's defaults for the keys above.
+func DefaultSettings() Settings {
+	return Settings{
+		SSLRedirect: true, HSTS: true, HSTSMaxAge: 31536000, HSTSIncludeSubdomains: true,
+		ProxyBodySize: "1m", ProxyConnectTimeout: 5, ProxySendTimeout: 60, ProxyReadTimeout: 60,
+		ProxyRealIPCIDR:              []string{"0.0.0.0/0"},
+		UseHTTP2:                     true,
+		UpstreamKeepaliveConnections: 320, UpstreamKeepaliveTimeout: 60, UpstreamKeepaliveRequests: 10000,
+		UpstreamKeepaliveTime: "1h",
+		WorkerProcesses:       "auto", WorkerShutdownTimeout: "240s",
+		LogFormatUpstream:    DefaultLogFormatUpstream,
+		SSLProtocols:         []string{"TLSv1.2", "TLSv1.3"},
+		SSLCiphers:           "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
+		CustomHTTPErrors:     []int{},
+		AnnotationsRiskLevel: "High",
+	}
+}
