@@ -28,6 +28,8 @@ type options struct {
 	ingressClass      string
 	controllerClass   string
 	watchWithoutClass bool
+	configMap         string
+	defaultBackend    string
 	pluginDir         string
 	nginxBinary       string
 	nginxUser         string
@@ -46,6 +48,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ingressClass, "ingress-class", "switchyard", "value of the legacy kubernetes.io/ingress.class annotation to serve")
 	fs.StringVar(&o.controllerClass, "controller-class", "switchyard.dev/ingress-controller", "IngressClass spec.controller to serve")
 	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
+	fs.StringVar(&o.configMap, "configmap", "", "controller ConfigMap NAMESPACE/NAME with ingress-nginx settings (from the manifests dir or the API)")
+	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
@@ -85,7 +89,8 @@ func (o *options) controlSocket() (string, error) {
 }
 
 func (o *options) translatorConfig() translator.Config {
-	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass}
+	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
+		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend}
 }
 
 func (o *options) rendererConfig() (renderer.Config, error) {

@@ -21,6 +21,11 @@ func (m Model) Entries() (map[string][]byte, error) {
 	if err := encodeInto(entries, m.Ingresses); err != nil {
 		return nil, err
 	}
+	if m.Settings != nil {
+		if err := encodeInto(entries, map[string]*Settings{SettingsKey: m.Settings}); err != nil {
+			return nil, err
+		}
+	}
 	return entries, nil
 }
 
@@ -53,6 +58,10 @@ func ModelFromEntries(entries map[string][]byte) (Model, error) {
 			err = decodeInto(m.Certificates, key, data)
 		case KindIngress:
 			err = decodeInto(m.Ingresses, key, data)
+		case KindConfig:
+			settings := map[string]*Settings{}
+			err = decodeInto(settings, key, data)
+			m.Settings = settings[SettingsKey]
 		default:
 			err = fmt.Errorf("model key %q: unknown kind %q", key, kind)
 		}

@@ -128,6 +128,8 @@ type Model struct {
 	Backends     map[string]*Backend     `json:"backends"`
 	Certificates map[string]*Certificate `json:"certificates"`
 	Ingresses    map[string]*IngressInfo `json:"ingresses"`
+	// Settings are the controller settings (key SettingsKey).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // NewModel returns an empty model.

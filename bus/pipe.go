@@ -7,9 +7,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Transform computes a stage's whole table from its input snapshot. An
+// Transform computes a stage's table change from its input snapshot. An
 // error keeps the last published table: the last good state keeps running.
-type Transform func(ctx context.Context, in Snapshot) (map[string][]byte, error)
+type Transform func(ctx context.Context, in Snapshot) (Output, error)
 
 // Pipe follows the table of stage `from` and publishes stage `to`'s table
 // after each input commit. It carries the generation, the trace (one new
@@ -25,7 +25,7 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 			return nil
 		}
 		meta := Meta{Generation: in.Meta.Generation, Trace: in.Meta.Trace.Child(), Ingest: in.Meta.Ingest}
-		changed, err := writer.Publish(ctx, meta, out)
+		changed, err := writer.Apply(ctx, meta, out)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -34,7 +34,7 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 			return nil
 		}
 		log.Debug("published", zap.Uint64("generation", in.Meta.Generation), zap.Int("changedKeys", changed),
-			zap.Int("keys", len(out)), zap.Duration("took", time.Since(start)))
+			zap.Bool("full", out.Full), zap.Duration("took", time.Since(start)))
 		return nil
 	})
 }

@@ -1,8 +1,8 @@
 package bus
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +32,7 @@ type Commit struct {
 type Writer struct {
 	conn      *Conn
 	stage     string
-	published map[string][sha256.Size]byte
+	published map[string][]byte // what the table holds, as sent
 	loaded    bool
 	lastGen   uint64
 }
@@ -40,6 +40,44 @@ type Writer struct {
 // NewWriter returns a writer for stage's table.
 func NewWriter(conn *Conn, stage string) *Writer {
 	return &Writer{conn: conn, stage: stage}
+}
+
+// Output is one generation of a stage's table: either the whole table
+// (Full), or the keys put and deleted since the last generation.
+type Output struct {
+	Puts    map[string][]byte
+	Deletes []string
+	Full    bool
+}
+
+// Apply publishes an Output; see Publish and PublishDelta.
+func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
+	if out.Full {
+		return w.Publish(ctx, meta, out.Puts)
+	}
+	return w.PublishDelta(ctx, meta, out.Puts, out.Deletes)
+}
+
+// PublishDelta puts and deletes the given keys only, then commits: a change
+// to one key costs one message, whatever the size of the table.
+func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]byte, deletes []string) (int, error) {
+	meta.Stage = w.stage
+	first := !w.loaded
+	if _, err := w.Load(ctx); err != nil {
+		return 0, err
+	}
+	b := w.batch(meta)
+	for _, key := range slices.Sorted(maps.Keys(puts)) {
+		if err := b.put(key, puts[key]); err != nil {
+			return b.changed, err
+		}
+	}
+	for _, key := range deletes {
+		if err := b.delete(key); err != nil {
+			return b.changed, err
+		}
+	}
+	return b.commit(ctx, first, len(w.published))
 }
 
 // Publish makes the table equal to entries: it puts every changed value,
@@ -52,53 +90,89 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 	if _, err := w.Load(ctx); err != nil {
 		return 0, err
 	}
-	header := meta.Header()
-	var futures []jetstream.PubAckFuture
-	send := func(key string, data []byte, h nats.Header) error {
-		if len(data) > MaxPayload-4096 {
-			return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", w.stage, key, len(data), MaxPayload)
-		}
-		f, err := w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: w.subject(key), Data: data, Header: h})
-		if err != nil {
-			return fmt.Errorf("publish %s %s: %w", w.stage, key, err)
-		}
-		futures = append(futures, f)
-		return nil
-	}
-
-	changed := 0
+	b := w.batch(meta)
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		sum := sha256.Sum256(entries[key])
-		if old, ok := w.published[key]; ok && old == sum {
-			continue
+		if err := b.put(key, entries[key]); err != nil {
+			return b.changed, err
 		}
-		if err := send(key, entries[key], header); err != nil {
-			return changed, err
-		}
-		w.published[key] = sum
-		changed++
 	}
-	deleteHeader := meta.Header()
-	deleteHeader.Set(HeaderOp, OpDelete)
 	for _, key := range slices.Sorted(maps.Keys(w.published)) {
 		if _, ok := entries[key]; ok {
 			continue
 		}
-		if err := send(key, nil, deleteHeader); err != nil {
-			return changed, err
+		if err := b.delete(key); err != nil {
+			return b.changed, err
 		}
-		delete(w.published, key)
-		changed++
 	}
-	if changed == 0 && !first {
+	return b.commit(ctx, first, len(entries))
+}
+
+// batch collects the messages of one generation and their acks.
+type batch struct {
+	w       *Writer
+	meta    Meta
+	header  nats.Header
+	futures []jetstream.PubAckFuture
+	changed int
+}
+
+func (w *Writer) batch(meta Meta) *batch {
+	return &batch{w: w, meta: meta, header: meta.Header()}
+}
+
+func (b *batch) send(key string, data []byte, h nats.Header) error {
+	if len(data) > MaxPayload-4096 {
+		return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", b.w.stage, key, len(data), MaxPayload)
+	}
+	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: b.w.subject(key), Data: data, Header: h})
+	if err != nil {
+		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
+	}
+	b.futures = append(b.futures, f)
+	return nil
+}
+
+// put sends a value unless it equals the published one. Comparing the
+// bytes (not a hash) makes an unchanged value that shares its slice with
+// the last publish cost nothing.
+func (b *batch) put(key string, data []byte) error {
+	if old, ok := b.w.published[key]; ok && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := b.send(key, data, b.header); err != nil {
+		return err
+	}
+	b.w.published[key] = data
+	b.changed++
+	return nil
+}
+
+func (b *batch) delete(key string) error {
+	if _, ok := b.w.published[key]; !ok {
+		return nil
+	}
+	h := b.meta.Header()
+	h.Set(HeaderOp, OpDelete)
+	if err := b.send(key, nil, h); err != nil {
+		return err
+	}
+	delete(b.w.published, key)
+	b.changed++
+	return nil
+}
+
+// commit closes the generation, unless nothing changed (the first publish
+// always commits, so consumers start).
+func (b *batch) commit(ctx context.Context, first bool, keys int) (int, error) {
+	if b.changed == 0 && !first {
 		return 0, nil
 	}
-	commit, _ := json.Marshal(Commit{Generation: meta.Generation, Keys: len(entries)})
-	if err := send(CommitToken, commit, header); err != nil {
-		return changed, err
+	commit, _ := json.Marshal(Commit{Generation: b.meta.Generation, Keys: keys})
+	if err := b.send(CommitToken, commit, b.header); err != nil {
+		return b.changed, err
 	}
-	w.lastGen = meta.Generation
-	return changed, waitAcks(ctx, futures)
+	b.w.lastGen = b.meta.Generation
+	return b.changed, waitAcks(ctx, b.futures)
 }
 
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
@@ -127,10 +201,7 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	w.published = map[string][sha256.Size]byte{}
-	for k, v := range entries {
-		w.published[k] = sha256.Sum256(v)
-	}
+	w.published = entries
 	w.loaded, w.lastGen = true, meta.Generation
 	return w.lastGen, nil
 }

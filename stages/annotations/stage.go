@@ -28,13 +28,29 @@ func (s *Stage) Run(ctx context.Context) error {
 	return bus.Pipe(ctx, s.conn, bus.StageTranslator, bus.StageAnnotations, s.log, s.annotate)
 }
 
-// annotate returns the model unchanged: no plugin is loaded yet. It
-// decodes and re-encodes anyway, so a producer speaking another schema is
-// caught here and not in the renderer.
-func (s *Stage) annotate(_ context.Context, in bus.Snapshot) (map[string][]byte, error) {
-	model, err := bus.ModelFromEntries(in.Entries)
-	if err != nil {
-		return nil, err
+// annotate passes the changed keys through: no plugin is loaded yet. Each
+// value is decoded first, so a producer speaking another schema is caught
+// here and not in the renderer.
+func (s *Stage) annotate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
+	full := in.Changed == nil
+	keys := in.Changed
+	if full {
+		keys = map[string]bool{}
+		for k := range in.Entries {
+			keys[k] = true
+		}
 	}
-	return model.Entries()
+	out := bus.Output{Puts: map[string][]byte{}, Full: full}
+	for key := range keys {
+		data, present := in.Entries[key]
+		if !present {
+			out.Deletes = append(out.Deletes, key)
+			continue
+		}
+		if _, err := bus.ModelFromEntries(map[string][]byte{key: data}); err != nil {
+			return bus.Output{}, err
+		}
+		out.Puts[key] = data
+	}
+	return out, nil
 }

@@ -7,10 +7,9 @@ package renderer
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -21,15 +20,16 @@ import (
 // Config is what the renderer needs besides the model: where NGINX listens
 // and how it is set up. The run flags fill it in.
 type Config struct {
-	HTTPListen            []string // "127.0.0.1:8080"
-	HTTPSListen           []string
-	ControlSocket         string // unix socket of the Lua configuration endpoint
-	ModulesDir            string // where Debian keeps the dynamic modules
-	WorkerProcesses       string
-	WorkerShutdownTimeout string
-	ConfigDictSize        string
-	CertDictSize          string
-	AccessLog             bool
+	HTTPListen    []string // "127.0.0.1:8080"
+	HTTPSListen   []string
+	ControlSocket string // unix socket of the Lua configuration endpoint
+	ModulesDir    string // where Debian keeps the dynamic modules
+	// WorkerProcesses, when set (--worker-processes), overrides the
+	// ConfigMap's worker-processes.
+	WorkerProcesses string
+	ConfigDictSize  string
+	CertDictSize    string
+	AccessLog       bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
 }
@@ -37,15 +37,13 @@ type Config struct {
 // DefaultConfig is `switchyard run` without flags.
 func DefaultConfig() Config {
 	return Config{
-		HTTPListen:            []string{"127.0.0.1:8080"},
-		HTTPSListen:           []string{"127.0.0.1:8443"},
-		ControlSocket:         "control.sock",
-		ModulesDir:            "/usr/lib/nginx/modules",
-		WorkerProcesses:       "auto",
-		WorkerShutdownTimeout: "240s",
-		ConfigDictSize:        "64m",
-		CertDictSize:          "32m",
-		AccessLog:             true,
+		HTTPListen:     []string{"127.0.0.1:8080"},
+		HTTPSListen:    []string{"127.0.0.1:8443"},
+		ControlSocket:  "control.sock",
+		ModulesDir:     "/usr/lib/nginx/modules",
+		ConfigDictSize: "64m",
+		CertDictSize:   "32m",
+		AccessLog:      true,
 	}
 }
 
@@ -71,59 +69,47 @@ const MainFile = "nginx.conf"
 // ServerFile is the path of one server's file.
 func ServerFile(hostname string) string { return "servers/" + bus.EscapeToken(hostname) + ".conf" }
 
-// Render renders every server it can. A server that fails a check is left
-// out and reported, so one bad object never takes the others down.
+// Render renders the whole model. It is the incremental Renderer fed
+// everything at once, so both share every rule. A server that fails a check
+// is left out and reported, so one bad object never takes the others down.
 func Render(cfg Config, m bus.Model) (Artifacts, []error) {
-	out := Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}}
-	var errs []error
-	main, err := execute("nginx.conf.tmpl", cfg)
-	if err != nil {
-		return out, []error{fmt.Errorf("render %s: %w", MainFile, err)}
-	}
-	out.Files[MainFile] = main
-
-	for _, key := range slices.Sorted(maps.Keys(m.Servers)) {
-		s := m.Servers[key]
-		text, err := renderServer(cfg, s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("render server %s: %w", s.Hostname, err))
-			continue
-		}
-		out.Files[ServerFile(s.Hostname)] = text
-		if s.TLS != nil && s.TLS.Certificate != "" {
-			addCertificateHost(out, m, s)
-		}
+	r := NewRenderer(cfg)
+	r.SetSettings(m.Settings)
+	for key, s := range m.Servers {
+		r.SetServer(key, s)
 	}
 	for _, b := range m.Backends {
-		if !backendNamePattern.MatchString(b.Name) {
-			errs = append(errs, fmt.Errorf("render backend %q: invalid name", b.Name))
-			continue
-		}
-		out.Backends[b.Name] = b
+		r.SetBackend(b.Name, b)
 	}
-	return out, errs
+	for _, c := range m.Certificates {
+		r.SetCertificate(c.Namespace+"/"+c.Name, c)
+	}
+	_, errs := r.Flush()
+	sortErrors(errs)
+	return r.Artifacts(), errs
 }
 
-func addCertificateHost(out Artifacts, m bus.Model, s *bus.Server) {
-	ns, name, _ := strings.Cut(s.TLS.Certificate, "/")
-	cert, ok := m.Certificates[bus.Key(bus.KindCertificate, ns, name)]
-	if !ok {
-		return
-	}
-	lc, ok := out.Certificates[s.TLS.Certificate]
-	if !ok {
-		lc = &LuaCertificate{PEM: cert.PEM}
-		out.Certificates[s.TLS.Certificate] = lc
-	}
-	lc.Hosts = append(lc.Hosts, s.Hostname)
-	sort.Strings(lc.Hosts)
+func sortErrors(errs []error) {
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+}
+
+// mainView is what nginx.conf.tmpl sees.
+type mainView struct {
+	Config   Config
+	Settings bus.Settings
 }
 
 type serverView struct {
 	Config    Config
+	Settings  bus.Settings
 	Server    *bus.Server
 	Default   bool
 	Locations []locationView
+	// HasDefaultBackend: --default-backend-service is set, so custom error
+	// pages have somewhere to come from.
+	HasDefaultBackend bool
+	// HTTPSRedirectPort is appended to the redirect when HTTPS is not on 443.
+	HTTPSRedirectPort string
 }
 
 type locationView struct {
@@ -132,11 +118,12 @@ type locationView struct {
 	Backend  string
 }
 
-func renderServer(cfg Config, s *bus.Server) (string, error) {
+func renderServer(cfg Config, settings bus.Settings, s *bus.Server, hasDefaultBackend bool) (string, error) {
 	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
 		return "", fmt.Errorf("invalid host name %q", s.Hostname)
 	}
-	view := serverView{Config: cfg, Server: s, Default: s.Hostname == bus.DefaultServerName}
+	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
+		HTTPSRedirectPort: redirectPort(cfg.HTTPSListen), HasDefaultBackend: hasDefaultBackend}
 	locations, err := nginxLocations(s.Locations)
 	if err != nil {
 		return "", err
@@ -186,6 +173,17 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 	return out, nil
 }
 
+// redirectPort is ":8443" when HTTPS listens on a port other than 443.
+func redirectPort(listen []string) string {
+	if len(listen) == 0 {
+		return ""
+	}
+	if i := strings.LastIndex(listen[0], ":"); i >= 0 && listen[0][i+1:] != "443" {
+		return listen[0][i:]
+	}
+	return ""
+}
+
 // The renderer checks every value again before it reaches nginx.conf, with
 // whole-string patterns that exclude quotes, '$', '\', ';', braces,
 // whitespace and control characters. The translator checked them already;
@@ -205,7 +203,28 @@ var (
 var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"quote":      quote,
 	"serverName": serverName,
+	"logFormat":  logFormat,
+	"join":       strings.Join,
+	"joinInts":   joinInts,
 }).ParseFS(templates.FS, "*.tmpl"))
+
+// logFormat writes log-format-upstream in single quotes. The settings
+// parser allows $variables and double quotes in it, and nothing that could
+// end the quotes or the line.
+func logFormat(s string) (string, error) {
+	if strings.ContainsAny(s, "'\\\r\n\x00") {
+		return "", fmt.Errorf("refusing to write log format %q into nginx.conf", s)
+	}
+	return "'" + s + "'", nil
+}
+
+func joinInts(codes []int) string {
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, " ")
+}
 
 func execute(name string, data any) (string, error) {
 	var buf bytes.Buffer

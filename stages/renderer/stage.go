@@ -13,11 +13,13 @@ import (
 )
 
 // Stage runs the renderer on the bus: it follows the annotated model and
-// publishes the rendered files and Lua payloads.
+// publishes the rendered files and Lua payloads, rendering again only what
+// a change touches.
 type Stage struct {
-	conn *bus.Conn
-	cfg  Config
-	log  *zap.Logger
+	conn     *bus.Conn
+	cfg      Config
+	log      *zap.Logger
+	renderer *Renderer
 }
 
 // New returns the renderer stage.
@@ -33,19 +35,24 @@ func (s *Stage) Run(ctx context.Context) error {
 	return bus.Pipe(ctx, s.conn, bus.StageAnnotations, bus.StageRenderer, s.log, s.render)
 }
 
-func (s *Stage) render(_ context.Context, in bus.Snapshot) (map[string][]byte, error) {
-	model, err := bus.ModelFromEntries(in.Entries)
-	if err != nil {
-		return nil, err
+func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
+	full := in.Changed == nil || s.renderer == nil
+	changed := in.Changed
+	if full {
+		s.renderer, changed = NewRenderer(s.cfg), nil
 	}
-	art, errs := Render(s.cfg, model)
+	out, errs := s.renderer.Update(in.Entries, changed)
 	for _, err := range errs {
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
-	if _, ok := art.Files[MainFile]; !ok {
-		return nil, errors.Join(errs...)
+	if _, ok := s.renderer.Artifacts().Files[MainFile]; !ok {
+		return bus.Output{}, errors.Join(errs...)
 	}
-	return art.Entries()
+	if full {
+		entries, err := s.renderer.Artifacts().Entries()
+		return bus.Output{Puts: entries, Full: true}, err
+	}
+	return out, nil
 }
 
 // Entries encodes the artifacts as the renderer's table.
@@ -60,7 +67,7 @@ func (a Artifacts) Entries() (map[string][]byte, error) {
 		return nil
 	}
 	for path, content := range a.Files {
-		if err := put(bus.Key(bus.KindFile, path), bus.RenderedFile{Path: path, Content: content}); err != nil {
+		if err := put(fileKey(path), bus.RenderedFile{Path: path, Content: content}); err != nil {
 			return nil, err
 		}
 	}
@@ -87,8 +94,10 @@ func (c Config) Validate() error {
 	}
 	checks := map[string]string{
 		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
-		"worker processes": c.WorkerProcesses, "worker shutdown timeout": c.WorkerShutdownTimeout,
 		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
+	}
+	if c.WorkerProcesses != "" {
+		checks["worker processes"] = c.WorkerProcesses
 	}
 	if c.User != "" {
 		checks["user"], checks["group"] = c.User, c.Group

@@ -2,6 +2,8 @@ package translator
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"go.uber.org/zap"
@@ -10,12 +12,14 @@ import (
 )
 
 // Stage runs the translator on the bus: it follows the watcher's objects
-// and publishes the model.
+// and publishes the model, recomputing only what a change touches.
 type Stage struct {
-	conn  *bus.Conn
-	cfg   Config
-	log   *zap.Logger
-	cache *objectCache
+	conn       *bus.Conn
+	cfg        Config
+	log        *zap.Logger
+	translator *Translator
+	// decoded keeps each object as last set, so a deletion can be applied.
+	decoded map[string]any
 	// reported remembers each Ingress's problems, so they are logged when
 	// they change rather than on every generation.
 	reported map[string][]bus.Problem
@@ -23,7 +27,7 @@ type Stage struct {
 
 // New returns the translator stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, cfg: cfg, log: log, cache: newObjectCache(), reported: map[string][]bus.Problem{}}
+	return &Stage{conn: conn, cfg: cfg, log: log, reported: map[string][]bus.Problem{}}
 }
 
 // Run translates after every commit of the watcher until ctx ends.
@@ -31,20 +35,72 @@ func (s *Stage) Run(ctx context.Context) error {
 	return bus.Pipe(ctx, s.conn, bus.StageWatcher, bus.StageTranslator, s.log, s.translate)
 }
 
-func (s *Stage) translate(_ context.Context, in bus.Snapshot) (map[string][]byte, error) {
-	for _, err := range s.cache.update(in.Entries, in.Changed) {
-		s.log.Error("object left out", zap.Error(err))
+func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
+	changed := in.Changed
+	full := changed == nil || s.translator == nil
+	if full {
+		// The first snapshot: start over, and publish the whole table so
+		// that keys left from an earlier run are deleted.
+		s.translator, s.decoded = NewTranslator(s.cfg), map[string]any{}
+		changed = map[string]bool{}
+		for key := range in.Entries {
+			changed[key] = true
+		}
 	}
-	model := Translate(s.cfg, s.cache.snapshot())
-	s.report(model)
-	return model.Entries()
+	for key := range changed {
+		s.apply(key, in.Entries)
+	}
+	delta := s.translator.Flush()
+	s.report(delta)
+	if full {
+		entries, err := s.translator.Model().Entries()
+		return bus.Output{Puts: entries, Full: true}, err
+	}
+	out := bus.Output{Puts: make(map[string][]byte, len(delta.Puts)), Deletes: delta.Deletes}
+	for key, v := range delta.Puts {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return bus.Output{}, fmt.Errorf("encode %s: %w", key, err)
+		}
+		out.Puts[key] = data
+	}
+	return out, nil
 }
 
-func (s *Stage) report(m bus.Model) {
-	seen := map[string]bool{}
-	for key, info := range m.Ingresses {
-		seen[key] = true
-		if slices.Equal(s.reported[key], info.Problems) {
+// apply feeds one changed key to the translator. An object that does not
+// decode is left out (and reported), as if it were deleted.
+func (s *Stage) apply(key string, entries map[string][]byte) {
+	data, present := entries[key]
+	var obj any
+	if present {
+		var err error
+		if obj, err = decodeEntry(key, data); err != nil {
+			s.log.Error("object left out", zap.String("key", key), zap.Error(err))
+		}
+	}
+	if old, ok := s.decoded[key]; ok && obj == nil {
+		s.translator.Delete(old)
+		delete(s.decoded, key)
+	}
+	if obj != nil {
+		s.translator.Set(obj)
+		s.decoded[key] = obj
+	}
+}
+
+func (s *Stage) report(delta Delta) {
+	if _, ok := delta.Puts[bus.SettingsKey]; ok {
+		for _, p := range s.translator.SettingsProblems() {
+			s.log.Warn("controller ConfigMap problem; the default is kept", zap.String("configmap", s.cfg.ConfigMap),
+				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+		}
+	}
+	for _, key := range delta.Deletes {
+		delete(s.reported, key)
+	}
+	for key, v := range delta.Puts {
+		info, ok := v.(*bus.IngressInfo)
+		if !ok || slices.Equal(s.reported[key], info.Problems) {
 			continue
 		}
 		s.reported[key] = info.Problems
@@ -54,9 +110,15 @@ func (s *Stage) report(m bus.Model) {
 				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
 		}
 	}
-	for key := range s.reported {
-		if !seen[key] {
-			delete(s.reported, key)
-		}
+}
+
+func decodeEntry(key string, data []byte) (any, error) {
+	kind, parts, err := bus.SplitKey(key)
+	if err != nil {
+		return nil, err
 	}
+	if kind != bus.KindObject || len(parts) != 3 {
+		return nil, fmt.Errorf("key %q: want object.<kind>.<namespace>.<name>", key)
+	}
+	return bus.DecodeObject(parts[0], data)
 }

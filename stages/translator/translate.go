@@ -1,10 +1,11 @@
 // Package translator turns Kubernetes objects into Switchyard's model:
 // servers with locations, backends with ready endpoints, certificates, and
-// what was learned about each Ingress. Translate is pure: no I/O, no clock.
+// what was learned about each Ingress. It is pure (no I/O, no clock) and
+// incremental: a change to one object recomputes only the Ingresses, hosts,
+// backends and certificates that depend on it.
 package translator
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -24,6 +25,11 @@ type Config struct {
 	IngressClass string
 	// WatchWithoutClass serves Ingresses that name no class at all.
 	WatchWithoutClass bool
+	// ConfigMap is the controller ConfigMap, "namespace/name".
+	ConfigMap string
+	// DefaultBackendService, "namespace/name", answers what no Ingress
+	// serves; empty means the built-in 404.
+	DefaultBackendService string
 }
 
 // DefaultConfig is what `switchyard run` uses without flags.
@@ -31,7 +37,7 @@ func DefaultConfig() Config {
 	return Config{ControllerClass: "switchyard.dev/ingress-controller", IngressClass: "switchyard"}
 }
 
-// Snapshot is every object the watcher published, decoded.
+// Snapshot is a set of objects, for a full translation.
 type Snapshot struct {
 	Ingresses      []*networkingv1.Ingress
 	IngressClasses []*networkingv1.IngressClass
@@ -41,196 +47,456 @@ type Snapshot struct {
 	ConfigMaps     []*corev1.ConfigMap
 }
 
+// Translate builds the whole model from a snapshot. It is the incremental
+// translator fed everything at once, so both share every rule.
+func Translate(cfg Config, snap Snapshot) bus.Model {
+	t := NewTranslator(cfg)
+	for _, objs := range [][]any{anySlice(snap.IngressClasses), anySlice(snap.Services), anySlice(snap.EndpointSlices),
+		anySlice(snap.Secrets), anySlice(snap.ConfigMaps), anySlice(snap.Ingresses)} {
+		for _, o := range objs {
+			t.Set(o)
+		}
+	}
+	t.Flush()
+	return t.Model()
+}
+
+func anySlice[T any](s []*T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
 const (
 	legacyClassAnnotation  = "kubernetes.io/ingress.class"
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 	serviceNameLabel       = discoveryv1.LabelServiceName
 )
 
-// Translate builds the model. Ingresses are processed oldest first, so when
-// two claim the same host, path and path type, the older one keeps it.
-func Translate(cfg Config, snap Snapshot) bus.Model {
-	t := newTranslation(cfg, snap)
-	for _, ing := range t.ourIngresses() {
-		t.addIngress(ing)
+// DefaultBackendName is the backend of --default-backend-service, as
+// ingress-nginx names it.
+const DefaultBackendName = "upstream-default-backend"
+
+// Delta is what one Flush changed in the model, by model key.
+type Delta struct {
+	Puts    map[string]any
+	Deletes []string
+}
+
+func (d *Delta) put(key string, v any) {
+	d.Puts[key] = v
+}
+
+// Translator keeps the objects, what each Ingress asks for, and indexes
+// from every object to the Ingresses that depend on it.
+type Translator struct {
+	cfg  Config
+	objs objects
+
+	plans         map[string]*ingressPlan             // by "namespace/name"
+	hostIngresses map[string]map[string]bool          // host → Ingresses naming it
+	svcUsers      map[string]map[string]bool          // "ns/service" → Ingresses
+	secretUsers   map[string]map[string]bool          // "ns/secret" → Ingresses
+	backendUsers  map[string]map[string]bool          // backend name → Ingresses
+	certUsers     map[string]map[string]bool          // "ns/secret" → Ingresses using it as a certificate
+	hostProblems  map[string]map[string][]bus.Problem // Ingress → host → conflict problems
+
+	model            bus.Model
+	dirty            dirtySet
+	settingsProblems []bus.Problem
+}
+
+type dirtySet struct {
+	all       bool
+	ingresses map[string]bool
+	hosts     map[string]bool
+	backends  map[string]bool
+	certs     map[string]bool
+	infos     map[string]bool
+	settings  bool
+}
+
+func newDirtySet() dirtySet {
+	return dirtySet{ingresses: map[string]bool{}, hosts: map[string]bool{}, backends: map[string]bool{},
+		certs: map[string]bool{}, infos: map[string]bool{}}
+}
+
+// NewTranslator returns an empty translator.
+func NewTranslator(cfg Config) *Translator {
+	t := &Translator{
+		cfg: cfg, objs: newObjects(),
+		plans: map[string]*ingressPlan{}, hostIngresses: map[string]map[string]bool{},
+		svcUsers: map[string]map[string]bool{}, secretUsers: map[string]map[string]bool{},
+		backendUsers: map[string]map[string]bool{}, certUsers: map[string]map[string]bool{},
+		hostProblems: map[string]map[string][]bus.Problem{},
+		model:        bus.NewModel(), dirty: newDirtySet(),
 	}
-	t.finish()
-	return t.model
-}
-
-type translation struct {
-	cfg    Config
-	snap   Snapshot
-	idx    index
-	model  bus.Model
-	owners map[locationID]string // which Ingress owns a location
-}
-
-type locationID struct{ host, path, pathType string }
-
-func newTranslation(cfg Config, snap Snapshot) *translation {
-	return &translation{
-		cfg:    cfg,
-		snap:   snap,
-		idx:    buildIndex(snap),
-		model:  bus.NewModel(),
-		owners: map[locationID]string{},
+	t.dirty.hosts[bus.DefaultServerName] = true
+	t.dirty.settings = true
+	if cfg.DefaultBackendService != "" {
+		t.dirty.backends[DefaultBackendName] = true
 	}
+	return t
 }
 
-// ourIngresses filters by class and sorts oldest first, then by
-// namespace/name, so the outcome of a conflict never depends on map order.
-func (t *translation) ourIngresses() []*networkingv1.Ingress {
-	var ours []*networkingv1.Ingress
-	for _, ing := range t.snap.Ingresses {
-		if t.isOurs(ing) {
-			ours = append(ours, ing)
+// Model is the current model. It is shared: read it, do not change it.
+func (t *Translator) Model() bus.Model { return t.model }
+
+// Set adds or replaces an object and marks what depends on it.
+func (t *Translator) Set(obj any) { t.change(obj, false) }
+
+// Delete removes an object (only its kind, namespace and name are read).
+func (t *Translator) Delete(obj any) { t.change(obj, true) }
+
+func (t *Translator) change(obj any, deleted bool) {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		t.objs.setIngress(o, deleted)
+		t.dirty.ingresses[objectName(o.Namespace, o.Name)] = true
+	case *networkingv1.IngressClass:
+		t.objs.setClass(o, deleted)
+		t.dirty.all = true // which Ingresses are ours may change
+	case *corev1.Service:
+		key := objectName(o.Namespace, o.Name)
+		t.objs.setService(o, deleted)
+		t.markUsers(t.svcUsers[key])
+		t.markDefaultBackend(key)
+	case *discoveryv1.EndpointSlice:
+		for _, svc := range t.objs.setSlice(o, deleted) {
+			t.markUsers(t.svcUsers[svc])
+			t.markDefaultBackend(svc)
+		}
+	case *corev1.Secret:
+		key := objectName(o.Namespace, o.Name)
+		t.objs.setSecret(o, deleted)
+		t.markUsers(t.secretUsers[key])
+	case *corev1.ConfigMap:
+		key := objectName(o.Namespace, o.Name)
+		t.objs.setConfigMap(o, deleted)
+		if key == t.cfg.ConfigMap {
+			t.dirty.settings = true
 		}
 	}
-	sort.SliceStable(ours, func(i, j int) bool {
-		a, b := ours[i], ours[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return objectName(a.Namespace, a.Name) < objectName(b.Namespace, b.Name)
-	})
-	return ours
 }
 
-func (t *translation) isOurs(ing *networkingv1.Ingress) bool {
+func (t *Translator) markUsers(users map[string]bool) {
+	for ing := range users {
+		t.dirty.ingresses[ing] = true
+	}
+}
+
+func (t *Translator) markDefaultBackend(svc string) {
+	if svc == t.cfg.DefaultBackendService {
+		t.dirty.backends[DefaultBackendName] = true
+	}
+}
+
+// Flush recomputes everything marked since the last Flush and returns the
+// model keys that changed.
+func (t *Translator) Flush() Delta {
+	d := t.dirty
+	t.dirty = newDirtySet()
+	if d.all {
+		for key := range t.objs.ingresses {
+			d.ingresses[key] = true
+		}
+		for key := range t.plans {
+			d.ingresses[key] = true
+		}
+	}
+	delta := Delta{Puts: map[string]any{}}
+	for key := range d.ingresses {
+		t.replan(key, &d)
+	}
+	for host := range d.hosts {
+		t.rebuildHost(host, &d, &delta)
+	}
+	for name := range d.backends {
+		t.refreshBackend(name, &delta)
+	}
+	for id := range d.certs {
+		t.refreshCertificate(id, &delta)
+	}
+	for key := range d.infos {
+		t.refreshInfo(key, &delta)
+	}
+	if d.settings {
+		t.refreshSettings(&delta)
+	}
+	sort.Strings(delta.Deletes)
+	return delta
+}
+
+// replan recomputes what one Ingress asks for and updates the indexes,
+// marking its old and new hosts, backends and certificates.
+func (t *Translator) replan(key string, d *dirtySet) {
+	old := t.plans[key]
+	var next *ingressPlan
+	if ing, ok := t.objs.ingresses[key]; ok && t.isOurs(ing) {
+		next = t.plan(ing)
+	}
+	for _, p := range []*ingressPlan{old, next} {
+		if p == nil {
+			continue
+		}
+		for host := range p.hosts() {
+			d.hosts[host] = true
+		}
+		for name := range p.backends {
+			d.backends[name] = true
+		}
+		for id := range p.certs {
+			d.certs[id] = true
+		}
+	}
+	d.infos[key] = true
+	t.index(key, old, false)
+	if next == nil {
+		delete(t.plans, key)
+		return
+	}
+	t.plans[key] = next
+	t.index(key, next, true)
+}
+
+// index adds or removes one plan's entries in the reverse indexes.
+func (t *Translator) index(key string, p *ingressPlan, add bool) {
+	if p == nil {
+		return
+	}
+	update := func(idx map[string]map[string]bool, k string) {
+		if add {
+			if idx[k] == nil {
+				idx[k] = map[string]bool{}
+			}
+			idx[k][key] = true
+			return
+		}
+		delete(idx[k], key)
+		if len(idx[k]) == 0 {
+			delete(idx, k)
+		}
+	}
+	for host := range p.hosts() {
+		update(t.hostIngresses, host)
+	}
+	for _, svc := range p.services {
+		update(t.svcUsers, svc)
+	}
+	for _, s := range p.secrets {
+		update(t.secretUsers, s)
+	}
+	for name := range p.backends {
+		update(t.backendUsers, name)
+	}
+	for id := range p.certs {
+		update(t.certUsers, id)
+	}
+}
+
+func (t *Translator) isOurs(ing *networkingv1.Ingress) bool {
 	if name := ing.Spec.IngressClassName; name != nil {
-		class, ok := t.idx.classes[*name]
+		class, ok := t.objs.classes[*name]
 		return ok && class.Spec.Controller == t.cfg.ControllerClass
 	}
 	if v, ok := ing.Annotations[legacyClassAnnotation]; ok {
 		return v == t.cfg.IngressClass
 	}
-	return t.cfg.WatchWithoutClass || t.idx.haveDefaultClass(t.cfg.ControllerClass)
+	return t.cfg.WatchWithoutClass || t.objs.haveDefaultClass(t.cfg.ControllerClass)
 }
 
-func (t *translation) addIngress(ing *networkingv1.Ingress) {
-	info := &bus.IngressInfo{
-		Namespace:   ing.Namespace,
-		Name:        ing.Name,
-		Generation:  ing.Generation,
-		Annotations: ing.Annotations,
-	}
-	t.model.Ingresses[bus.Key(bus.KindIngress, ing.Namespace, ing.Name)] = info
-	if problems := validateIngress(ing); len(problems) > 0 {
-		info.Rejected = true
-		info.Problems = problems
+type locationID struct{ path, pathType string }
+
+// rebuildHost merges the plans of every Ingress naming host, oldest first:
+// for the same path and path type the older Ingress keeps the location and
+// the newer one is told so.
+func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
+	plans := t.hostPlans(host)
+	key := bus.Key(bus.KindServer, host)
+	if len(plans) == 0 && host != bus.DefaultServerName {
+		t.setHostProblems(host, nil, d)
+		if _, ok := t.model.Servers[key]; ok {
+			delete(t.model.Servers, key)
+			delta.Deletes = append(delta.Deletes, key)
+		}
 		return
 	}
-	owner := objectName(ing.Namespace, ing.Name)
-	tlsHosts := t.addTLS(ing, info)
-
-	var defaultBackend string
-	if db := ing.Spec.DefaultBackend; db != nil {
-		defaultBackend = t.backendFor(ing, db, "spec.defaultBackend", info)
-		if len(ing.Spec.Rules) == 0 {
-			t.claim(bus.DefaultServerName, "/", bus.PathPrefix, defaultBackend, owner, "spec.defaultBackend", info)
-		}
-	}
-	for i, rule := range ing.Spec.Rules {
-		host := normalizeHost(rule.Host)
-		server := t.server(host)
-		if tlsHosts[host] != nil && server.TLS == nil {
-			server.TLS = tlsHosts[host]
-		}
-		if rule.HTTP != nil {
-			for j, p := range rule.HTTP.Paths {
-				field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
-				backend := t.backendFor(ing, &p.Backend, field+".backend", info)
-				t.claim(host, pathOf(p), pathTypeOf(p), backend, owner, field, info)
+	server := &bus.Server{Hostname: host, Locations: []bus.Location{}}
+	owners := map[locationID]string{}
+	problems := map[string][]bus.Problem{}
+	for _, p := range plans {
+		for _, c := range p.claims[host] {
+			id := locationID{c.path, c.pathType}
+			if prev, taken := owners[id]; taken {
+				if !c.fallback {
+					problems[p.key] = append(problems[p.key], conflictProblem(c, host, prev))
+				}
+				continue
 			}
+			owners[id] = p.key
+			server.Locations = append(server.Locations, bus.Location{Path: c.path, PathType: c.pathType, Backend: c.backend, Ingress: p.key})
 		}
-		// The Ingress's default backend answers the host's unmatched paths.
-		if defaultBackend != "" {
-			t.claimIfFree(host, "/", bus.PathPrefix, defaultBackend, owner)
+		if tls, ok := p.tls[host]; ok && server.TLS == nil && p.ruleHosts[host] {
+			server.TLS = &bus.ServerTLS{Certificate: tls}
 		}
+	}
+	if _, ok := owners[locationID{"/", bus.PathPrefix}]; !ok {
+		server.Locations = append(server.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix, Backend: t.defaultBackend()})
+	}
+	sortLocations(server.Locations)
+	t.setHostProblems(host, problems, d)
+	t.model.Servers[key] = server
+	delta.put(key, server)
+}
+
+// hostPlans lists the plans naming host, oldest first, then by
+// namespace/name, so a conflict never depends on map order.
+func (t *Translator) hostPlans(host string) []*ingressPlan {
+	var plans []*ingressPlan
+	for key := range t.hostIngresses[host] {
+		if p := t.plans[key]; p != nil && !p.info.Rejected {
+			plans = append(plans, p)
+		}
+	}
+	sort.Slice(plans, func(i, j int) bool {
+		a, b := plans[i], plans[j]
+		if !a.created.Equal(&b.created) {
+			return a.created.Before(&b.created)
+		}
+		return a.key < b.key
+	})
+	return plans
+}
+
+// setHostProblems records the conflicts found on host and marks every
+// Ingress whose conflicts there changed.
+func (t *Translator) setHostProblems(host string, problems map[string][]bus.Problem, d *dirtySet) {
+	for ing, byHost := range t.hostProblems {
+		if _, ok := byHost[host]; ok && problems[ing] == nil {
+			delete(byHost, host)
+			d.infos[ing] = true
+		}
+	}
+	for ing, ps := range problems {
+		if t.hostProblems[ing] == nil {
+			t.hostProblems[ing] = map[string][]bus.Problem{}
+		}
+		t.hostProblems[ing][host] = ps
+		d.infos[ing] = true
 	}
 }
 
-// claim gives a location to an Ingress unless an older one has it.
-func (t *translation) claim(host, path, pathType, backend, owner, field string, info *bus.IngressInfo) {
-	id := locationID{host, path, pathType}
-	if prev, taken := t.owners[id]; taken {
-		info.Problems = append(info.Problems, bus.Problem{
-			Field:   field,
-			Reason:  "PathConflict",
-			Message: fmt.Sprintf("%s %s on host %q is already served by the older Ingress %s", pathType, path, displayHost(host), prev),
-		})
-		return
+func (t *Translator) defaultBackend() string {
+	if t.cfg.DefaultBackendService != "" {
+		return DefaultBackendName
 	}
-	t.claimIfFree(host, path, pathType, backend, owner)
+	return ""
 }
 
-func (t *translation) claimIfFree(host, path, pathType, backend, owner string) {
-	id := locationID{host, path, pathType}
-	if _, taken := t.owners[id]; taken {
-		return
-	}
-	t.owners[id] = owner
-	server := t.server(host)
-	server.Locations = append(server.Locations, bus.Location{
-		Path: path, PathType: pathType, Backend: backend, Ingress: owner,
+func sortLocations(locs []bus.Location) {
+	sort.Slice(locs, func(i, j int) bool {
+		a, b := locs[i], locs[j]
+		if len(a.Path) != len(b.Path) {
+			return len(a.Path) > len(b.Path)
+		}
+		if a.Path != b.Path {
+			return a.Path > b.Path
+		}
+		return a.PathType < b.PathType
 	})
 }
 
-func (t *translation) server(host string) *bus.Server {
-	key := bus.Key(bus.KindServer, host)
-	s, ok := t.model.Servers[key]
-	if !ok {
-		s = &bus.Server{Hostname: host}
-		t.model.Servers[key] = s
-	}
-	return s
-}
-
-// finish adds the default server and a root location to every server, and
-// puts locations in a stable order: longest path first, as ingress-nginx.
-func (t *translation) finish() {
-	t.server(bus.DefaultServerName)
-	for _, s := range t.model.Servers {
-		if !hasLocation(s, "/", bus.PathPrefix) {
-			s.Locations = append(s.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix})
-		}
-		sort.Slice(s.Locations, func(i, j int) bool {
-			a, b := s.Locations[i], s.Locations[j]
-			if len(a.Path) != len(b.Path) {
-				return len(a.Path) > len(b.Path)
-			}
-			if a.Path != b.Path {
-				return a.Path > b.Path
-			}
-			return a.PathType < b.PathType
-		})
-	}
-}
-
-func hasLocation(s *bus.Server, path, pathType string) bool {
-	for _, l := range s.Locations {
-		if l.Path == path && l.PathType == pathType {
-			return true
+func (t *Translator) refreshBackend(name string, delta *Delta) {
+	key := bus.Key(bus.KindBackend, name)
+	var b *bus.Backend
+	if name == DefaultBackendName && t.cfg.DefaultBackendService != "" {
+		b = t.defaultBackendService()
+	} else {
+		for ing := range t.backendUsers[name] {
+			b = t.plans[ing].backends[name]
+			break
 		}
 	}
-	return false
+	if b == nil {
+		if _, ok := t.model.Backends[key]; ok {
+			delete(t.model.Backends, key)
+			delta.Deletes = append(delta.Deletes, key)
+		}
+		return
+	}
+	t.model.Backends[key] = b
+	delta.put(key, b)
 }
 
-func pathOf(p networkingv1.HTTPIngressPath) string {
-	if p.Path == "" {
-		return "/"
+func (t *Translator) refreshCertificate(id string, delta *Delta) {
+	ns, name, _ := strings.Cut(id, "/")
+	key := bus.Key(bus.KindCertificate, ns, name)
+	var c *bus.Certificate
+	for ing := range t.certUsers[id] {
+		c = t.plans[ing].certs[id]
+		break
 	}
-	return p.Path
+	if c == nil {
+		if _, ok := t.model.Certificates[key]; ok {
+			delete(t.model.Certificates, key)
+			delta.Deletes = append(delta.Deletes, key)
+		}
+		return
+	}
+	t.model.Certificates[key] = c
+	delta.put(key, c)
 }
 
-// pathTypeOf maps ImplementationSpecific (and unset) to Prefix, as
-// ingress-nginx does when no regex annotation is involved.
-func pathTypeOf(p networkingv1.HTTPIngressPath) string {
-	if p.PathType != nil && *p.PathType == networkingv1.PathTypeExact {
-		return bus.PathExact
+// refreshInfo assembles what is known about one Ingress: its own problems
+// and the conflicts it lost on each of its hosts.
+func (t *Translator) refreshInfo(ingKey string, delta *Delta) {
+	ns, name, _ := strings.Cut(ingKey, "/")
+	key := bus.Key(bus.KindIngress, ns, name)
+	p := t.plans[ingKey]
+	if p == nil {
+		delete(t.hostProblems, ingKey)
+		if _, ok := t.model.Ingresses[key]; ok {
+			delete(t.model.Ingresses, key)
+			delta.Deletes = append(delta.Deletes, key)
+		}
+		return
 	}
-	return bus.PathPrefix
+	info := p.info
+	info.Problems = append([]bus.Problem(nil), p.info.Problems...)
+	byHost := t.hostProblems[ingKey]
+	for _, host := range sortedHosts(byHost) {
+		info.Problems = append(info.Problems, byHost[host]...)
+	}
+	t.model.Ingresses[key] = &info
+	delta.put(key, &info)
+}
+
+// refreshSettings parses the controller ConfigMap. Invalid keys keep their
+// defaults and are reported; a missing ConfigMap means all defaults.
+func (t *Translator) refreshSettings(delta *Delta) {
+	var data map[string]string
+	if cm, ok := t.objs.configMaps[t.cfg.ConfigMap]; ok {
+		data = cm.Data
+	}
+	s, problems := ParseSettings(data)
+	t.settingsProblems = problems
+	t.model.Settings = &s
+	delta.put(bus.SettingsKey, &s)
+}
+
+// SettingsProblems are the problems found in the controller ConfigMap by
+// the last Flush that parsed it.
+func (t *Translator) SettingsProblems() []bus.Problem { return t.settingsProblems }
+
+func sortedHosts[V any](m map[string]V) []string {
+	hosts := make([]string, 0, len(m))
+	for h := range m {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return hosts
 }
 
 func normalizeHost(h string) string {
@@ -248,3 +514,21 @@ func displayHost(h string) string {
 }
 
 func objectName(ns, name string) string { return ns + "/" + name }
+
+// Add puts a decoded object into the snapshot by its type.
+func (s *Snapshot) Add(obj any) {
+	switch o := obj.(type) {
+	case *networkingv1.Ingress:
+		s.Ingresses = append(s.Ingresses, o)
+	case *networkingv1.IngressClass:
+		s.IngressClasses = append(s.IngressClasses, o)
+	case *corev1.Service:
+		s.Services = append(s.Services, o)
+	case *discoveryv1.EndpointSlice:
+		s.EndpointSlices = append(s.EndpointSlices, o)
+	case *corev1.Secret:
+		s.Secrets = append(s.Secrets, o)
+	case *corev1.ConfigMap:
+		s.ConfigMaps = append(s.ConfigMaps, o)
+	}
+}

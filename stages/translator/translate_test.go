@@ -113,7 +113,7 @@ func loadSnapshot(t *testing.T, path string) Snapshot {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		snap.add(obj)
+		snap.Add(obj)
 	}
 	return snap
 }

@@ -1,0 +1,324 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/stages/applier"
+	"switchyard.dev/switchyard/stages/renderer"
+	"switchyard.dev/switchyard/stages/translator"
+)
+
+const (
+	startupTimeout = 5 * time.Minute // start to the last host answering
+	changeTimeout  = 2 * time.Minute // one change to traffic on it
+	startupPoll    = 20 * time.Millisecond
+	changePoll     = 5 * time.Millisecond
+	changes        = 20
+)
+
+// TestBenchScale reports, from one run with SWITCHYARD_SCALE_N Ingresses
+// (10,000 by default), each with its own host, Service and EndpointSlice:
+// the pure translate and render times and the rendered size, nginx -t on
+// that configuration, and with the real binary the start-up time, a
+// one-Ingress change and a one-endpoint change to traffic, memory and the
+// configuration on disk. Timings are reported, never asserted; the test
+// fails only when a request is never answered.
+func TestBenchScale(t *testing.T) {
+	requireBench(t)
+	nginx := harness.Nginx(t)
+	n := scaleN(t)
+	testStart := time.Now()
+
+	var rep strings.Builder
+	line := func(name, format string, args ...any) {
+		fmt.Fprintf(&rep, "%-42s %s\n", name, fmt.Sprintf(format, args...))
+	}
+	section := func(title string) { fmt.Fprintf(&rep, "-- %s\n", title) }
+	var failures []string
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		failures = append(failures, msg)
+		line("FAILED", "%s", msg)
+	}
+	fmt.Fprintf(&rep, "\n%s\n", strings.Repeat("=", 100))
+	fmt.Fprintf(&rep, "scale: %d Ingresses, each with its own host, Service and EndpointSlice (%d CPUs, GOMAXPROCS=%d)\n",
+		n, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	defer func() {
+		line("test wall time", "%s", time.Since(testStart).Round(100*time.Millisecond))
+		t.Log(rep.String())
+		for _, f := range failures {
+			t.Error(f)
+		}
+	}()
+
+	// 1. Pure, in process: typed objects in, files out.
+	section("pure, in process: translator.Translate + renderer.Render on typed objects, 5 runs")
+	snap := scaleSnapshot(n, 8081)
+	translate := series{name: "translate"}
+	render := series{name: "render"}
+	full := series{name: "translate + render (full)"}
+	var art renderer.Artifacts
+	var allocated uint64
+	for range 5 {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		t0 := time.Now()
+		model := translator.Translate(translator.DefaultConfig(), snap)
+		t1 := time.Now()
+		a, errs := renderer.Render(renderer.DefaultConfig(), model)
+		t2 := time.Now()
+		runtime.ReadMemStats(&after)
+		translate.samples = append(translate.samples, t1.Sub(t0))
+		render.samples = append(render.samples, t2.Sub(t1))
+		full.samples = append(full.samples, t2.Sub(t0))
+		allocated = after.TotalAlloc - before.TotalAlloc
+		if len(errs) > 0 {
+			t.Fatalf("render: %d errors, first: %v", len(errs), errs[0])
+		}
+		if len(model.Servers) != n+1 {
+			t.Fatalf("model has %d servers, want %d (one per host and the default)", len(model.Servers), n+1)
+		}
+		for key, info := range model.Ingresses {
+			if info.Rejected || len(info.Problems) > 0 {
+				t.Fatalf("%s: rejected=%v problems=%v", key, info.Rejected, info.Problems)
+			}
+		}
+		art = a
+	}
+	var renderedBytes int64
+	for _, content := range art.Files {
+		renderedBytes += int64(len(content))
+	}
+	backendsJSON, err := json.Marshal(art.Backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(&rep, translate)
+	fmt.Fprintln(&rep, render)
+	fmt.Fprintln(&rep, full)
+	line("allocated per translate + render", "%s", mib(int64(allocated)))
+	line("rendered configuration", "%s in %d files, %d bytes per Ingress (nginx.conf %d bytes)",
+		mib(renderedBytes), len(art.Files), renderedBytes/int64(n), len(art.Files[renderer.MainFile]))
+	line("Lua backends payload", "%s in %d backends (JSON of Artifacts.Backends)", mib(int64(len(backendsJSON))), len(art.Backends))
+
+	// 2. nginx -t on exactly that configuration.
+	prefix := harness.Prefix(t, art.Files)
+	nginxTest := series{name: "nginx -t on it (3 runs)"}
+	for range 3 {
+		begin := time.Now()
+		harness.NginxTest(t, nginx, prefix)
+		nginxTest.samples = append(nginxTest.samples, time.Since(begin))
+	}
+	fmt.Fprintln(&rep, nginxTest)
+	snap, art, backendsJSON = translator.Snapshot{}, renderer.Artifacts{}, nil
+	runtime.GC()
+
+	// 3. End to end with the real binary, NGINX and echo backends.
+	section(fmt.Sprintf("end to end: switchyard run, %d Ingresses in files of %d, one echo backend", n, perFile))
+	bin := harness.Binary(t)
+	portA := harness.StartEcho(t, bin, "echo", "pod-a")
+	portB := harness.StartEcho(t, bin, "echo", "pod-b")
+	dir := t.TempDir()
+	files := writeScaleManifests(t, dir, n, portA)
+	harness.WriteFile(t, filepath.Join(dir, "echo.yaml"), harness.ServiceYAML(scaleNS, "echo", portA))
+	harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(-1))
+	files += 2
+	if size, _, err := dirSize(dir); err == nil {
+		line("manifests", "%s in %d files", mib(size), files)
+	}
+
+	sy := &harness.Switchyard{
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		StateDir:  harness.StateDir(t),
+		Manifests: dir,
+	}
+	// harness.StartSwitchyard's flags, started directly: it gives NGINX 30 s
+	// to answer and fails the test, while 10,000 Ingresses may need longer.
+	begin := time.Now()
+	sy.Process = harness.Start(t, bin, "run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
+		"--state-dir", sy.StateDir, "--worker-processes", "2", "--shutdown-grace", "5s", "--log-level", "warn")
+	pid := sy.Cmd.Process.Pid
+	last := scaleHost(n - 1)
+	firstAnswer, served, lastSeen := startup(sy, last)
+	if !firstAnswer.IsZero() {
+		line("start to NGINX answering (any status)", "%s", firstAnswer.Sub(begin).Round(10*time.Millisecond))
+	} else {
+		line("start to NGINX answering (any status)", "never within %s", startupTimeout)
+	}
+	if served.IsZero() {
+		fail("%s not answered 200 within %s after start (polled every %s); last: %s", last, startupTimeout, startupPoll, lastSeen)
+	} else {
+		line(fmt.Sprintf("start to last host (%s) 200", last), "%s (polled every %s)", served.Sub(begin).Round(10*time.Millisecond), startupPoll)
+	}
+	reportMemory := func(when string) {
+		if rss, peak, err := procStatus(pid); err == nil {
+			line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
+		} else {
+			line("switchyard RSS "+when, "unreadable: %v", err)
+		}
+		if master, err := readMasterPID(sy); err == nil {
+			var sum int64
+			procs := append([]int{master}, harness.ChildPIDs(t, master)...)
+			for _, p := range procs {
+				if rss, _, err := procStatus(p); err == nil {
+					sum += rss
+				}
+			}
+			line("NGINX RSS "+when, "%s summed over master and %d workers (shared pages counted in each)", mib(sum), len(procs)-1)
+		}
+	}
+	reportMemory("after start-up")
+	confDir := filepath.Join(sy.Prefix(), applier.ConfDir)
+	if size, count, err := dirSize(confDir); err == nil {
+		line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
+	} else {
+		line("<state>/nginx/conf on disk", "unreadable: %v", err)
+	}
+
+	if !served.IsZero() {
+		if _, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", "pod-a", changePoll, changeTimeout); err != nil {
+			fail("first host: %v", err)
+		}
+		if _, err := waitAnswer(sy.HTTPAddr, changeHost, "/base", "", changePoll, changeTimeout); err != nil {
+			fail("change host before the changes: %v", err)
+		}
+	}
+	ingressChange := series{name: "one-Ingress change to its first 200"}
+	if len(failures) == 0 {
+		for i := range changes {
+			path := fmt.Sprintf("/v%d", i)
+			begin := time.Now()
+			harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(i))
+			at, err := waitAnswer(sy.HTTPAddr, changeHost, path, "", changePoll, changeTimeout)
+			if err != nil {
+				fail("one-Ingress change %d: %v", i, err)
+				break
+			}
+			ingressChange.samples = append(ingressChange.samples, at.Sub(begin))
+		}
+		if len(ingressChange.samples) > 0 {
+			fmt.Fprintf(&rep, "%s  (includes NGINX reload)\n", ingressChange)
+		}
+
+		workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
+		endpointChange := series{name: "one-endpoint change to traffic on it"}
+		for i := range changes {
+			port, pod := portB, "pod-b"
+			if i%2 == 1 {
+				port, pod = portA, "pod-a"
+			}
+			begin := time.Now()
+			setScaleEndpoint(t, dir, port)
+			at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
+			if err != nil {
+				fail("one-endpoint change %d: %v", i, err)
+				break
+			}
+			endpointChange.samples = append(endpointChange.samples, at.Sub(begin))
+		}
+		if len(endpointChange.samples) > 0 {
+			fmt.Fprintf(&rep, "%s  (no reload expected)\n", endpointChange)
+			newWorkers := slices.DeleteFunc(harness.ChildPIDs(t, mustMasterPID(t, sy)), func(p int) bool { return slices.Contains(workers, p) })
+			line("NGINX reloaded during endpoint changes", "%v", len(newWorkers) > 0)
+		}
+		if testing.Verbose() {
+			fmt.Fprintf(&rep, "one-Ingress change samples: %v\none-endpoint change samples: %v\n",
+				round(ingressChange.samples), round(endpointChange.samples))
+		}
+		reportMemory("at the end")
+	}
+
+	section("design targets (reported, not asserted)")
+	line("full render <= 1s", "translate + render median %s: %s", full.quantile(0.5).Round(time.Millisecond), met(full.quantile(0.5) <= time.Second))
+	if len(ingressChange.samples) > 0 {
+		line("one-Ingress change via translate+render <= 50ms", "measured end to end incl. NGINX reload: median %s, p99 %s",
+			ingressChange.quantile(0.5).Round(time.Millisecond), ingressChange.quantile(0.99).Round(time.Millisecond))
+	}
+	line("ingress-nginx reference", "~90 s per sync at 3,000 Ingresses, ~200 MB nginx.conf")
+	line("  here", "%s rendered for %d Ingresses; start to last host %s", mib(renderedBytes), n, durationOr(served, begin, "not served"))
+
+	output := strings.TrimSpace(sy.Output.String())
+	if output == "" {
+		line("switchyard output (--log-level warn)", "empty")
+	} else {
+		lines := strings.Split(output, "\n")
+		line("switchyard output (--log-level warn)", "%d lines, first ones:", len(lines))
+		for _, l := range lines[:min(len(lines), 10)] {
+			if len(l) > 300 {
+				l = l[:300] + "…"
+			}
+			fmt.Fprintf(&rep, "    %s\n", l)
+		}
+	}
+}
+
+// startup polls the last host until it answers 200, switchyard exits or
+// startupTimeout passes, and returns when NGINX first answered at all and
+// when the host was served (zero if never), with the last thing seen.
+func startup(sy *harness.Switchyard, host string) (firstAnswer, served time.Time, last string) {
+	client := harness.NewClient()
+	deadline := time.Now().Add(startupTimeout)
+	for time.Now().Before(deadline) {
+		if sy.Exited() {
+			return firstAnswer, time.Time{}, "switchyard exited"
+		}
+		r, err := harness.Do(client, "GET", "http://"+sy.HTTPAddr+"/", host, nil)
+		switch {
+		case err != nil:
+			last = err.Error()
+		default:
+			if firstAnswer.IsZero() {
+				firstAnswer = time.Now()
+			}
+			if r.Status == 200 {
+				return firstAnswer, time.Now(), ""
+			}
+			last = fmt.Sprintf("status %d", r.Status)
+		}
+		time.Sleep(startupPoll)
+	}
+	return firstAnswer, time.Time{}, last
+}
+
+func readMasterPID(sy *harness.Switchyard) (pid int, err error) {
+	data, err := os.ReadFile(filepath.Join(sy.Prefix(), "nginx.pid"))
+	if err != nil {
+		return 0, err
+	}
+	_, err = fmt.Sscanf(strings.TrimSpace(string(data)), "%d", &pid)
+	return pid, err
+}
+
+func mustMasterPID(t *testing.T, sy *harness.Switchyard) int {
+	t.Helper()
+	pid, err := readMasterPID(sy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func durationOr(at, begin time.Time, otherwise string) string {
+	if at.IsZero() {
+		return otherwise
+	}
+	return at.Sub(begin).Round(10 * time.Millisecond).String()
+}

@@ -1,0 +1,290 @@
+package renderer
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// DefaultBackendName is the backend of --default-backend-service.
+const DefaultBackendName = "upstream-default-backend"
+
+// Renderer keeps the model it rendered and the artifacts it produced, and
+// renders again only what a change touches: one server file for a changed
+// server, every file when the settings change.
+type Renderer struct {
+	cfg      Config
+	settings bus.Settings
+	servers  map[string]*bus.Server      // by model key
+	certs    map[string]*bus.Certificate // by id "namespace/name"
+	out      Artifacts
+	dirty    renderDirty
+}
+
+type renderDirty struct {
+	main     bool
+	servers  map[string]bool // model keys
+	backends map[string]bool // backend names, put or deleted
+	certs    map[string]bool // certificate ids
+}
+
+func newRenderDirty() renderDirty {
+	return renderDirty{servers: map[string]bool{}, backends: map[string]bool{}, certs: map[string]bool{}}
+}
+
+// NewRenderer returns a renderer with nothing rendered yet.
+func NewRenderer(cfg Config) *Renderer {
+	r := &Renderer{
+		cfg: cfg, settings: bus.DefaultSettings(),
+		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{},
+		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		dirty: newRenderDirty(),
+	}
+	r.dirty.main = true
+	return r
+}
+
+// Artifacts is everything currently rendered. It is shared: read only.
+func (r *Renderer) Artifacts() Artifacts { return r.out }
+
+// SetServer adds, replaces (or with nil removes) the server under key.
+func (r *Renderer) SetServer(key string, s *bus.Server) {
+	if old := r.servers[key]; old != nil {
+		r.markCertOf(old)
+		if s == nil || old.Hostname != s.Hostname {
+			delete(r.out.Files, ServerFile(old.Hostname))
+		}
+	}
+	if s == nil {
+		delete(r.servers, key)
+	} else {
+		r.servers[key] = s
+		r.markCertOf(s)
+	}
+	r.dirty.servers[key] = true
+}
+
+func (r *Renderer) markCertOf(s *bus.Server) {
+	if s.TLS != nil && s.TLS.Certificate != "" {
+		r.dirty.certs[s.TLS.Certificate] = true
+	}
+}
+
+// SetBackend adds, replaces (or with nil removes) a backend.
+func (r *Renderer) SetBackend(name string, b *bus.Backend) {
+	if _, had := r.out.Backends[name]; name == DefaultBackendName && had != (b != nil) {
+		r.dirty.main = true // custom error pages appear or go in every server
+	}
+	if b == nil {
+		delete(r.out.Backends, name)
+	} else {
+		r.out.Backends[name] = b
+	}
+	r.dirty.backends[name] = true
+}
+
+// SetCertificate adds, replaces (or with nil removes) a certificate.
+func (r *Renderer) SetCertificate(id string, c *bus.Certificate) {
+	if c == nil {
+		delete(r.certs, id)
+	} else {
+		r.certs[id] = c
+	}
+	r.dirty.certs[id] = true
+}
+
+// SetSettings replaces the controller settings; nil means the defaults.
+func (r *Renderer) SetSettings(s *bus.Settings) {
+	r.settings = bus.DefaultSettings()
+	if s != nil {
+		r.settings = *s
+	}
+	r.dirty.main = true
+}
+
+// Flush renders what changed since the last Flush and returns it as the
+// renderer's table change. A server that fails a check is left out and
+// reported; every other server is still rendered.
+func (r *Renderer) Flush() (bus.Output, []error) {
+	d := r.dirty
+	r.dirty = newRenderDirty()
+	out := bus.Output{Puts: map[string][]byte{}}
+	var errs []error
+	if d.main {
+		main, err := execute("nginx.conf.tmpl", mainView{Config: r.cfg, Settings: r.settings})
+		if err != nil {
+			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
+		}
+		r.out.Files[MainFile] = main
+		putFile(&out, MainFile, main)
+		// Server files depend on the settings too (redirects, HSTS, HTTP/2).
+		for key := range r.servers {
+			d.servers[key] = true
+		}
+	}
+	for key := range d.servers {
+		if err := r.renderServerKey(key, &out); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name := range d.backends {
+		r.flushBackend(name, &out, &errs)
+	}
+	for id := range d.certs {
+		r.flushCertificate(id, &out)
+	}
+	slices.Sort(out.Deletes)
+	return out, errs
+}
+
+func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
+	s := r.servers[key]
+	if s == nil {
+		// Deleted: its file went with it in SetServer.
+		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
+		return nil
+	}
+	path := ServerFile(s.Hostname)
+	_, hasDefault := r.out.Backends[DefaultBackendName]
+	text, err := renderServer(r.cfg, r.settings, s, hasDefault)
+	if err != nil {
+		delete(r.out.Files, path)
+		out.Deletes = append(out.Deletes, fileKey(path))
+		return fmt.Errorf("render server %s: %w", s.Hostname, err)
+	}
+	r.out.Files[path] = text
+	putFile(out, path, text)
+	return nil
+}
+
+func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
+	key := bus.Key(bus.KindBackend, name)
+	b, ok := r.out.Backends[name]
+	if ok && !backendNamePattern.MatchString(b.Name) {
+		delete(r.out.Backends, name)
+		*errs = append(*errs, fmt.Errorf("render backend %q: invalid name", b.Name))
+		ok = false
+	}
+	if !ok {
+		out.Deletes = append(out.Deletes, key)
+		return
+	}
+	data, _ := json.Marshal(b)
+	out.Puts[key] = data
+}
+
+// flushCertificate re-derives one certificate's payload: its PEM and the
+// hosts whose server names it.
+func (r *Renderer) flushCertificate(id string, out *bus.Output) {
+	ns, name, _ := strings.Cut(id, "/")
+	key := bus.Key(bus.KindCertificate, ns, name)
+	var hosts []string
+	for _, s := range r.servers {
+		if s.TLS != nil && s.TLS.Certificate == id {
+			hosts = append(hosts, s.Hostname)
+		}
+	}
+	cert := r.certs[id]
+	if cert == nil || len(hosts) == 0 {
+		delete(r.out.Certificates, id)
+		out.Deletes = append(out.Deletes, key)
+		return
+	}
+	slices.Sort(hosts)
+	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
+	r.out.Certificates[id] = lc
+	data, _ := json.Marshal(lc)
+	out.Puts[key] = data
+}
+
+func fileKey(path string) string { return bus.Key(bus.KindFile, path) }
+
+func putFile(out *bus.Output, path, content string) {
+	data, _ := json.Marshal(bus.RenderedFile{Path: path, Content: content})
+	out.Puts[fileKey(path)] = data
+}
+
+// hostFromKey reads the hostname back from a server's model key.
+func hostFromKey(key string) string {
+	_, parts, err := bus.SplitKey(key)
+	if err != nil || len(parts) == 0 {
+		return key
+	}
+	return parts[0]
+}
+
+// Update applies changed entries of the annotated model (all of them when
+// changed is nil) and flushes.
+func (r *Renderer) Update(entries map[string][]byte, changed map[string]bool) (bus.Output, []error) {
+	if changed == nil {
+		changed = map[string]bool{}
+		for k := range entries {
+			changed[k] = true
+		}
+	}
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(changed)) {
+		if err := r.applyEntry(key, entries[key]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	out, flushErrs := r.Flush()
+	return out, append(errs, flushErrs...)
+}
+
+func (r *Renderer) applyEntry(key string, data []byte) error {
+	kind, parts, err := bus.SplitKey(key)
+	if err != nil {
+		return err
+	}
+	gone := data == nil
+	switch kind {
+	case bus.KindServer:
+		var s *bus.Server
+		if !gone {
+			if s, err = decode[bus.Server](key, data); err != nil {
+				return err
+			}
+		}
+		r.SetServer(key, s)
+	case bus.KindBackend:
+		var b *bus.Backend
+		if !gone {
+			if b, err = decode[bus.Backend](key, data); err != nil {
+				return err
+			}
+		}
+		r.SetBackend(parts[0], b)
+	case bus.KindCertificate:
+		var c *bus.Certificate
+		if !gone {
+			if c, err = decode[bus.Certificate](key, data); err != nil {
+				return err
+			}
+		}
+		if len(parts) == 2 {
+			r.SetCertificate(parts[0]+"/"+parts[1], c)
+		}
+	case bus.KindConfig:
+		var s *bus.Settings
+		if !gone {
+			if s, err = decode[bus.Settings](key, data); err != nil {
+				return err
+			}
+		}
+		r.SetSettings(s)
+	}
+	return nil
+}
+
+func decode[T any](key string, data []byte) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,259 @@
+package translator
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// ParseSettings reads the controller ConfigMap's data. Every key it knows is
+// validated; an invalid value is reported as a Problem (Field "data.<key>",
+// Reason "InvalidValue", a Message naming the key, the rule and what is kept)
+// and the default for that key stays. Unknown keys are ignored (ingress-nginx
+// has ~180 keys; later work adds more) but reported with Reason "UnknownKey"
+// so operators see typos. A nil or empty map gives bus.DefaultSettings().
+func ParseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
+	s := bus.DefaultSettings()
+	var problems []bus.Problem
+	// Walking the keys in order makes the Problems sorted by Field, so the
+	// same ConfigMap always gives the same report.
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		value := strings.TrimSpace(data[key])
+		p, known := settingParsers[key]
+		switch {
+		case !known:
+			problems = append(problems, bus.Problem{Field: "data." + key, Reason: "UnknownKey",
+				Message: fmt.Sprintf("%s is not a key Switchyard knows (a typo, or a setting not supported yet); it is ignored", clipQuoted(key))})
+		case !p.apply(&s, value):
+			// Each key is applied once and apply leaves the field alone on
+			// failure, so show still gives the default here.
+			problems = append(problems, bus.Problem{Field: "data." + key, Reason: "InvalidValue",
+				Message: fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(&s)))})
+		}
+	}
+	return s, problems
+}
+
+// settingParser validates one ConfigMap key and stores it in Settings.
+type settingParser struct {
+	rule  string                               // what a valid value is, for messages
+	apply func(s *bus.Settings, v string) bool // false: v is invalid and s is untouched
+	show  func(s *bus.Settings) string         // the field in ConfigMap spelling
+}
+
+// setting builds a settingParser from a field accessor, a parser and a
+// formatter, so each table row below stays one line of intent.
+func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string) (T, bool), format func(T) string) settingParser {
+	return settingParser{
+		rule: rule,
+		apply: func(s *bus.Settings, v string) bool {
+			x, ok := parse(v)
+			if ok {
+				*field(s) = x
+			}
+			return ok
+		},
+		show: func(s *bus.Settings) string { return format(*field(s)) },
+	}
+}
+
+// settingParsers is every ConfigMap key Switchyard understands. Values that
+// reach nginx.conf unquoted (sizes, times, ciphers) are whole-string
+// patterns whose classes hold no ';', '{', '}', quote, '$', '\' or
+// whitespace, so no value can end a directive or start a new one.
+var settingParsers = map[string]settingParser{
+	"ssl-redirect":               boolSetting(func(s *bus.Settings) *bool { return &s.SSLRedirect }),
+	"hsts":                       boolSetting(func(s *bus.Settings) *bool { return &s.HSTS }),
+	"hsts-max-age":               intSetting(func(s *bus.Settings) *int { return &s.HSTSMaxAge }, 0, math.MaxInt32, "seconds"),
+	"hsts-include-subdomains":    boolSetting(func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
+	"hsts-preload":               boolSetting(func(s *bus.Settings) *bool { return &s.HSTSPreload }),
+	"proxy-body-size":            patternSetting(func(s *bus.Settings) *string { return &s.ProxyBodySize }, sizePattern, sizeRule),
+	"proxy-connect-timeout":      intSetting(func(s *bus.Settings) *int { return &s.ProxyConnectTimeout }, 1, 3600, "seconds"),
+	"proxy-send-timeout":         intSetting(func(s *bus.Settings) *int { return &s.ProxySendTimeout }, 1, 3600, "seconds"),
+	"proxy-read-timeout":         intSetting(func(s *bus.Settings) *int { return &s.ProxyReadTimeout }, 1, 3600, "seconds"),
+	"use-forwarded-headers":      boolSetting(func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
+	"compute-full-forwarded-for": boolSetting(func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
+	"proxy-real-ip-cidr": setting(func(s *bus.Settings) *[]string { return &s.ProxyRealIPCIDR },
+		"a comma-separated list of at least one IPv4 or IPv6 CIDR such as 10.0.0.0/8", parseCIDRs, joinWith(",")),
+	"server-tokens":                  boolSetting(func(s *bus.Settings) *bool { return &s.ServerTokens }),
+	"use-http2":                      boolSetting(func(s *bus.Settings) *bool { return &s.UseHTTP2 }),
+	"upstream-keepalive-connections": intSetting(func(s *bus.Settings) *int { return &s.UpstreamKeepaliveConnections }, 0, 100000, "connections, 0 disables keepalive"),
+	"upstream-keepalive-timeout":     intSetting(func(s *bus.Settings) *int { return &s.UpstreamKeepaliveTimeout }, 0, 3600, "seconds"),
+	"upstream-keepalive-requests":    intSetting(func(s *bus.Settings) *int { return &s.UpstreamKeepaliveRequests }, 1, 10000000, "requests"),
+	"upstream-keepalive-time":        patternSetting(func(s *bus.Settings) *string { return &s.UpstreamKeepaliveTime }, timePattern, timeRule),
+	"worker-processes": setting(func(s *bus.Settings) *string { return &s.WorkerProcesses },
+		`"auto" or a whole number from 1 to 1024`, parseWorkerProcesses, identity),
+	"worker-shutdown-timeout": patternSetting(func(s *bus.Settings) *string { return &s.WorkerShutdownTimeout }, timePattern, timeRule),
+	"log-format-upstream": setting(func(s *bus.Settings) *string { return &s.LogFormatUpstream },
+		"a non-empty NGINX log format of at most 4096 bytes without ', \\ or control characters, where every $ starts a variable ($name or ${name})",
+		parseLogFormat, identity),
+	"ssl-protocols": setting(func(s *bus.Settings) *[]string { return &s.SSLProtocols },
+		"a space-separated list of at least one of "+strings.Join(sslProtocols, ", "), parseSSLProtocols, joinWith(" ")),
+	"ssl-ciphers": setting(func(s *bus.Settings) *string { return &s.SSLCiphers },
+		"an OpenSSL cipher list of 1 to 2048 characters from A-Z a-z 0-9 ! : + @ . _ -", parseCiphers, identity),
+	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
+		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
+	"allow-snippet-annotations": boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
+		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
+}
+
+var (
+	// sizePattern is an NGINX size; nine digits keep it far from overflow.
+	sizePattern = regexp.MustCompile(`^[0-9]{1,9}[kKmMgG]?$`)
+	sizeRule    = "an NGINX size such as 1m, 512k or 0 (unlimited): 1 to 9 digits and an optional k, m or g"
+	// timePattern is an NGINX time such as "1h30m". Every number but the
+	// last needs a unit: otherwise "1234567890" would pass as "123456789"
+	// followed by "0" and overflow NGINX's parser.
+	timePattern = regexp.MustCompile(`^([0-9]{1,9}(ms|s|m|h|d|w|M|y))*[0-9]{1,9}(ms|s|m|h|d|w|M|y)?$`)
+	timeRule    = "an NGINX time such as 240s, 1h or 1h30m: numbers of 1 to 9 digits, each but the last with a unit of ms, s, m, h, d, w, M or y"
+	// cipherPattern keeps the cipher list one unquoted NGINX word. Go's
+	// regexp caps repeat counts at 1000, so parseCiphers checks the length.
+	cipherPattern = regexp.MustCompile(`^[A-Za-z0-9!:+@._-]+$`)
+	// logFormatPattern: log-format-upstream is written inside single quotes,
+	// so ' and \ (NGINX's escape) must never appear and a line break would
+	// split the directive. '$' is allowed only to start a variable: NGINX
+	// refuses a lone '$' or an unclosed "${" and the reload would fail.
+	logFormatPattern = regexp.MustCompile(`^([^$'\\\x00-\x1f\x7f]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
+
+	sslProtocols = []string{"TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"}
+	riskLevels   = []string{"Low", "Medium", "High", "Critical"}
+)
+
+func boolSetting(field func(*bus.Settings) *bool) settingParser {
+	return setting(field, "a boolean: true or false (also 1, 0, t, f, TRUE, False…)", parseBool, strconv.FormatBool)
+}
+
+func intSetting(field func(*bus.Settings) *int, lo, hi int, unit string) settingParser {
+	return setting(field, fmt.Sprintf("a whole number from %d to %d (%s)", lo, hi, unit), parseIntIn(lo, hi), strconv.Itoa)
+}
+
+func patternSetting(field func(*bus.Settings) *string, re *regexp.Regexp, rule string) settingParser {
+	return setting(field, rule, func(v string) (string, bool) { return v, re.MatchString(v) }, identity)
+}
+
+// parseBool accepts what strconv.ParseBool does, which is what
+// ingress-nginx's mapstructure decoding accepts.
+func parseBool(v string) (bool, bool) {
+	b, err := strconv.ParseBool(v)
+	return b, err == nil
+}
+
+// parseIntIn accepts digits only: strconv.Atoi alone would also take a sign.
+func parseIntIn(lo, hi int) func(string) (int, bool) {
+	return func(v string) (int, bool) {
+		if v == "" || strings.Trim(v, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= lo && n <= hi
+	}
+}
+
+// parseWorkerProcesses stores numbers canonically ("04" becomes "4") since
+// the value is written into nginx.conf as is.
+func parseWorkerProcesses(v string) (string, bool) {
+	if v == "auto" {
+		return v, true
+	}
+	n, ok := parseIntIn(1, 1024)(v)
+	return strconv.Itoa(n), ok
+}
+
+// parseCIDRs refuses the whole list if any item is bad: dropping one item
+// silently would change which clients may set their own address.
+func parseCIDRs(v string) ([]string, bool) {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(item))
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, p.String())
+	}
+	return out, true // Split gives at least one item, and "" does not parse
+}
+
+func parseSSLProtocols(v string) ([]string, bool) {
+	var out []string
+	for _, p := range strings.Fields(v) {
+		if !slices.Contains(sslProtocols, p) {
+			return nil, false
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, len(out) > 0
+}
+
+func parseHTTPErrors(v string) ([]int, bool) {
+	codes := []int{}
+	if v == "" {
+		return codes, true
+	}
+	for item := range strings.SplitSeq(v, ",") {
+		code, ok := parseIntIn(400, 599)(strings.TrimSpace(item))
+		if !ok {
+			return nil, false
+		}
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	return slices.Compact(codes), true
+}
+
+// parseRiskLevel is case-insensitive, as ingress-nginx compares it, but
+// stores the documented spelling.
+func parseRiskLevel(v string) (string, bool) {
+	i := slices.IndexFunc(riskLevels, func(l string) bool { return strings.EqualFold(l, v) })
+	if i < 0 {
+		return "", false
+	}
+	return riskLevels[i], true
+}
+
+func parseCiphers(v string) (string, bool) {
+	return v, len(v) <= 2048 && cipherPattern.MatchString(v)
+}
+
+func parseLogFormat(v string) (string, bool) {
+	return v, len(v) <= 4096 && utf8.ValidString(v) && logFormatPattern.MatchString(v)
+}
+
+func identity(v string) string { return v }
+
+func joinWith(sep string) func([]string) string {
+	return func(items []string) string { return strings.Join(items, sep) }
+}
+
+func joinInts(codes []int) string {
+	items := make([]string, len(codes))
+	for i, c := range codes {
+		items[i] = strconv.Itoa(c)
+	}
+	return strings.Join(items, ",")
+}
+
+// clipQuoted shows an operator's value in a message: at most 64 bytes, cut
+// on a rune boundary, and %q-quoted so a control character is escaped and
+// never written raw into a log line or an Event.
+func clipQuoted(v string) string {
+	const limit = 64
+	if len(v) <= limit {
+		return fmt.Sprintf("%q", v)
+	}
+	cut := limit
+	for cut > limit-utf8.UTFMax && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", v[:cut], len(v))
+}

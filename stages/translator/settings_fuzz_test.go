@@ -1,0 +1,88 @@
+package translator
+
+import (
+	"maps"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// settingsWordForbidden are the characters that would let a value written
+// unquoted into nginx.conf end its directive or start another.
+const settingsWordForbidden = ";{}'\"$\\"
+
+// FuzzParseSettings feeds arbitrary values, under known and arbitrary keys,
+// through ParseSettings: it must not panic, must be deterministic, and
+// whatever it accepts must be safe to write into nginx.conf.
+func FuzzParseSettings(f *testing.F) {
+	keys := slices.Sorted(maps.Keys(settingParsers))
+	seeds := []struct{ key, value string }{
+		{"ssl-redirect", "false"}, {"hsts-max-age", "63072000"}, {"proxy-body-size", "8m"},
+		{"proxy-read-timeout", "120"}, {"proxy-real-ip-cidr", "10.0.0.0/8,2001:db8::/32"},
+		{"upstream-keepalive-time", "1h30m"}, {"worker-processes", "auto"}, {"worker-shutdown-timeout", "10s"},
+		{"log-format-upstream", bus.DefaultLogFormatUpstream}, {"log-format-upstream", `{"ip": "${remote_addr}"}`},
+		{"log-format-upstream", `'; error_log /etc/passwd; #`}, {"log-format-upstream", "$"},
+		{"ssl-protocols", "TLSv1.2 TLSv1.3"}, {"ssl-ciphers", "HIGH:!aNULL:!MD5"}, {"ssl-ciphers", "x; include /etc/passwd"},
+		{"custom-http-errors", "404,503"}, {"annotations-risk-level", "critical"}, {"use-gzip", "true"},
+	}
+	for _, s := range seeds {
+		if i := slices.Index(keys, s.key); i >= 0 {
+			f.Add(uint8(i), "", s.value)
+		} else {
+			f.Add(uint8(255), s.key, s.value)
+		}
+	}
+	f.Fuzz(func(t *testing.T, pick uint8, key, value string) {
+		// Most picks name a known key, so the parsers get most of the work.
+		if pick < 200 {
+			key = keys[int(pick)%len(keys)]
+		}
+		data := map[string]string{key: value, "hsts": value}
+		got, problems := ParseSettings(data)
+		again, problemsAgain := ParseSettings(data)
+		if !reflect.DeepEqual(got, again) || !reflect.DeepEqual(problems, problemsAgain) {
+			t.Fatal("ParseSettings is not deterministic")
+		}
+		checkSettingsSafe(t, got)
+		for _, p := range problems {
+			if hasControl(p.Message) {
+				t.Fatalf("raw control character in message %q", p.Message)
+			}
+		}
+	})
+}
+
+func checkSettingsSafe(t *testing.T, s bus.Settings) {
+	t.Helper()
+	if strings.ContainsFunc(s.LogFormatUpstream, func(r rune) bool { return r == '\'' || r == '\\' || r < 0x20 || r == 0x7f }) {
+		t.Fatalf("log-format-upstream %q accepted", s.LogFormatUpstream)
+	}
+	for _, word := range []string{s.SSLCiphers, s.ProxyBodySize, s.UpstreamKeepaliveTime, s.WorkerShutdownTimeout, s.WorkerProcesses} {
+		if word == "" || strings.ContainsAny(word, settingsWordForbidden) || strings.ContainsFunc(word, unicode.IsSpace) {
+			t.Fatalf("%q accepted", word)
+		}
+	}
+	for _, p := range s.SSLProtocols {
+		if !slices.Contains(sslProtocols, p) {
+			t.Fatalf("ssl protocol %q accepted", p)
+		}
+	}
+	for _, c := range s.CustomHTTPErrors {
+		if c < 400 || c > 599 {
+			t.Fatalf("custom http error %d accepted", c)
+		}
+	}
+	for _, c := range s.ProxyRealIPCIDR {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			t.Fatalf("cidr %q accepted", c)
+		}
+	}
+	if !slices.Contains(riskLevels, s.AnnotationsRiskLevel) {
+		t.Fatalf("risk level %q accepted", s.AnnotationsRiskLevel)
+	}
+}
