@@ -77,13 +77,16 @@ func (s *Stage) Run(ctx context.Context) error {
 	inbox := newMailbox()
 	followErr := make(chan error, 1)
 	go func() {
+		desired := newDesired()
 		followErr <- bus.Follow(ctx, s.conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
-			d, err := desiredFromEntries(snap.Entries)
-			if err != nil {
+			if err := desired.update(snap.Entries, snap.Changed); err != nil {
+				// Rebuild from the whole table next time rather than apply
+				// a state this stage did not fully understand.
 				s.log.Error("renderer output not understood; keeping the running state", zap.Error(err))
-				return nil
+				desired = newDesired()
+				return desired.update(snap.Entries, nil)
 			}
-			inbox.put(target{desired: d, meta: snap.Meta})
+			inbox.put(target{desired: desired.clone(), meta: snap.Meta})
 			return nil
 		})
 	}()
@@ -206,7 +209,7 @@ func (s *Stage) runningDesired() *Desired {
 
 // prepareConfig writes the candidate configuration, tests it, and swaps it in.
 func (s *Stage) prepareConfig(files map[string]string) error {
-	if err := writeConfig(s.cfg.Prefix, NextConfDir, files); err != nil {
+	if err := writeConfig(s.cfg.Prefix, NextConfDir, files, s.running.files); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
 	if err := testConfig(s.cfg.NginxBinary, s.cfg.Prefix, NextConfDir); err != nil {

@@ -59,36 +59,70 @@ func certEqual(a, b luaCertificate) bool {
 	return true
 }
 
-// desiredFromEntries decodes the renderer's table.
-func desiredFromEntries(entries map[string][]byte) (Desired, error) {
-	d := Desired{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
-	for key, data := range entries {
-		kind, parts, err := bus.SplitKey(key)
-		if err != nil {
-			return d, err
-		}
-		switch kind {
-		case bus.KindFile:
-			var f bus.RenderedFile
-			if err := json.Unmarshal(data, &f); err != nil {
-				return d, fmt.Errorf("decode %s: %w", key, err)
-			}
-			d.Files[f.Path] = f.Content
-		case bus.KindBackend:
-			d.Backends[parts[0]] = json.RawMessage(data)
-		case bus.KindCertificate:
-			var c luaCertificate
-			if err := json.Unmarshal(data, &c); err != nil {
-				return d, fmt.Errorf("decode %s: %w", key, err)
-			}
-			if len(parts) == 2 {
-				d.Certificates[parts[0]+"/"+parts[1]] = c
-			}
-		default:
-			return d, fmt.Errorf("renderer key %q: unknown kind %q", key, kind)
+func newDesired() Desired {
+	return Desired{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
+}
+
+// update applies the changed keys of the renderer's table (every key when
+// changed is nil), so a change to one server decodes one file.
+func (d *Desired) update(entries map[string][]byte, changed map[string]bool) error {
+	if changed == nil {
+		*d = newDesired()
+		changed = map[string]bool{}
+		for k := range entries {
+			changed[k] = true
 		}
 	}
-	return d, nil
+	for key := range changed {
+		data, present := entries[key]
+		if err := d.updateKey(key, data, present); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Desired) updateKey(key string, data []byte, present bool) error {
+	kind, parts, err := bus.SplitKey(key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case kind == bus.KindFile && len(parts) == 1:
+		var f bus.RenderedFile
+		if !present {
+			delete(d.Files, parts[0])
+		} else if err := json.Unmarshal(data, &f); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		} else {
+			d.Files[parts[0]] = f.Content
+		}
+	case kind == bus.KindBackend && len(parts) == 1:
+		if !present {
+			delete(d.Backends, parts[0])
+		} else {
+			d.Backends[parts[0]] = json.RawMessage(data)
+		}
+	case kind == bus.KindCertificate && len(parts) == 2:
+		id := parts[0] + "/" + parts[1]
+		var c luaCertificate
+		if !present {
+			delete(d.Certificates, id)
+		} else if err := json.Unmarshal(data, &c); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		} else {
+			d.Certificates[id] = c
+		}
+	default:
+		return fmt.Errorf("renderer key %q: unknown kind %q", key, kind)
+	}
+	return nil
+}
+
+// clone copies the maps (not the values, which are never changed in
+// place), so the apply loop can keep one state while the next is built.
+func (d Desired) clone() Desired {
+	return Desired{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates)}
 }
 
 // backendsPayload is the body of POST /configuration/backends: every
