@@ -53,7 +53,7 @@ metadata: {name: %s, namespace: %s}
 spec:
   ingressClassName: switchyard
   rules:
-  - host: %s
+  - host: %q
     http:
       paths:
 `, name, ns, host)

@@ -243,11 +243,23 @@ func (s *Switchyard) Get(host, path string) (Response, error) {
 
 // Do sends one request with the given Host header.
 func Do(client *http.Client, method, url, host string, body []byte) (Response, error) {
-	req, err := http.NewRequestWithContext(context.Background(), method, url, bytes.NewReader(body))
+	return DoWithHeaders(client, method, url, host, nil, body)
+}
+
+// DoWithHeaders sends one request with the given Host and other headers.
+func DoWithHeaders(client *http.Client, method, url, host string, headers map[string]string, body ...[]byte) (Response, error) {
+	var payload []byte
+	if len(body) > 0 {
+		payload = body[0]
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, bytes.NewReader(payload))
 	if err != nil {
 		return Response{}, err
 	}
 	req.Host = host
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return Response{}, err

@@ -1,0 +1,181 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+const configMapName = "switchyard-system/switchyard"
+
+func configMapYAML(data map[string]string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: switchyard, namespace: switchyard-system}\ndata:\n")
+	for k, v := range data {
+		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+	}
+	return b.String()
+}
+
+func (e *env) expect(host, path string, wantStatus int, wantPod string) harness.Response {
+	e.t.Helper()
+	r, err := e.sy.Get(host, path)
+	if err != nil {
+		e.t.Fatalf("%s%s: %v", host, path, err)
+	}
+	if r.Status != wantStatus || (wantPod != "" && (r.Echo == nil || r.Echo.Pod != wantPod)) {
+		pod := ""
+		if r.Echo != nil {
+			pod = r.Echo.Pod
+		}
+		e.t.Fatalf("%s%s: got %d from %q, want %d from %q", host, path, r.Status, pod, wantStatus, wantPod)
+	}
+	return r
+}
+
+func TestWildcardHostMatchesOneLabel(t *testing.T) {
+	e := newEnv(t, map[string]string{"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})})
+	e.eventually("a.wild.example.com", "/", "the wildcard host", servedBy("a-1"))
+	e.expect("B.Wild.Example.com", "/", 200, "a-1")
+	e.expect("wild.example.com", "/", 404, "")
+	e.expect("a.b.wild.example.com", "/", 404, "")
+}
+
+func TestPathsFromSeveralIngressesLongestMatchWins(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"one.yaml": harness.IngressYAML("default", "one", "paths.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"},
+			harness.Path{Path: "/api", Type: "Exact", Service: "echo-b"}),
+		"two.yaml": harness.IngressYAML("default", "two", "paths.example.com",
+			harness.Path{Path: "/api", Type: "Prefix", Service: "echo-a"},
+			harness.Path{Path: "/api/v2/", Type: "Prefix", Service: "echo-b"}),
+	})
+	e.eventually("paths.example.com", "/api/v2/x", "paths of both Ingresses", servedBy("b-1"))
+	e.expect("paths.example.com", "/api", 200, "b-1")     // Exact beats Prefix for the same path
+	e.expect("paths.example.com", "/api/x", 200, "a-1")   // Prefix /api
+	e.expect("paths.example.com", "/api/v2", 200, "b-1")  // trailing slash in the rule ignored
+	e.expect("paths.example.com", "/api/v2x", 200, "a-1") // whole elements only
+	e.expect("paths.example.com", "/other", 200, "a-1")   // root
+}
+
+func TestOlderIngressWinsAConflict(t *testing.T) {
+	// The newer Ingress sorts first by file name; age decides, not order.
+	newer := strings.Replace(harness.IngressYAML("default", "newer", "conflict.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		"metadata: {name: newer, namespace: default}", "metadata: {name: newer, namespace: default, creationTimestamp: \"2026-02-01T00:00:00Z\"}", 1)
+	older := strings.Replace(harness.IngressYAML("default", "older", "conflict.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+		"metadata: {name: older, namespace: default}", "metadata: {name: older, namespace: default, creationTimestamp: \"2026-01-01T00:00:00Z\"}", 1)
+	e := newEnv(t, map[string]string{"a-newer.yaml": newer, "b-older.yaml": older})
+	e.eventually("conflict.example.com", "/", "the older Ingress", servedBy("a-1"))
+	if out := e.sy.Output.String(); !strings.Contains(out, "PathConflict") || !strings.Contains(out, "default/newer") {
+		t.Errorf("the losing Ingress is not reported:\n%s", out)
+	}
+}
+
+func TestRulelessIngressIsTheCatchAll(t *testing.T) {
+	catchAll := `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: catch-all, namespace: default}
+spec:
+  ingressClassName: switchyard
+  defaultBackend: {service: {name: echo-b, port: {name: http}}}
+`
+	e := newEnv(t, map[string]string{"catch.yaml": catchAll})
+	e.eventually("anything.example.com", "/x", "the catch-all", servedBy("b-1"))
+}
+
+func TestSSLRedirectAndHSTS(t *testing.T) {
+	e := newEnv(t, nil)
+	cert, key := harness.SelfSigned(t, "tls.example.com")
+	e.write("tls.yaml", harness.TLSIngressYAML("default", "tls", "tls.example.com", "echo-a", cert, key))
+	r := e.eventually("tls.example.com", "/path?q=1", "the redirect to HTTPS", status(308))
+	port := strings.Split(e.sy.HTTPSAddr, ":")[1]
+	if loc := r.Header.Get("Location"); loc != "https://tls.example.com:"+port+"/path?q=1" {
+		t.Fatalf("Location %q", loc)
+	}
+	tlsResp, err := e.sy.GetTLS("tls.example.com", "/")
+	if err != nil || !servedBy("a-1")(tlsResp) {
+		t.Fatalf("HTTPS: %v %d", err, tlsResp.Status)
+	}
+	if h := tlsResp.Header.Get("Strict-Transport-Security"); h != "max-age=31536000; includeSubDomains" {
+		t.Fatalf("HSTS header %q", h)
+	}
+	// A host without TLS is not redirected and gets no HSTS.
+	e.write("plain.yaml", harness.IngressYAML("default", "plain", "plain.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
+	plain := e.eventually("plain.example.com", "/", "the plain host", servedBy("b-1"))
+	if plain.Header.Get("Strict-Transport-Security") != "" {
+		t.Fatal("HSTS on plain HTTP")
+	}
+}
+
+func TestControllerConfigMap(t *testing.T) {
+	bin := harness.Binary(t)
+	e := &env{t: t, dir: t.TempDir()}
+	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
+	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
+	e.write("class.yaml", harness.ClassYAML)
+	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+harness.ServiceYAML("default", "echo-b", e.portB))
+	cert, key := harness.SelfSigned(t, "tls.example.com")
+	e.write("tls.yaml", harness.TLSIngressYAML("default", "tls", "tls.example.com", "echo-a", cert, key))
+	e.write("config.yaml", configMapYAML(map[string]string{"ssl-redirect": "false", "proxy-body-size": "2m", "hsts": "maybe"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName, "--default-backend-service", "default/echo-b")
+
+	e.eventually("tls.example.com", "/", "no redirect with ssl-redirect false", servedBy("a-1"))
+	body := make([]byte, 1536<<10)
+	r, err := harness.Do(harness.NewClient(), "POST", "http://"+e.sy.HTTPAddr+"/", "tls.example.com", body)
+	if err != nil || r.Status != 200 {
+		t.Fatalf("1.5 MiB body with proxy-body-size 2m: %v %d", err, r.Status)
+	}
+	// The invalid hsts value is reported and its default (on) kept.
+	tlsResp, err := e.sy.GetTLS("tls.example.com", "/")
+	if err != nil || tlsResp.Header.Get("Strict-Transport-Security") == "" {
+		t.Fatalf("HSTS default not kept: %v %v", err, tlsResp.Header)
+	}
+	if out := e.sy.Output.String(); !strings.Contains(out, "data.hsts") {
+		t.Errorf("the invalid hsts value is not reported:\n%s", out)
+	}
+	// --default-backend-service answers unknown hosts.
+	e.expect("unknown.example.com", "/", 200, "b-1")
+
+	// A ConfigMap change applies: back to 1m, the same body is refused.
+	e.write("config.yaml", configMapYAML(map[string]string{"ssl-redirect": "false", "proxy-body-size": "1m"}))
+	harness.WaitFor(t, changeTimeout, "proxy-body-size 1m", func() error {
+		r, err := harness.Do(harness.NewClient(), "POST", "http://"+e.sy.HTTPAddr+"/", "tls.example.com", body)
+		if err == nil && r.Status != 413 {
+			err = fmt.Errorf("status %d", r.Status)
+		}
+		return err
+	})
+}
+
+func TestForwardedHeadersAndWebSocketUpgrade(t *testing.T) {
+	e := newEnv(t, map[string]string{"app.yaml": harness.IngressYAML("default", "app", "app.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})})
+	e.eventually("app.example.com", "/", "the app", servedBy("a-1"))
+	req := func() harness.EchoReply {
+		r, err := harness.DoWithHeaders(harness.NewClient(), "GET", "http://"+e.sy.HTTPAddr+"/ws", "app.example.com",
+			map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7", "Upgrade": "websocket", "Connection": "Upgrade"})
+		if err != nil || r.Echo == nil {
+			t.Fatalf("%v %+v", err, r)
+		}
+		return *r.Echo
+	}
+	got := req()
+	// use-forwarded-headers is off by default: a client cannot claim HTTPS.
+	if p := got.Headers["X-Forwarded-Proto"]; len(p) != 1 || p[0] != "http" {
+		t.Errorf("X-Forwarded-Proto %q, want http", p)
+	}
+	if f := got.Headers["X-Forwarded-For"]; len(f) != 1 || f[0] != "127.0.0.1" {
+		t.Errorf("X-Forwarded-For %q, want 127.0.0.1", f)
+	}
+	if u := got.Headers["Upgrade"]; len(u) != 1 || u[0] != "websocket" {
+		t.Errorf("Upgrade %q: WebSocket upgrades must pass through", u)
+	}
+	if c := got.Headers["Connection"]; len(c) != 1 || c[0] != "upgrade" {
+		t.Errorf("Connection %q, want upgrade", c)
+	}
+}
