@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,6 +31,7 @@ type options struct {
 	controllerClass   string
 	watchWithoutClass bool
 	configMap         string
+	resolvers         string
 	defaultBackend    string
 	pluginDir         string
 	nginxBinary       string
@@ -50,13 +53,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
 	fs.StringVar(&o.configMap, "configmap", "", "controller ConfigMap NAMESPACE/NAME with ingress-nginx settings (from the manifests dir or the API)")
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
+	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
-	fs.StringVar(&o.workerProcesses, "worker-processes", "auto", "NGINX worker processes")
+	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
 }
 
@@ -97,6 +101,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg := renderer.DefaultConfig()
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
+	cfg.Resolvers = o.resolverList()
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
 	if w, werr := o.workerUser(); werr != nil {
@@ -105,6 +110,32 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 		cfg.User, cfg.Group = w.Name, w.Group
 	}
 	return cfg, err
+}
+
+// resolverList is --resolver, or the nameservers of /etc/resolv.conf.
+func (o *options) resolverList() []string {
+	if o.resolvers != "" {
+		return strings.Split(o.resolvers, ",")
+	}
+	data, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "nameserver" {
+			continue
+		}
+		if ip, err := netip.ParseAddr(fields[1]); err == nil {
+			if ip.Is6() {
+				out = append(out, "["+ip.String()+"]")
+			} else {
+				out = append(out, ip.String())
+			}
+		}
+	}
+	return out
 }
 
 // workerUser is the user NGINX workers drop to; nil unless we run as root,

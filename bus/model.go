@@ -57,6 +57,10 @@ type Backend struct {
 	// Endpoints are the ready endpoints; an empty list makes NGINX answer 503.
 	Endpoints   []Endpoint `json:"endpoints"`
 	LoadBalance string     `json:"load-balance,omitempty"`
+	// ExternalName and ExternalPort are set for a Service of type
+	// ExternalName: NGINX resolves the name when it proxies.
+	ExternalName string `json:"externalName,omitempty"`
+	ExternalPort int32  `json:"externalPort,omitempty"`
 }
 
 // ServiceRef names the Service port a backend comes from.

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -178,4 +180,29 @@ func TestForwardedHeadersAndWebSocketUpgrade(t *testing.T) {
 	if c := got.Headers["Connection"]; len(c) != 1 || c[0] != "upgrade" {
 		t.Errorf("Connection %q, want upgrade", c)
 	}
+}
+
+func TestExternalNameService(t *testing.T) {
+	bin := harness.Binary(t)
+	port := harness.StartEcho(t, bin, "external", "ext-1")
+	dns := harness.StartDNS(t, map[string]net.IP{"api.partner.test": net.ParseIP("127.0.0.1")})
+	dir := t.TempDir()
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "ext.yaml"), fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: partner, namespace: default}
+spec:
+  type: ExternalName
+  externalName: api.partner.test
+  ports: [{name: http, port: %d}]
+---
+`, port)+harness.IngressYAML("default", "partner", "partner.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "partner"}))
+	sy := harness.StartSwitchyard(t, dir, "--resolver", dns)
+	harness.WaitFor(t, changeTimeout, "the ExternalName Service", func() error {
+		r, err := sy.Get("partner.example.com", "/x")
+		if err == nil && !servedBy("ext-1")(r) {
+			err = fmt.Errorf("status %d: %s", r.Status, truncate(r.Body))
+		}
+		return err
+	})
 }

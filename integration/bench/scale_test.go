@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -197,6 +198,9 @@ func TestBenchScale(t *testing.T) {
 	ingressChange := series{name: "one-Ingress change to its first 200"}
 	if len(failures) == 0 {
 		for i := range changes {
+			if !budget(&rep, t, ingressChange) {
+				break
+			}
 			path := fmt.Sprintf("/v%d", i)
 			begin := time.Now()
 			harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(i))
@@ -214,6 +218,9 @@ func TestBenchScale(t *testing.T) {
 		workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
 		endpointChange := series{name: "one-endpoint change to traffic on it"}
 		for i := range changes {
+			if !budget(&rep, t, endpointChange) {
+				break
+			}
 			port, pod := portB, "pod-b"
 			if i%2 == 1 {
 				port, pod = portA, "pod-a"
@@ -248,19 +255,54 @@ func TestBenchScale(t *testing.T) {
 	line("ingress-nginx reference", "~90 s per sync at 3,000 Ingresses, ~200 MB nginx.conf")
 	line("  here", "%s rendered for %d Ingresses; start to last host %s", mib(renderedBytes), n, durationOr(served, begin, "not served"))
 
-	output := strings.TrimSpace(sy.Output.String())
+	summarizeOutput(&rep, sy.Output.String())
+}
+
+// summarizeOutput reports switchyard's output as distinct messages with
+// counts: digits (times, pids, connection numbers, host numbers) and what
+// follows ", client:" are masked, so repeats of one warning count once.
+func summarizeOutput(rep *strings.Builder, output string) {
+	output = strings.TrimSpace(output)
+	name := "switchyard output (--log-level warn)"
 	if output == "" {
-		line("switchyard output (--log-level warn)", "empty")
-	} else {
-		lines := strings.Split(output, "\n")
-		line("switchyard output (--log-level warn)", "%d lines, first ones:", len(lines))
-		for _, l := range lines[:min(len(lines), 10)] {
-			if len(l) > 300 {
-				l = l[:300] + "…"
-			}
-			fmt.Fprintf(&rep, "    %s\n", l)
-		}
+		fmt.Fprintf(rep, "%-42s empty\n", name)
+		return
 	}
+	lines := strings.Split(output, "\n")
+	digits := regexp.MustCompile(`[0-9]+`)
+	counts := map[string]int{}
+	var order []string
+	for _, l := range lines {
+		l, _, _ = strings.Cut(l, ", client:")
+		key := digits.ReplaceAllString(l, "N")
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return counts[b] - counts[a] })
+	fmt.Fprintf(rep, "%-42s %d lines, %d distinct (digits masked):\n", name, len(lines), len(order))
+	for _, key := range order[:min(len(order), 8)] {
+		if len(key) > 240 {
+			key = key[:240] + "…"
+		}
+		fmt.Fprintf(rep, "    %6dx %s\n", counts[key], key)
+	}
+}
+
+// budget says whether another sample of s fits before the test's deadline
+// (go test -timeout) with a minute to spare for the report and clean-up; if
+// not, it says so in the report, since a timed-out test prints nothing.
+func budget(rep *strings.Builder, t *testing.T, s series) bool {
+	deadline, ok := t.Deadline()
+	if !ok || len(s.samples) == 0 {
+		return true
+	}
+	if time.Until(deadline) > 2*s.quantile(1)+time.Minute {
+		return true
+	}
+	fmt.Fprintf(rep, "%-42s stopped after %d samples: the go test -timeout is near\n", s.name, len(s.samples))
+	return false
 }
 
 // startup polls the last host until it answers 200, switchyard exits or

@@ -40,7 +40,7 @@ func FuzzRenderServer(f *testing.F) {
 		if exact {
 			pathType = bus.PathExact
 		}
-		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), serverFor(host, path, backend, pathType), false)
+		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), serverFor(host, path, backend, pathType), backendContext{})
 		if err != nil {
 			return
 		}
@@ -68,7 +68,7 @@ func TestFuzzInputsPassNginx(t *testing.T) {
 	accepted := 0
 	for i, in := range inputs {
 		s := serverFor(in.host, in.path, in.backend, bus.PathPrefix)
-		if _, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, false); err != nil {
+		if _, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{}); err != nil {
 			continue
 		}
 		// One server per input; a unique name keeps server_name distinct.

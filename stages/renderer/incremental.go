@@ -76,8 +76,14 @@ func (r *Renderer) markCertOf(s *bus.Server) {
 
 // SetBackend adds, replaces (or with nil removes) a backend.
 func (r *Renderer) SetBackend(name string, b *bus.Backend) {
-	if _, had := r.out.Backends[name]; name == DefaultBackendName && had != (b != nil) {
+	old, had := r.out.Backends[name]
+	if name == DefaultBackendName && had != (b != nil) {
 		r.dirty.main = true // custom error pages appear or go in every server
+	}
+	if externalTarget(old) != externalTarget(b) {
+		// ExternalName targets are written into the locations that use
+		// them. They are rare, so every server is rendered again.
+		r.dirty.main = true
 	}
 	if b == nil {
 		delete(r.out.Backends, name)
@@ -149,8 +155,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 		return nil
 	}
 	path := ServerFile(s.Hostname)
-	_, hasDefault := r.out.Backends[DefaultBackendName]
-	text, err := renderServer(r.cfg, r.settings, s, hasDefault)
+	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
 	if err != nil {
 		delete(r.out.Files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
@@ -159,6 +164,24 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	r.out.Files[path] = text
 	putFile(out, path, text)
 	return nil
+}
+
+func (r *Renderer) backendContext() backendContext {
+	ctx := backendContext{external: map[string]string{}}
+	_, ctx.hasDefault = r.out.Backends[DefaultBackendName]
+	for name, b := range r.out.Backends {
+		if t := externalTarget(b); t != "" {
+			ctx.external[name] = t
+		}
+	}
+	return ctx
+}
+
+func externalTarget(b *bus.Backend) string {
+	if b == nil || b.ExternalName == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", b.ExternalName, b.ExternalPort)
 }
 
 func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {

@@ -32,6 +32,9 @@ type Config struct {
 	AccessLog       bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
+	// Resolvers are the DNS servers NGINX asks for ExternalName Services
+	// ("10.0.0.53", "127.0.0.1:5353", "[fd00::53]").
+	Resolvers []string
 }
 
 // DefaultConfig is `switchyard run` without flags.
@@ -116,17 +119,36 @@ type locationView struct {
 	Modifier string // "= " for exact matches, "" for prefixes
 	Path     string
 	Backend  string
+	// External is "host:port" of an ExternalName backend, resolved by
+	// NGINX when it proxies.
+	External string
 }
 
-func renderServer(cfg Config, settings bus.Settings, s *bus.Server, hasDefaultBackend bool) (string, error) {
+// backendContext is what a server's rendering needs to know of backends.
+type backendContext struct {
+	hasDefault bool
+	external   map[string]string // backend name → "host:port"
+}
+
+func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext) (string, error) {
 	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
 		return "", fmt.Errorf("invalid host name %q", s.Hostname)
 	}
 	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
-		HTTPSRedirectPort: redirectPort(cfg.HTTPSListen), HasDefaultBackend: hasDefaultBackend}
+		HTTPSRedirectPort: redirectPort(cfg.HTTPSListen), HasDefaultBackend: backends.hasDefault}
 	locations, err := nginxLocations(s.Locations)
 	if err != nil {
 		return "", err
+	}
+	for i, l := range locations {
+		if target, ok := backends.external[l.Backend]; ok {
+			if !externalPattern.MatchString(target) || len(cfg.Resolvers) == 0 {
+				// No resolver to ask, or a target we will not write: the
+				// Lua balancer finds no endpoints and answers 503.
+				continue
+			}
+			locations[i].External = target
+		}
 	}
 	view.Locations = locations
 	return execute("server.conf.tmpl", view)
@@ -192,6 +214,8 @@ var (
 	hostPattern        = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	pathPattern        = regexp.MustCompile(`^/[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]*$`)
 	backendNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,252}$`)
+	externalPattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?:[0-9]{1,5}$`)
+	resolverPattern    = regexp.MustCompile(`^([0-9.]+|\[[0-9a-fA-F:.]+\])(:[0-9]{1,5})?$`)
 	// unsafeInQuotes are the characters a double-quoted NGINX string must
 	// not hold: they end it, escape out of it or interpolate into it.
 	unsafeInQuotes = "\"\\$\r\n\x00"

@@ -29,7 +29,11 @@ func TestGolden(t *testing.T) {
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".model.json")
 		t.Run(name, func(t *testing.T) {
-			art, errs := Render(DefaultConfig(), loadModel(t, in))
+			cfg := DefaultConfig()
+			if name == "settings" {
+				cfg.Resolvers = []string{"127.0.0.53", "[::1]:5353"}
+			}
+			art, errs := Render(cfg, loadModel(t, in))
 			if len(errs) > 0 {
 				t.Fatalf("render: %v", errs)
 			}

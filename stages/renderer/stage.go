@@ -96,6 +96,11 @@ func (c Config) Validate() error {
 		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
 		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
 	}
+	for _, r := range c.Resolvers {
+		if !resolverPattern.MatchString(r) {
+			return fmt.Errorf("renderer config: resolver %q is not an IP address with an optional port", r)
+		}
+	}
 	if c.WorkerProcesses != "" {
 		checks["worker processes"] = c.WorkerProcesses
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -134,12 +135,26 @@ func (p *ingressPlan) backendFor(t *Translator, ing *networkingv1.Ingress, b *ne
 		return p.addBackend(backend)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		p.problem(field+".service.name", "UnsupportedBackend",
-			"Service %s is of type ExternalName, which is not supported yet; this path answers 503", svcKey)
-		return p.addBackend(backend)
+		return p.addBackend(p.externalBackend(backend, svc, port, field))
 	}
 	backend.Endpoints = t.objs.readyEndpoints(svcKey, port)
 	return p.addBackend(backend)
+}
+
+// externalBackend points a backend at an ExternalName Service's DNS name
+// and port (the target port when it is a number, as ingress-nginx does).
+func (p *ingressPlan) externalBackend(b *bus.Backend, svc *corev1.Service, port corev1.ServicePort, field string) *bus.Backend {
+	name := strings.ToLower(strings.TrimSuffix(svc.Spec.ExternalName, "."))
+	if !hostPattern.MatchString(name) || strings.HasPrefix(name, "*") {
+		p.problem(field+".service.name", "InvalidExternalName",
+			"Service %s/%s has externalName %q, which is not a DNS name; this path answers 503", svc.Namespace, svc.Name, svc.Spec.ExternalName)
+		return b
+	}
+	b.ExternalName, b.ExternalPort = name, port.Port
+	if port.TargetPort.IntValue() > 0 {
+		b.ExternalPort = int32(port.TargetPort.IntValue())
+	}
+	return b
 }
 
 func (p *ingressPlan) addBackend(b *bus.Backend) string {
