@@ -34,6 +34,9 @@ func TestGolden(t *testing.T) {
 			if strings.Contains(name, "without-class") {
 				cfg.WatchWithoutClass = true
 			}
+			if name == "default-backend-service" {
+				cfg.DefaultBackendService = "default/fallback"
+			}
 			got := encodeModel(t, Translate(cfg, loadSnapshot(t, in)))
 			golden := strings.TrimSuffix(in, ".yaml") + ".golden.json"
 			if *update {
