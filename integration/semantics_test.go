@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,10 +100,14 @@ func TestSSLRedirectAndHSTS(t *testing.T) {
 	if loc := r.Header.Get("Location"); loc != "https://tls.example.com:"+port+"/path?q=1" {
 		t.Fatalf("Location %q", loc)
 	}
-	tlsResp, err := e.sy.GetTLS("tls.example.com", "/")
-	if err != nil || !servedBy("a-1")(tlsResp) {
-		t.Fatalf("HTTPS: %v %d", err, tlsResp.Status)
-	}
+	var tlsResp harness.Response
+	harness.WaitFor(t, changeTimeout, "the host over HTTPS", func() error {
+		var err error
+		if tlsResp, err = e.sy.GetTLS("tls.example.com", "/"); err == nil && !servedBy("a-1")(tlsResp) {
+			err = fmt.Errorf("status %d", tlsResp.Status)
+		}
+		return err
+	})
 	if h := tlsResp.Header.Get("Strict-Transport-Security"); h != "max-age=31536000; includeSubDomains" {
 		t.Fatalf("HSTS header %q", h)
 	}
@@ -111,6 +116,23 @@ func TestSSLRedirectAndHSTS(t *testing.T) {
 	plain := e.eventually("plain.example.com", "/", "the plain host", servedBy("b-1"))
 	if plain.Header.Get("Strict-Transport-Security") != "" {
 		t.Fatal("HSTS on plain HTTP")
+	}
+	plainTLS, err := e.sy.GetTLS("plain.example.com", "/")
+	if err != nil || !servedBy("b-1")(plainTLS) || plainTLS.Header.Get("Strict-Transport-Security") != "" {
+		t.Fatalf("HTTPS to a host without TLS: %v %d HSTS %q", err, plainTLS.Status, plainTLS.Header.Get("Strict-Transport-Security"))
+	}
+
+	// Adding TLS to that existing host needs no reload: the certificate
+	// goes to Lua, and the redirect follows it.
+	workers := e.sy.WorkerPIDs(t)
+	cert2, key2 := harness.SelfSigned(t, "plain.example.com")
+	e.write("plain.yaml", harness.TLSIngressYAML("default", "plain", "plain.example.com", "echo-b", cert2, key2))
+	e.eventually("plain.example.com", "/", "the redirect for the newly TLS host", status(308))
+	if err := harness.ExpectCertificatePEM(e.sy.HTTPSAddr, "plain.example.com", cert2); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.sy.WorkerPIDs(t); !slices.Equal(sorted(workers), sorted(after)) {
+		t.Fatalf("adding TLS to a host reloaded NGINX: workers %v, then %v", workers, after)
 	}
 }
 

@@ -199,6 +199,20 @@ local function select_certificate()
     return true
 end
 
+-- configured_for says whether a certificate is published for host (exact
+-- or one-label wildcard). ssl-redirect and HSTS apply to such hosts only,
+-- so adding TLS to a host needs no reload. One shared dict read when
+-- nothing changed.
+function _M.configured_for(host)
+    local dict = ngx_shared.switchyard_certs
+    local version = dict:get(VERSION_KEY)
+    if not version or not host then
+        return false
+    end
+    local map = load_servers(dict, version)
+    return map ~= nil and lookup(map, str_lower(host)) ~= nil
+end
+
 function _M.call()
     -- pcall: a Lua error would abort the handshake instead of falling back
     local pok, ok, err = pcall(select_certificate)

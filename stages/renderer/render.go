@@ -102,6 +102,26 @@ type mainView struct {
 	Settings bus.Settings
 }
 
+// HTTPSRedirectPort is appended to ssl-redirect targets: ":8443" when
+// HTTPS does not listen on 443.
+func (v mainView) HTTPSRedirectPort() string { return redirectPort(v.Config.HTTPSListen) }
+
+// HSTSHeader is the Strict-Transport-Security value, or "" when off.
+func (v mainView) HSTSHeader() string {
+	s := v.Settings
+	if !s.HSTS {
+		return ""
+	}
+	h := "max-age=" + strconv.Itoa(s.HSTSMaxAge)
+	if s.HSTSIncludeSubdomains {
+		h += "; includeSubDomains"
+	}
+	if s.HSTSPreload {
+		h += "; preload"
+	}
+	return h
+}
+
 type serverView struct {
 	Config    Config
 	Settings  bus.Settings
@@ -111,8 +131,6 @@ type serverView struct {
 	// HasDefaultBackend: --default-backend-service is set, so custom error
 	// pages have somewhere to come from.
 	HasDefaultBackend bool
-	// HTTPSRedirectPort is appended to the redirect when HTTPS is not on 443.
-	HTTPSRedirectPort string
 }
 
 type locationView struct {
@@ -135,7 +153,7 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 		return "", fmt.Errorf("invalid host name %q", s.Hostname)
 	}
 	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
-		HTTPSRedirectPort: redirectPort(cfg.HTTPSListen), HasDefaultBackend: backends.hasDefault}
+		HasDefaultBackend: backends.hasDefault}
 	locations, err := nginxLocations(s.Locations)
 	if err != nil {
 		return "", err
@@ -230,6 +248,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"logFormat":  logFormat,
 	"join":       strings.Join,
 	"joinInts":   joinInts,
+	"luaString":  luaString,
 }).ParseFS(templates.FS, "*.tmpl"))
 
 // logFormat writes log-format-upstream in single quotes. The settings
@@ -240,6 +259,15 @@ func logFormat(s string) (string, error) {
 		return "", fmt.Errorf("refusing to write log format %q into nginx.conf", s)
 	}
 	return "'" + s + "'", nil
+}
+
+// luaString writes a value as a Lua string literal in nginx.conf; like
+// quote, it refuses what could end the literal instead of escaping it.
+func luaString(s string) (string, error) {
+	if strings.ContainsAny(s, unsafeInQuotes+"'") {
+		return "", fmt.Errorf("refusing to write %q into a Lua literal", s)
+	}
+	return `"` + s + `"`, nil
 }
 
 func joinInts(codes []int) string {
