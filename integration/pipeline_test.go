@@ -301,6 +301,9 @@ func TestTLSBySNIWithoutReload(t *testing.T) {
 		}
 		return err
 	})
+	if r.Proto != "HTTP/2.0" {
+		t.Errorf("HTTPS served over %s, want HTTP/2", r.Proto)
+	}
 	if r.Echo.Headers["X-Forwarded-Proto"][0] != "https" {
 		t.Errorf("X-Forwarded-Proto %q, want https", r.Echo.Headers["X-Forwarded-Proto"])
 	}

@@ -211,13 +211,16 @@ func NewClient() *http.Client {
 // as the SNI name, as a browser would.
 func (s *Switchyard) GetTLS(host, path string) (Response, error) {
 	client := NewClient()
-	client.Transport.(*http.Transport).TLSClientConfig.ServerName = host
+	transport := client.Transport.(*http.Transport)
+	transport.TLSClientConfig.ServerName = host
+	transport.ForceAttemptHTTP2 = true
 	return Do(client, http.MethodGet, "https://"+s.HTTPSAddr+path, host, nil)
 }
 
 // Response is what came back through NGINX; Echo is set when an echo
 // backend answered.
 type Response struct {
+	Proto  string // as the client saw it: "HTTP/1.1", "HTTP/2.0"
 	Status int
 	Header http.Header
 	Body   []byte
@@ -269,7 +272,7 @@ func DoWithHeaders(client *http.Client, method, url, host string, headers map[st
 	if err != nil {
 		return Response{}, err
 	}
-	r := Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	r := Response{Proto: resp.Proto, Status: resp.StatusCode, Header: resp.Header, Body: data}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		var e EchoReply
 		if json.Unmarshal(data, &e) == nil && e.Pod != "" {
