@@ -21,6 +21,7 @@ type Renderer struct {
 	settings bus.Settings
 	servers  map[string]*bus.Server      // by model key
 	certs    map[string]*bus.Certificate // by id "namespace/name"
+	external map[string]string           // ExternalName backends: name → "host:port"
 	out      Artifacts
 	dirty    renderDirty
 }
@@ -40,7 +41,7 @@ func newRenderDirty() renderDirty {
 func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
-		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{},
+		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
 		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
 		dirty: newRenderDirty(),
 	}
@@ -80,10 +81,15 @@ func (r *Renderer) SetBackend(name string, b *bus.Backend) {
 	if name == DefaultBackendName && had != (b != nil) {
 		r.dirty.main = true // custom error pages appear or go in every server
 	}
-	if externalTarget(old) != externalTarget(b) {
+	if target := externalTarget(b); target != externalTarget(old) {
 		// ExternalName targets are written into the locations that use
 		// them. They are rare, so every server is rendered again.
 		r.dirty.main = true
+		if target == "" {
+			delete(r.external, name)
+		} else {
+			r.external[name] = target
+		}
 	}
 	if b == nil {
 		delete(r.out.Backends, name)
@@ -167,14 +173,8 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 }
 
 func (r *Renderer) backendContext() backendContext {
-	ctx := backendContext{external: map[string]string{}}
-	_, ctx.hasDefault = r.out.Backends[DefaultBackendName]
-	for name, b := range r.out.Backends {
-		if t := externalTarget(b); t != "" {
-			ctx.external[name] = t
-		}
-	}
-	return ctx
+	_, hasDefault := r.out.Backends[DefaultBackendName]
+	return backendContext{hasDefault: hasDefault, external: r.external}
 }
 
 func externalTarget(b *bus.Backend) string {
