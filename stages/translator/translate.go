@@ -89,6 +89,20 @@ func (d *Delta) put(key string, v any) {
 	d.Puts[key] = v
 }
 
+// setModel puts v under key in the model map and the delta, or, when v is
+// nil, removes key from the model and records its deletion.
+func setModel[V any](m map[string]*V, key string, v *V, delta *Delta) {
+	if v == nil {
+		if _, ok := m[key]; ok {
+			delete(m, key)
+			delta.Deletes = append(delta.Deletes, key)
+		}
+		return
+	}
+	m[key] = v
+	delta.put(key, v)
+}
+
 // Translator keeps the objects, what each Ingress asks for, and indexes
 // from every object to the Ingresses that depend on it.
 type Translator struct {
@@ -317,10 +331,7 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	key := bus.Key(bus.KindServer, host)
 	if len(plans) == 0 && host != bus.DefaultServerName {
 		t.setHostProblems(host, nil, d)
-		if _, ok := t.model.Servers[key]; ok {
-			delete(t.model.Servers, key)
-			delta.Deletes = append(delta.Deletes, key)
-		}
+		setModel(t.model.Servers, key, nil, delta)
 		return
 	}
 	server := &bus.Server{Hostname: host, Locations: []bus.Location{}}
@@ -347,8 +358,7 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	}
 	sortLocations(server.Locations)
 	t.setHostProblems(host, problems, d)
-	t.model.Servers[key] = server
-	delta.put(key, server)
+	setModel(t.model.Servers, key, server, delta)
 }
 
 // hostPlans lists the plans naming host, oldest first, then by
@@ -419,15 +429,7 @@ func (t *Translator) refreshBackend(name string, delta *Delta) {
 			break
 		}
 	}
-	if b == nil {
-		if _, ok := t.model.Backends[key]; ok {
-			delete(t.model.Backends, key)
-			delta.Deletes = append(delta.Deletes, key)
-		}
-		return
-	}
-	t.model.Backends[key] = b
-	delta.put(key, b)
+	setModel(t.model.Backends, key, b, delta)
 }
 
 func (t *Translator) refreshCertificate(id string, delta *Delta) {
@@ -438,15 +440,7 @@ func (t *Translator) refreshCertificate(id string, delta *Delta) {
 		c = t.plans[ing].certs[id]
 		break
 	}
-	if c == nil {
-		if _, ok := t.model.Certificates[key]; ok {
-			delete(t.model.Certificates, key)
-			delta.Deletes = append(delta.Deletes, key)
-		}
-		return
-	}
-	t.model.Certificates[key] = c
-	delta.put(key, c)
+	setModel(t.model.Certificates, key, c, delta)
 }
 
 // refreshInfo assembles what is known about one Ingress: its own problems
@@ -457,10 +451,7 @@ func (t *Translator) refreshInfo(ingKey string, delta *Delta) {
 	p := t.plans[ingKey]
 	if p == nil {
 		delete(t.hostProblems, ingKey)
-		if _, ok := t.model.Ingresses[key]; ok {
-			delete(t.model.Ingresses, key)
-			delta.Deletes = append(delta.Deletes, key)
-		}
+		setModel(t.model.Ingresses, key, nil, delta)
 		return
 	}
 	info := p.info
@@ -469,8 +460,7 @@ func (t *Translator) refreshInfo(ingKey string, delta *Delta) {
 	for _, host := range sortedHosts(byHost) {
 		info.Problems = append(info.Problems, byHost[host]...)
 	}
-	t.model.Ingresses[key] = &info
-	delta.put(key, &info)
+	setModel(t.model.Ingresses, key, &info, delta)
 }
 
 // refreshSettings parses the controller ConfigMap. Invalid keys keep their
