@@ -167,7 +167,7 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 		client:    NewClient(),
 	}
 	args := append([]string{"run", "--manifests", manifests, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
-		"--state-dir", s.StateDir, "--worker-processes", "2", "--log-level", "debug", "--shutdown-grace", "5s"}, extra...)
+		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s"}, extra...)
 	s.Process = Start(t, bin, args...)
 	WaitFor(t, 30*time.Second, "switchyard to serve", func() error {
 		if s.Exited() {
@@ -299,10 +299,23 @@ func (s *Switchyard) MasterPID(t testing.TB) int {
 	return pid
 }
 
-// WorkerPIDs lists the master's children: a reload replaces them all.
+// Workers is how many worker processes StartSwitchyard asks NGINX for.
+const Workers = 2
+
+// WorkerPIDs lists the master's workers once a reload has settled: workers
+// of an earlier configuration may still be draining for a moment, and a
+// baseline taken then would see them vanish and call it a reload.
 func (s *Switchyard) WorkerPIDs(t testing.TB) []int {
 	t.Helper()
-	return ChildPIDs(t, s.MasterPID(t))
+	var pids []int
+	WaitFor(t, 30*time.Second, "NGINX workers to settle", func() error {
+		pids = ChildPIDs(t, s.MasterPID(t))
+		if len(pids) != Workers {
+			return fmt.Errorf("%d workers: %v", len(pids), pids)
+		}
+		return nil
+	})
+	return pids
 }
 
 // ChildPIDs lists a process's children from /proc.
