@@ -12,6 +12,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/stages/annotations"
@@ -31,6 +34,11 @@ type options struct {
 	controllerClass   string
 	watchWithoutClass bool
 	configMap         string
+	kubeconfig        string
+	watchNamespace    string
+	publishAddress    string
+	publishService    string
+	electionID        string
 	resolvers         string
 	defaultBackend    string
 	pluginDir         string
@@ -51,6 +59,11 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ingressClass, "ingress-class", "switchyard", "value of the legacy kubernetes.io/ingress.class annotation to serve")
 	fs.StringVar(&o.controllerClass, "controller-class", "switchyard.dev/ingress-controller", "IngressClass spec.controller to serve")
 	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to serve (default: in-cluster config when no --manifests is given)")
+	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "watch only this namespace (default: all)")
+	fs.StringVar(&o.publishAddress, "publish-status-address", "", "comma-separated IPs or host names written to the status of served Ingresses")
+	fs.StringVar(&o.publishService, "publish-service", "", "Service NAMESPACE/NAME whose addresses are written to the status of served Ingresses")
+	fs.StringVar(&o.electionID, "election-id", "switchyard-leader", "name of the Lease the replicas elect a status writer with")
 	fs.StringVar(&o.configMap, "configmap", "", "controller ConfigMap NAMESPACE/NAME with ingress-nginx settings (from the manifests dir or the API)")
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
@@ -112,6 +125,45 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	return cfg, err
 }
 
+// kubeClient connects to the API server named by --kubeconfig, or the one
+// the pod runs in when no source is given; nil when manifests alone are served.
+func (o *options) kubeClient() (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case o.kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	case o.manifests == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		cfg, err = rest.InClusterConfig()
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	cfg.UserAgent = "switchyard/" + version
+	return kubernetes.NewForConfig(cfg)
+}
+
+// podNamespace is where the controller runs (for its Lease), from the
+// downward API, else "default".
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "default"
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // resolverList is --resolver, or the nameservers of /etc/resolv.conf.
 func (o *options) resolverList() []string {
 	if o.resolvers != "" {
@@ -161,7 +213,17 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 	log = log.Named(name)
 	switch name {
 	case bus.StageWatcher:
-		return watcher.New(conn, watcher.Config{ManifestsDir: o.manifests}, log), nil
+		kube, err := o.kubeClient()
+		if err != nil {
+			return nil, err
+		}
+		return watcher.New(conn, watcher.Config{
+			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, ConfigMap: o.configMap,
+			Status: watcher.StatusConfig{
+				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
+				ElectionID: o.electionID, ElectionNamespace: podNamespace(),
+			},
+		}, log), nil
 	case bus.StageTranslator:
 		return translator.New(conn, o.translatorConfig(), log), nil
 	case bus.StageAnnotations:

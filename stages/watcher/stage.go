@@ -6,17 +6,28 @@ package watcher
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
 
 	"switchyard.dev/switchyard/bus"
 )
 
-// Config of the watcher.
+// Config of the watcher. At least one source must be set; with both, the
+// object sets are merged and the manifests win a key both define.
 type Config struct {
 	// ManifestsDir is a directory of YAML files of Kubernetes objects.
 	ManifestsDir string
+	// Kube is a client of the Kubernetes API; nil for none.
+	Kube kubernetes.Interface
+	// WatchNamespace limits the API watch to one namespace ("" for all).
+	WatchNamespace string
+	// ConfigMap is the controller ConfigMap, "namespace/name".
+	ConfigMap string
+	// Status, when Kube is set, writes Ingress status and Events.
+	Status StatusConfig
 }
 
 // Stage runs the watcher.
@@ -31,19 +42,47 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 	return &Stage{conn: conn, cfg: cfg, log: log}
 }
 
+// source sends its whole object set at start and after every change.
+type source interface {
+	Run(ctx context.Context, out chan<- map[string][]byte) error
+}
+
 // Run publishes the object set after every change until ctx ends.
 func (s *Stage) Run(ctx context.Context) error {
-	if s.cfg.ManifestsDir == "" {
-		return fmt.Errorf("watcher: no source configured (--manifests DIR)")
+	sources := map[string]source{}
+	if s.cfg.Kube != nil {
+		sources["kubernetes"] = NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log)
+	}
+	if s.cfg.ManifestsDir != "" {
+		sources["manifests"] = NewManifestSource(s.cfg.ManifestsDir, s.log)
+	}
+	if len(sources) == 0 {
+		return fmt.Errorf("watcher: no source configured (--manifests DIR or --kubeconfig)")
 	}
 	writer := bus.NewWriter(s.conn, bus.StageWatcher)
 	generation, err := writer.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("watcher: %w", err)
 	}
-	changes := make(chan map[string][]byte, 1)
-	sourceErr := make(chan error, 1)
-	go func() { sourceErr <- NewManifestSource(s.cfg.ManifestsDir, s.log).Run(ctx, changes) }()
+	type update struct {
+		source  string
+		objects map[string][]byte
+	}
+	updates := make(chan update, len(sources))
+	sourceErr := make(chan error, len(sources)+1)
+	for name, src := range sources {
+		out := make(chan map[string][]byte, 1)
+		go func() { sourceErr <- src.Run(ctx, out) }()
+		go func() {
+			for objects := range channelUntil(ctx, out) {
+				updates <- update{name, objects}
+			}
+		}()
+	}
+	if s.cfg.Kube != nil {
+		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
+	}
+	latest := map[string]map[string][]byte{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -52,9 +91,13 @@ func (s *Stage) Run(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				return fmt.Errorf("watcher: %w", err)
 			}
-			return nil
-		case objects := <-changes:
+		case u := <-updates:
+			latest[u.source] = u.objects
+			if len(latest) < len(sources) {
+				continue // publish once every source has its first set
+			}
 			generation++
+			objects := merge(latest["kubernetes"], latest["manifests"])
 			meta := bus.Meta{Generation: generation, Trace: bus.NewTrace(), Ingest: time.Now()}
 			changed, err := writer.Publish(ctx, meta, objects)
 			if err != nil {
@@ -68,4 +111,37 @@ func (s *Stage) Run(ctx context.Context) error {
 				zap.Int("objects", len(objects)), zap.Int("changed", changed))
 		}
 	}
+}
+
+// merge unions object sets; a later set wins a key both hold.
+func merge(sets ...map[string][]byte) map[string][]byte {
+	if len(sets) == 2 && sets[0] == nil {
+		return sets[1]
+	}
+	out := map[string][]byte{}
+	for _, set := range sets {
+		maps.Copy(out, set)
+	}
+	return out
+}
+
+// channelUntil forwards c until ctx ends.
+func channelUntil[T any](ctx context.Context, c <-chan T) <-chan T {
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case v := <-c:
+				select {
+				case out <- v:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -1,0 +1,289 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// KubeSource watches the Kubernetes API with shared informers and sends
+// the same object set the manifests source sends, so every later stage is
+// source-agnostic. Secrets and ConfigMaps are sent only when an Ingress or
+// the controller refers to them: the bus never carries the cluster's other
+// secrets.
+type KubeSource struct {
+	client    kubernetes.Interface
+	namespace string // "" watches every namespace
+	configMap string // the controller ConfigMap, "namespace/name"
+	log       *zap.Logger
+
+	cmFactory informers.SharedInformerFactory
+
+	mu         sync.Mutex
+	objects    map[string][]byte   // every watched object but Secrets and ConfigMaps
+	secrets    map[string][]byte   // by "namespace/name"
+	configs    map[string][]byte   // by "namespace/name"
+	secretRefs map[string][]string // Ingress key → "namespace/name" of its TLS Secrets
+	dirty      chan struct{}
+}
+
+// NewKubeSource returns a source on client. namespace limits the watch to
+// one namespace ("" for all); configMap names the controller ConfigMap.
+func NewKubeSource(client kubernetes.Interface, namespace, configMap string, log *zap.Logger) *KubeSource {
+	return &KubeSource{
+		client: client, namespace: namespace, configMap: configMap, log: log,
+		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
+		secretRefs: map[string][]string{}, dirty: make(chan struct{}, 1),
+	}
+}
+
+// kubeKind ties an informer to the bus kind token and the API group.
+type kubeKind struct {
+	token string
+	gvk   schema.GroupVersionKind
+}
+
+var (
+	kindIngress       = kubeKind{bus.ObjectIngress, networkingv1.SchemeGroupVersion.WithKind("Ingress")}
+	kindIngressClass  = kubeKind{bus.ObjectIngressClass, networkingv1.SchemeGroupVersion.WithKind("IngressClass")}
+	kindService       = kubeKind{bus.ObjectService, corev1.SchemeGroupVersion.WithKind("Service")}
+	kindEndpointSlice = kubeKind{bus.ObjectEndpointSlice, discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")}
+	kindSecret        = kubeKind{bus.ObjectSecret, corev1.SchemeGroupVersion.WithKind("Secret")}
+	kindConfigMap     = kubeKind{bus.ObjectConfigMap, corev1.SchemeGroupVersion.WithKind("ConfigMap")}
+)
+
+// Run starts the informers and sends the object set once they have synced
+// and again after every change (debounced), until ctx ends. When the API
+// server goes away, the informers retry and resync; the last set sent stays
+// what the pipeline serves.
+func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace))
+	clusterFactory := informers.NewSharedInformerFactory(s.client, 0)
+	watch := []struct {
+		informer cache.SharedIndexInformer
+		kind     kubeKind
+	}{
+		{nsFactory.Networking().V1().Ingresses().Informer(), kindIngress},
+		{clusterFactory.Networking().V1().IngressClasses().Informer(), kindIngressClass},
+		{nsFactory.Core().V1().Services().Informer(), kindService},
+		{nsFactory.Discovery().V1().EndpointSlices().Informer(), kindEndpointSlice},
+		{nsFactory.Core().V1().Secrets().Informer(), kindSecret},
+		{s.configMapFactory().Core().V1().ConfigMaps().Informer(), kindConfigMap},
+	}
+	for _, w := range watch {
+		kind := w.kind
+		if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.set(kind, obj) },
+			UpdateFunc: func(_, obj any) { s.set(kind, obj) },
+			DeleteFunc: func(obj any) { s.remove(kind, obj) },
+		}); err != nil {
+			return fmt.Errorf("watch %s: %w", kind.gvk.Kind, err)
+		}
+	}
+	nsFactory.Start(ctx.Done())
+	clusterFactory.Start(ctx.Done())
+	s.startConfigMapFactory(ctx)
+	for _, w := range watch {
+		if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+			return nil // ctx ended
+		}
+	}
+	s.log.Info("kubernetes caches synced")
+	return s.sendLoop(ctx, out)
+}
+
+// The controller ConfigMap may live outside --watch-namespace; watch its
+// namespace too.
+func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
+	if s.cmFactory == nil {
+		ns := s.namespace
+		if s.configMap != "" && ns != "" {
+			ns, _, _ = cutNamespacedName(s.configMap)
+			if ns != s.namespace {
+				ns = "" // both namespaces: watch all ConfigMaps, send only ours
+			}
+		}
+		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(ns))
+	}
+	return s.cmFactory
+}
+
+func (s *KubeSource) startConfigMapFactory(ctx context.Context) { s.cmFactory.Start(ctx.Done()) }
+
+func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte) error {
+	const debounce = 15 * time.Millisecond
+	var last map[string][]byte
+	send := func() {
+		set := s.desired()
+		if last != nil && maps.EqualFunc(last, set, func(a, b []byte) bool { return string(a) == string(b) }) {
+			return
+		}
+		last = set
+		select {
+		case out <- set:
+		case <-ctx.Done():
+		}
+	}
+	send()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.dirty:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(debounce):
+			}
+			send()
+		}
+	}
+}
+
+// set stores an object as the manifests source would publish it.
+func (s *KubeSource) set(kind kubeKind, obj any) {
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	meta, err := metaOf(o)
+	if err != nil {
+		return
+	}
+	data, err := canonicalJSON(kind, o)
+	if err != nil {
+		s.log.Warn("object left out", zap.String("kind", kind.gvk.Kind), zap.String("name", meta.GetNamespace()+"/"+meta.GetName()), zap.Error(err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case kindSecret:
+		s.secrets[meta.GetNamespace()+"/"+meta.GetName()] = data
+	case kindConfigMap:
+		s.configs[meta.GetNamespace()+"/"+meta.GetName()] = data
+	default:
+		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
+		s.objects[key] = data
+		if ing, ok := o.(*networkingv1.Ingress); ok {
+			s.secretRefs[key] = tlsSecrets(ing)
+		}
+	}
+	s.markDirty()
+}
+
+func tlsSecrets(ing *networkingv1.Ingress) []string {
+	var refs []string
+	for _, tls := range ing.Spec.TLS {
+		if tls.SecretName != "" {
+			refs = append(refs, ing.Namespace+"/"+tls.SecretName)
+		}
+	}
+	return refs
+}
+
+func (s *KubeSource) remove(kind kubeKind, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	meta, err := metaOf(o)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case kindSecret:
+		delete(s.secrets, meta.GetNamespace()+"/"+meta.GetName())
+	case kindConfigMap:
+		delete(s.configs, meta.GetNamespace()+"/"+meta.GetName())
+	default:
+		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
+		delete(s.objects, key)
+		delete(s.secretRefs, key)
+	}
+	s.markDirty()
+}
+
+func (s *KubeSource) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// desired is the set to publish: every object, plus the Secrets the
+// Ingresses name for TLS and the controller ConfigMap.
+func (s *KubeSource) desired() map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := maps.Clone(s.objects)
+	for _, refs := range s.secretRefs {
+		for _, ref := range refs {
+			if data, ok := s.secrets[ref]; ok {
+				ns, name, _ := cutNamespacedName(ref)
+				set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
+			}
+		}
+	}
+	if data, ok := s.configs[s.configMap]; ok {
+		ns, name, _ := cutNamespacedName(s.configMap)
+		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+	}
+	return set
+}
+
+// canonicalJSON encodes an object as the manifests source does: the typed
+// struct with apiVersion and kind, without the fields that change on every
+// write (resourceVersion, managedFields) or that Switchyard itself writes
+// (Ingress status), so our own status updates do not loop back.
+func canonicalJSON(kind kubeKind, o runtime.Object) ([]byte, error) {
+	o = o.DeepCopyObject()
+	o.GetObjectKind().SetGroupVersionKind(kind.gvk)
+	meta, err := metaOf(o)
+	if err != nil {
+		return nil, err
+	}
+	meta.SetResourceVersion("")
+	meta.SetManagedFields(nil)
+	if ing, ok := o.(*networkingv1.Ingress); ok {
+		ing.Status = networkingv1.IngressStatus{}
+	}
+	if svc, ok := o.(*corev1.Service); ok {
+		svc.Status = corev1.ServiceStatus{}
+	}
+	return json.Marshal(o)
+}
+
+func cutNamespacedName(ref string) (namespace, name string, ok bool) {
+	return strings.Cut(ref, "/")
+}
+
+func metaOf(o runtime.Object) (metav1.Object, error) {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no object metadata", o)
+	}
+	return m, nil
+}

@@ -1,0 +1,276 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// StatusConfig says where Ingresses are reachable and how the replicas
+// agree on which one writes.
+type StatusConfig struct {
+	// PublishAddresses (--publish-status-address) are IPs or host names
+	// written to status.loadBalancer.ingress.
+	PublishAddresses []string
+	// PublishService (--publish-service, "namespace/name") supplies the
+	// addresses instead: its load balancer ingress, else its external IPs.
+	PublishService string
+	// ElectionID names the Lease; ElectionNamespace is where it lives.
+	ElectionID, ElectionNamespace string
+	// Identity of this replica in the election.
+	Identity string
+	// ControllerName is the source of the Events written.
+	ControllerName string
+}
+
+// runStatus takes part in leader election and, while leading, writes the
+// status of every Ingress the applier has applied and an Event for every
+// Ingress whose problems changed. Only the leader writes, so replicas never
+// fight over a status.
+func runStatus(ctx context.Context, conn *bus.Conn, client kubernetes.Interface, cfg StatusConfig, log *zap.Logger) error {
+	if cfg.ElectionID == "" {
+		cfg.ElectionID = "switchyard-leader"
+	}
+	if cfg.ElectionNamespace == "" {
+		cfg.ElectionNamespace = "default"
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: cfg.ElectionID, Namespace: cfg.ElectionNamespace},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	w := &statusWriter{client: client, cfg: cfg, log: log, written: map[string]bool{}, evented: map[string][]bus.Problem{}}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: cfg.ElectionID,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("leading: writing Ingress status", zap.String("identity", cfg.Identity))
+				if err := w.run(ctx, conn); err != nil && ctx.Err() == nil {
+					log.Error("status writer stopped", zap.Error(err))
+				}
+			},
+			OnStoppedLeading: func() { log.Info("no longer leading", zap.String("identity", cfg.Identity)) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	// Run returns when leadership is lost; stand again until ctx ends.
+	for ctx.Err() == nil {
+		elector.Run(ctx)
+	}
+	return nil
+}
+
+type statusWriter struct {
+	client kubernetes.Interface
+	cfg    StatusConfig
+	log    *zap.Logger
+
+	infos    map[string]bus.IngressInfo // translator's view, by "namespace/name"
+	infosGen uint64                     // generation of that view
+	applied  uint64                     // last generation applied without error
+
+	written map[string]bool          // Ingresses whose status we wrote
+	evented map[string][]bus.Problem // problems last reported per Ingress
+}
+
+// run follows the translator's per-Ingress information and the applier's
+// results until ctx ends.
+func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
+	results := make(chan *nats.Msg, 64)
+	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	type view struct {
+		infos map[string]bus.IngressInfo
+		gen   uint64
+	}
+	snapshots := make(chan view, 1)
+	go func() {
+		_ = bus.Follow(ctx, conn, bus.StageTranslator, func(_ context.Context, snap bus.Snapshot) error {
+			infos := map[string]bus.IngressInfo{}
+			for key, data := range snap.Entries {
+				if !strings.HasPrefix(key, bus.KindIngress+".") {
+					continue
+				}
+				var info bus.IngressInfo
+				if json.Unmarshal(data, &info) == nil {
+					infos[info.Namespace+"/"+info.Name] = info
+				}
+			}
+			select { // keep only the newest view
+			case <-snapshots:
+			default:
+			}
+			snapshots <- view{infos, snap.Meta.Generation}
+			return nil
+		})
+	}()
+	resync := time.NewTicker(30 * time.Second)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case v := <-snapshots:
+			w.infos, w.infosGen = v.infos, v.gen
+			w.reportProblems(ctx)
+		case m := <-results:
+			var res bus.ApplyResult
+			if json.Unmarshal(m.Data, &res) != nil || res.Error != "" {
+				continue
+			}
+			w.applied = max(w.applied, res.Generation)
+		case <-resync.C:
+			// Addresses of --publish-service may change; someone may
+			// have edited a status by hand.
+			w.written = map[string]bool{}
+		}
+		if w.infos != nil && w.applied >= w.infosGen {
+			w.writeStatus(ctx)
+		}
+	}
+}
+
+// writeStatus sets the addresses on every served Ingress not yet written,
+// and clears them from Ingresses no longer served.
+func (w *statusWriter) writeStatus(ctx context.Context) {
+	addrs, err := w.addresses(ctx)
+	if err != nil {
+		w.log.Warn("status addresses", zap.Error(err))
+		return
+	}
+	for key, info := range w.infos {
+		if info.Rejected || w.written[key] {
+			continue
+		}
+		if err := w.setStatus(ctx, info.Namespace, info.Name, addrs); err != nil {
+			w.log.Warn("write Ingress status", zap.String("ingress", key), zap.Error(err))
+			continue
+		}
+		w.written[key] = true
+	}
+	for key := range w.written {
+		if info, ok := w.infos[key]; ok && !info.Rejected {
+			continue
+		}
+		ns, name, _ := cutNamespacedName(key)
+		if err := w.setStatus(ctx, ns, name, nil); err != nil && !apierrors.IsNotFound(err) {
+			w.log.Warn("clear Ingress status", zap.String("ingress", key), zap.Error(err))
+			continue
+		}
+		delete(w.written, key)
+	}
+}
+
+func (w *statusWriter) setStatus(ctx context.Context, ns, name string, addrs []networkingv1.IngressLoadBalancerIngress) error {
+	ing, err := w.client.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if slices.EqualFunc(ing.Status.LoadBalancer.Ingress, addrs, func(a, b networkingv1.IngressLoadBalancerIngress) bool {
+		return a.IP == b.IP && a.Hostname == b.Hostname
+	}) {
+		return nil
+	}
+	ing.Status.LoadBalancer.Ingress = addrs
+	_, err = w.client.NetworkingV1().Ingresses(ns).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+	return err
+}
+
+// addresses are --publish-status-address, or what --publish-service has.
+func (w *statusWriter) addresses(ctx context.Context) ([]networkingv1.IngressLoadBalancerIngress, error) {
+	var names []string
+	if w.cfg.PublishService != "" {
+		ns, name, _ := cutNamespacedName(w.cfg.PublishService)
+		svc, err := w.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("--publish-service %s: %w", w.cfg.PublishService, err)
+		}
+		for _, lb := range svc.Status.LoadBalancer.Ingress {
+			names = append(names, lb.IP+lb.Hostname)
+		}
+		if len(names) == 0 {
+			names = append(names, svc.Spec.ExternalIPs...)
+		}
+	} else {
+		names = w.cfg.PublishAddresses
+	}
+	var out []networkingv1.IngressLoadBalancerIngress
+	for _, n := range names {
+		if _, err := netip.ParseAddr(n); err == nil {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{IP: n})
+		} else if n != "" {
+			out = append(out, networkingv1.IngressLoadBalancerIngress{Hostname: n})
+		}
+	}
+	return out, nil
+}
+
+// reportProblems writes a Warning Event on each Ingress whose problems
+// changed, one per problem, with a reason a person can act on.
+func (w *statusWriter) reportProblems(ctx context.Context) {
+	for key, info := range w.infos {
+		if slices.Equal(w.evented[key], info.Problems) {
+			continue
+		}
+		w.evented[key] = info.Problems
+		for _, p := range info.Problems {
+			w.event(ctx, info, p)
+		}
+	}
+	for key := range w.evented {
+		if _, ok := w.infos[key]; !ok {
+			delete(w.evented, key)
+		}
+	}
+}
+
+func (w *statusWriter) event(ctx context.Context, info bus.IngressInfo, p bus.Problem) {
+	now := metav1.NewTime(time.Now())
+	source := w.cfg.ControllerName
+	if source == "" {
+		source = "switchyard"
+	}
+	msg := p.Field + ": " + p.Message
+	if info.Rejected {
+		msg = "Ingress not served: " + msg
+	}
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: info.Name + ".", Namespace: info.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Ingress", APIVersion: "networking.k8s.io/v1",
+			Namespace: info.Namespace, Name: info.Name},
+		Type: corev1.EventTypeWarning, Reason: p.Reason, Message: msg,
+		Source:         corev1.EventSource{Component: source},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "switchyard.dev/ingress-controller", ReportingInstance: w.cfg.Identity,
+	}
+	if _, err := w.client.CoreV1().Events(info.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		w.log.Warn("write Event", zap.String("ingress", info.Namespace+"/"+info.Name), zap.Error(err))
+	}
+}
