@@ -6,8 +6,10 @@ FUZZTIME  ?= 8s
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
                 lua-resty-lrucache lua-cjson libnginx-mod-stream curl
+# The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
+TEST_PACKAGES := etcd-server iproute2
 
-.PHONY: all build run test unit fuzz lint deps bench clean
+.PHONY: all build run test unit fuzz lint deps test-deps kube-apiserver bench clean
 
 all: build
 
@@ -26,15 +28,24 @@ deps:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+## test-deps: what the tests need besides the data plane (idempotent).
+test-deps: deps
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(TEST_PACKAGES)"
+
+## kube-apiserver: build it once from the Go module proxy into a cache
+## outside the clone (a few minutes cold, nothing when cached).
+kube-apiserver:
+	integration/kube/build-apiserver.sh
+
 ## run: two echo backends and the all-in-one on 127.0.0.1:8080 / :8443.
 run: deps build
 	@BIN=$(BIN) STATE_DIR=$(STATE_DIR) examples/run.sh
 
 ## test: formatting, vet, every test with the real NGINX, and short fuzz runs.
-test: deps lint unit fuzz
+test: test-deps kube-apiserver lint unit fuzz
 
 unit:
-	SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 ./...
+	SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -timeout 20m ./...
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./stages/watcher

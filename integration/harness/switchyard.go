@@ -166,8 +166,12 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 		Manifests: manifests,
 		client:    NewClient(),
 	}
-	args := append([]string{"run", "--manifests", manifests, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
-		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s"}, extra...)
+	args := []string{"run"}
+	if manifests != "" {
+		args = append(args, "--manifests", manifests)
+	}
+	args = append(append(args, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
+		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s"), extra...)
 	s.Process = Start(t, bin, args...)
 	WaitFor(t, 30*time.Second, "switchyard to serve", func() error {
 		if s.Exited() {

@@ -1,0 +1,218 @@
+// Package kubeapi tests Switchyard against a real kube-apiserver and etcd:
+// objects written through the API are served through NGINX, to backends
+// that run in network namespaces (the API server refuses loopback
+// endpoint addresses).
+package kubeapi
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/integration/kube"
+)
+
+const (
+	ns           = "shop"
+	statusAddr   = "192.0.2.10"
+	changeWithin = 15 * time.Second
+)
+
+type rig struct {
+	t       *testing.T
+	ctx     context.Context
+	cluster *kube.Cluster
+	client  kubernetes.Interface
+	sy      *harness.Switchyard
+}
+
+func newRig(t *testing.T) *rig {
+	harness.Nginx(t)
+	cluster := kube.Start(t)
+	r := &rig{t: t, ctx: context.Background(), cluster: cluster, client: cluster.Client}
+	r.must(r.client.CoreV1().Namespaces().Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+	r.must(r.client.NetworkingV1().IngressClasses().Create(r.ctx, &networkingv1.IngressClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "switchyard"},
+		Spec:       networkingv1.IngressClassSpec{Controller: "switchyard.dev/ingress-controller"},
+	}, metav1.CreateOptions{}))
+	return r
+}
+
+func (r *rig) must(_ any, err error) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// backend runs an echo server in its own network namespace.
+func (r *rig) backend(pod string) string {
+	n := kube.NewNetns(r.t)
+	n.Start(r.t, harness.Binary(r.t), "echo", "--listen", n.Addr+":8080", "--service", "web", "--pod", pod)
+	harness.WaitFor(r.t, 10*time.Second, "echo in "+pod, func() error {
+		_, err := harness.Do(harness.NewClient(), "GET", "http://"+n.Addr+":8080/", "x", nil)
+		return err
+	})
+	return n.Addr
+}
+
+func (r *rig) service(name string) {
+	r.must(r.client.CoreV1().Services(ns).Create(r.ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+			ClusterIP: corev1.ClusterIPNone},
+	}, metav1.CreateOptions{}))
+}
+
+func (r *rig) endpoints(service string, addrs ...string) {
+	port, name, ready := int32(8080), "http", true
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: service + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+	}
+	for _, a := range addrs {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+	}
+	slices := r.client.DiscoveryV1().EndpointSlices(ns)
+	if old, err := slices.Get(r.ctx, slice.Name, metav1.GetOptions{}); err == nil {
+		slice.ResourceVersion = old.ResourceVersion
+		r.must(slices.Update(r.ctx, slice, metav1.UpdateOptions{}))
+		return
+	}
+	r.must(slices.Create(r.ctx, slice, metav1.CreateOptions{}))
+}
+
+func (r *rig) ingress(name, class, host, service string) {
+	prefix := networkingv1.PathTypePrefix
+	r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: host,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: service, Port: networkingv1.ServiceBackendPort{Name: "http"}}}}}}}}}},
+	}, metav1.CreateOptions{}))
+}
+
+func (r *rig) servedBy(host, pod string) {
+	r.t.Helper()
+	harness.WaitFor(r.t, changeWithin, host+" served by "+pod, func() error {
+		resp, err := r.sy.Get(host, "/")
+		if err == nil && (resp.Echo == nil || resp.Echo.Pod != pod) {
+			err = fmt.Errorf("status %d", resp.Status)
+		}
+		return err
+	})
+}
+
+func TestServedThroughTheAPI(t *testing.T) {
+	r := newRig(t)
+	podA := r.backend("web-a")
+	r.service("web")
+	r.endpoints("web", podA)
+	r.ingress("web", "switchyard", "web.example.com", "web")
+	r.ingress("theirs", "other", "theirs.example.com", "web")
+	r.sy = harness.StartSwitchyard(t, "", "--kubeconfig", r.cluster.Kubeconfig, "--publish-status-address", statusAddr)
+	r.servedBy("web.example.com", "web-a")
+
+	t.Run("status written for the served Ingress only", func(t *testing.T) {
+		harness.WaitFor(t, changeWithin, "the status address", func() error {
+			ing, err := r.client.NetworkingV1().Ingresses(ns).Get(r.ctx, "web", metav1.GetOptions{})
+			if err == nil && (len(ing.Status.LoadBalancer.Ingress) != 1 || ing.Status.LoadBalancer.Ingress[0].IP != statusAddr) {
+				err = fmt.Errorf("status %+v", ing.Status.LoadBalancer)
+			}
+			return err
+		})
+		theirs, err := r.client.NetworkingV1().Ingresses(ns).Get(r.ctx, "theirs", metav1.GetOptions{})
+		if err != nil || len(theirs.Status.LoadBalancer.Ingress) != 0 {
+			t.Fatalf("the other class's Ingress got a status: %v %+v", err, theirs.Status)
+		}
+		if resp, _ := r.sy.Get("theirs.example.com", "/"); resp.Status != 404 {
+			t.Fatalf("the other class's Ingress is served: %d", resp.Status)
+		}
+	})
+
+	t.Run("endpoint change without reload", func(t *testing.T) {
+		podB := r.backend("web-b")
+		workers := r.sy.WorkerPIDs(t)
+		r.endpoints("web", podB)
+		r.servedBy("web.example.com", "web-b")
+		if after := r.sy.WorkerPIDs(t); !slices.Equal(sortInts(workers), sortInts(after)) {
+			t.Fatalf("NGINX reloaded: %v then %v", workers, after)
+		}
+	})
+
+	t.Run("missing Service answers 503 and gets an Event", func(t *testing.T) {
+		r.ingress("broken", "switchyard", "broken.example.com", "nowhere")
+		harness.WaitFor(t, changeWithin, "503 for the missing Service", func() error {
+			resp, err := r.sy.Get("broken.example.com", "/")
+			if err == nil && resp.Status != 503 {
+				err = fmt.Errorf("status %d", resp.Status)
+			}
+			return err
+		})
+		harness.WaitFor(t, changeWithin, "a ServiceNotFound Event", func() error {
+			events, err := r.client.CoreV1().Events(ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=broken"})
+			if err != nil {
+				return err
+			}
+			for _, e := range events.Items {
+				if e.Reason == "ServiceNotFound" && strings.Contains(e.Message, "nowhere") {
+					return nil
+				}
+			}
+			return fmt.Errorf("events: %d", len(events.Items))
+		})
+		r.servedBy("web.example.com", "web-b") // nothing else is affected
+	})
+
+	t.Run("API server restart: no failed request, later changes applied", func(t *testing.T) {
+		var failed, sent atomic.Int64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				sent.Add(1)
+				if resp, err := r.sy.Get("web.example.com", "/"); err != nil || resp.Status != 200 {
+					failed.Add(1)
+				}
+			}
+		}()
+		r.cluster.StopAPIServer(t)
+		time.Sleep(2 * time.Second)
+		r.cluster.StartAPIServer(t)
+		r.service("late")
+		r.endpoints("late", r.backend("late-a"))
+		r.ingress("late", "switchyard", "late.example.com", "late")
+		r.servedBy("late.example.com", "late-a")
+		close(stop)
+		<-done
+		if failed.Load() != 0 {
+			t.Fatalf("%d of %d requests failed while the API server restarted", failed.Load(), sent.Load())
+		}
+	})
+}
+
+func sortInts(s []int) []int {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
