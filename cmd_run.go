@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -34,6 +37,9 @@ func runCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.profilingAddr != "" {
+		go serveProfiling(ctx, o.profilingAddr, log)
+	}
 
 	embedded, err := startBus(&o)
 	if err != nil {
@@ -46,6 +52,19 @@ func runCommand(args []string) error {
 	err = runStages(ctx, &o, embedded, bus.Stages, log)
 	log.Info("stopped")
 	return err
+}
+
+// serveProfiling exposes net/http/pprof for diagnosing CPU and memory.
+func serveProfiling(ctx context.Context, addr string, log *zap.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	log.Info("profiling", zap.String("addr", addr))
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("profiling server", zap.Error(err))
+	}
 }
 
 func startBus(o *options) (*bus.Embedded, error) {
