@@ -61,7 +61,7 @@ lint:
 
 ## bench: side-by-side measurements (start-up, endpoint change, new Ingress).
 bench: deps build
-	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 20m ./integration/bench
+	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 90m ./integration/bench
 
 clean:
 	rm -rf bin $(STATE_DIR)

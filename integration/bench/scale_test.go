@@ -148,12 +148,14 @@ func TestBenchScale(t *testing.T) {
 	// to answer and fails the test, while 10,000 Ingresses may need longer.
 	begin := time.Now()
 	sy.Process = harness.Start(t, bin, "run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
-		"--state-dir", sy.StateDir, "--worker-processes", "2", "--shutdown-grace", "5s", "--log-level", "warn")
+		"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s", "--log-level", "warn")
 	pid := sy.Cmd.Process.Pid
 	last := scaleHost(n - 1)
-	firstAnswer, served, lastSeen := startup(sy, last)
+	startupWorkers := map[int]bool{}
+	firstAnswer, firstStatus, served, lastSeen := startup(t, sy, last, startupWorkers)
 	if !firstAnswer.IsZero() {
-		line("start to NGINX answering (any status)", "%s", firstAnswer.Sub(begin).Round(10*time.Millisecond))
+		line("start to NGINX answering (any status)", "%s (first answer for %s: status %d)",
+			firstAnswer.Sub(begin).Round(10*time.Millisecond), last, firstStatus)
 	} else {
 		line("start to NGINX answering (any status)", "never within %s", startupTimeout)
 	}
@@ -162,6 +164,7 @@ func TestBenchScale(t *testing.T) {
 	} else {
 		line(fmt.Sprintf("start to last host (%s) 200", last), "%s (polled every %s)", served.Sub(begin).Round(10*time.Millisecond), startupPoll)
 	}
+	line("NGINX worker PIDs seen during start-up", "%d (%d per generation: a reload starts a new one)", len(startupWorkers), harness.Workers)
 	reportMemory := func(when string) {
 		if rss, peak, err := procStatus(pid); err == nil {
 			line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
@@ -170,13 +173,14 @@ func TestBenchScale(t *testing.T) {
 		}
 		if master, err := readMasterPID(sy); err == nil {
 			var sum int64
-			procs := append([]int{master}, harness.ChildPIDs(t, master)...)
-			for _, p := range procs {
+			var each []string
+			for _, p := range append([]int{master}, harness.ChildPIDs(t, master)...) {
 				if rss, _, err := procStatus(p); err == nil {
 					sum += rss
+					each = append(each, fmt.Sprintf("%.0f", float64(rss)/(1<<20)))
 				}
 			}
-			line("NGINX RSS "+when, "%s summed over master and %d workers (shared pages counted in each)", mib(sum), len(procs)-1)
+			line("NGINX RSS "+when, "%s summed (master, workers: %s MiB; shared pages count in each)", mib(sum), strings.Join(each, ", "))
 		}
 	}
 	reportMemory("after start-up")
@@ -307,30 +311,36 @@ func budget(rep *strings.Builder, t *testing.T, s series) bool {
 
 // startup polls the last host until it answers 200, switchyard exits or
 // startupTimeout passes, and returns when NGINX first answered at all and
-// when the host was served (zero if never), with the last thing seen.
-func startup(sy *harness.Switchyard, host string) (firstAnswer, served time.Time, last string) {
+// with what status, and when the host was served (zero if never), with the
+// last thing seen. It collects the NGINX worker PIDs it sees in workers.
+func startup(t *testing.T, sy *harness.Switchyard, host string, workers map[int]bool) (firstAnswer time.Time, firstStatus int, served time.Time, last string) {
 	client := harness.NewClient()
 	deadline := time.Now().Add(startupTimeout)
 	for time.Now().Before(deadline) {
 		if sy.Exited() {
-			return firstAnswer, time.Time{}, "switchyard exited"
+			return firstAnswer, firstStatus, time.Time{}, "switchyard exited"
 		}
 		r, err := harness.Do(client, "GET", "http://"+sy.HTTPAddr+"/", host, nil)
+		if master, err := readMasterPID(sy); err == nil {
+			for _, w := range harness.ChildPIDs(t, master) {
+				workers[w] = true
+			}
+		}
 		switch {
 		case err != nil:
 			last = err.Error()
 		default:
 			if firstAnswer.IsZero() {
-				firstAnswer = time.Now()
+				firstAnswer, firstStatus = time.Now(), r.Status
 			}
 			if r.Status == 200 {
-				return firstAnswer, time.Now(), ""
+				return firstAnswer, firstStatus, time.Now(), ""
 			}
 			last = fmt.Sprintf("status %d", r.Status)
 		}
 		time.Sleep(startupPoll)
 	}
-	return firstAnswer, time.Time{}, last
+	return firstAnswer, firstStatus, time.Time{}, last
 }
 
 func readMasterPID(sy *harness.Switchyard) (pid int, err error) {
