@@ -178,6 +178,41 @@ func TestServedThroughTheAPI(t *testing.T) {
 		r.servedBy("web.example.com", "web-b") // nothing else is affected
 	})
 
+	t.Run("TLS Secrets: valid one served by SNI, invalid one reported", func(t *testing.T) {
+		cert, key := harness.SelfSigned(t, "secure.example.com")
+		r.secret("secure-tls", cert, key)
+		r.secret("broken-tls", []byte("not a certificate"), []byte("not a key"))
+		r.tlsIngress("secure", "secure.example.com", "secure-tls")
+		r.tlsIngress("brokentls", "brokentls.example.com", "broken-tls")
+		harness.WaitFor(t, changeWithin, "the Secret's certificate", func() error {
+			return harness.ExpectCertificatePEM(r.sy.HTTPSAddr, "secure.example.com", cert)
+		})
+		r.eventReason(t, "brokentls", "InvalidCertificate")
+		if err := harness.ExpectCertificate(r.sy.HTTPSAddr, "brokentls.example.com", "Switchyard Default Certificate"); err != nil {
+			t.Fatal(err)
+		}
+		r.servedBy("web.example.com", "web-b")
+	})
+
+	t.Run("unknown port name answers 503 and gets an Event", func(t *testing.T) {
+		prefix := networkingv1.PathTypePrefix
+		r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+			ObjectMeta: metav1.ObjectMeta{Name: "badport"},
+			Spec: networkingv1.IngressSpec{IngressClassName: strPtr("switchyard"), Rules: []networkingv1.IngressRule{{Host: "badport.example.com",
+				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+					Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+						Name: "web", Port: networkingv1.ServiceBackendPort{Name: "grpc"}}}}}}}}}},
+		}, metav1.CreateOptions{}))
+		harness.WaitFor(t, changeWithin, "503 for the unknown port", func() error {
+			resp, err := r.sy.Get("badport.example.com", "/")
+			if err == nil && resp.Status != 503 {
+				err = fmt.Errorf("status %d", resp.Status)
+			}
+			return err
+		})
+		r.eventReason(t, "badport", "PortNotFound")
+	})
+
 	t.Run("API server restart: no failed request, later changes applied", func(t *testing.T) {
 		var failed, sent atomic.Int64
 		stop := make(chan struct{})
@@ -210,6 +245,44 @@ func TestServedThroughTheAPI(t *testing.T) {
 		}
 	})
 }
+
+func (r *rig) secret(name string, cert, key []byte) {
+	r.must(r.client.CoreV1().Secrets(ns).Create(r.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
+	}, metav1.CreateOptions{}))
+}
+
+func (r *rig) tlsIngress(name, host, secret string) {
+	prefix := networkingv1.PathTypePrefix
+	r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: networkingv1.IngressSpec{IngressClassName: strPtr("switchyard"),
+			TLS: []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: secret}},
+			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Name: "http"}}}}}}}}}},
+	}, metav1.CreateOptions{}))
+}
+
+// eventReason waits for a Warning Event with reason on the named Ingress.
+func (r *rig) eventReason(t *testing.T, ingress, reason string) {
+	t.Helper()
+	harness.WaitFor(t, changeWithin, "a "+reason+" Event on "+ingress, func() error {
+		events, err := r.client.CoreV1().Events(ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + ingress})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none %s", len(events.Items), reason)
+	})
+}
+
+func strPtr(s string) *string { return &s }
 
 func sortInts(s []int) []int {
 	s = slices.Clone(s)
