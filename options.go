@@ -36,6 +36,7 @@ type options struct {
 	configMap         string
 	kubeconfig        string
 	watchNamespace    string
+	namespaceSelector string
 	publishAddress    string
 	publishService    string
 	electionID        string
@@ -62,6 +63,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.watchWithoutClass, "watch-ingress-without-class", false, "also serve Ingresses that name no class")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to serve (default: in-cluster config when no --manifests is given)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "watch only this namespace (default: all)")
+	fs.StringVar(&o.namespaceSelector, "watch-namespace-selector", "", "serve only namespaces whose labels match this selector (needs list/watch on namespaces)")
 	fs.StringVar(&o.publishAddress, "publish-status-address", "", "comma-separated IPs or host names written to the status of served Ingresses")
 	fs.StringVar(&o.publishService, "publish-service", "", "Service NAMESPACE/NAME whose addresses are written to the status of served Ingresses")
 	fs.StringVar(&o.electionID, "election-id", "switchyard-leader", "name of the Lease the replicas elect a status writer with")
@@ -220,7 +222,8 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			return nil, err
 		}
 		return watcher.New(conn, watcher.Config{
-			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, ConfigMap: o.configMap,
+			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
+			ConfigMap: o.configMap,
 			Status: watcher.StatusConfig{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(),

@@ -32,6 +32,7 @@ const (
 
 type rig struct {
 	t       *testing.T
+	ns      string
 	ctx     context.Context
 	cluster *kube.Cluster
 	client  kubernetes.Interface
@@ -41,13 +42,18 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	harness.Nginx(t)
 	cluster := kube.Start(t)
-	r := &rig{t: t, ctx: context.Background(), cluster: cluster, client: cluster.Client}
-	r.must(r.client.CoreV1().Namespaces().Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+	r := &rig{t: t, ns: ns, ctx: context.Background(), cluster: cluster, client: cluster.Client}
+	r.namespace(ns, nil)
 	r.must(r.client.NetworkingV1().IngressClasses().Create(r.ctx, &networkingv1.IngressClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "switchyard"},
 		Spec:       networkingv1.IngressClassSpec{Controller: "switchyard.dev/ingress-controller"},
 	}, metav1.CreateOptions{}))
 	return r
+}
+
+// namespace creates a namespace with labels.
+func (r *rig) namespace(name string, labels map[string]string) {
+	r.must(r.client.CoreV1().Namespaces().Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}))
 }
 
 func (r *rig) must(_ any, err error) {
@@ -69,7 +75,7 @@ func (r *rig) backend(pod string) string {
 }
 
 func (r *rig) service(name string) {
-	r.must(r.client.CoreV1().Services(ns).Create(r.ctx, &corev1.Service{
+	r.must(r.client.CoreV1().Services(r.ns).Create(r.ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
 			ClusterIP: corev1.ClusterIPNone},
@@ -86,7 +92,7 @@ func (r *rig) endpoints(service string, addrs ...string) {
 	for _, a := range addrs {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 	}
-	slices := r.client.DiscoveryV1().EndpointSlices(ns)
+	slices := r.client.DiscoveryV1().EndpointSlices(r.ns)
 	if old, err := slices.Get(r.ctx, slice.Name, metav1.GetOptions{}); err == nil {
 		slice.ResourceVersion = old.ResourceVersion
 		r.must(slices.Update(r.ctx, slice, metav1.UpdateOptions{}))
@@ -97,7 +103,7 @@ func (r *rig) endpoints(service string, addrs ...string) {
 
 func (r *rig) ingress(name, class, host, service string) {
 	prefix := networkingv1.PathTypePrefix
-	r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+	r.must(r.client.NetworkingV1().Ingresses(r.ns).Create(r.ctx, &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{Host: host,
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
@@ -129,13 +135,13 @@ func TestServedThroughTheAPI(t *testing.T) {
 
 	t.Run("status written for the served Ingress only", func(t *testing.T) {
 		harness.WaitFor(t, changeWithin, "the status address", func() error {
-			ing, err := r.client.NetworkingV1().Ingresses(ns).Get(r.ctx, "web", metav1.GetOptions{})
+			ing, err := r.client.NetworkingV1().Ingresses(r.ns).Get(r.ctx, "web", metav1.GetOptions{})
 			if err == nil && (len(ing.Status.LoadBalancer.Ingress) != 1 || ing.Status.LoadBalancer.Ingress[0].IP != statusAddr) {
 				err = fmt.Errorf("status %+v", ing.Status.LoadBalancer)
 			}
 			return err
 		})
-		theirs, err := r.client.NetworkingV1().Ingresses(ns).Get(r.ctx, "theirs", metav1.GetOptions{})
+		theirs, err := r.client.NetworkingV1().Ingresses(r.ns).Get(r.ctx, "theirs", metav1.GetOptions{})
 		if err != nil || len(theirs.Status.LoadBalancer.Ingress) != 0 {
 			t.Fatalf("the other class's Ingress got a status: %v %+v", err, theirs.Status)
 		}
@@ -164,7 +170,7 @@ func TestServedThroughTheAPI(t *testing.T) {
 			return err
 		})
 		harness.WaitFor(t, changeWithin, "a ServiceNotFound Event", func() error {
-			events, err := r.client.CoreV1().Events(ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=broken"})
+			events, err := r.client.CoreV1().Events(r.ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=broken"})
 			if err != nil {
 				return err
 			}
@@ -196,7 +202,7 @@ func TestServedThroughTheAPI(t *testing.T) {
 
 	t.Run("unknown port name answers 503 and gets an Event", func(t *testing.T) {
 		prefix := networkingv1.PathTypePrefix
-		r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+		r.must(r.client.NetworkingV1().Ingresses(r.ns).Create(r.ctx, &networkingv1.Ingress{
 			ObjectMeta: metav1.ObjectMeta{Name: "badport"},
 			Spec: networkingv1.IngressSpec{IngressClassName: strPtr("switchyard"), Rules: []networkingv1.IngressRule{{Host: "badport.example.com",
 				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
@@ -247,7 +253,7 @@ func TestServedThroughTheAPI(t *testing.T) {
 }
 
 func (r *rig) secret(name string, cert, key []byte) {
-	r.must(r.client.CoreV1().Secrets(ns).Create(r.ctx, &corev1.Secret{
+	r.must(r.client.CoreV1().Secrets(r.ns).Create(r.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key},
 	}, metav1.CreateOptions{}))
@@ -255,7 +261,7 @@ func (r *rig) secret(name string, cert, key []byte) {
 
 func (r *rig) tlsIngress(name, host, secret string) {
 	prefix := networkingv1.PathTypePrefix
-	r.must(r.client.NetworkingV1().Ingresses(ns).Create(r.ctx, &networkingv1.Ingress{
+	r.must(r.client.NetworkingV1().Ingresses(r.ns).Create(r.ctx, &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: networkingv1.IngressSpec{IngressClassName: strPtr("switchyard"),
 			TLS: []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: secret}},
@@ -269,7 +275,7 @@ func (r *rig) tlsIngress(name, host, secret string) {
 func (r *rig) eventReason(t *testing.T, ingress, reason string) {
 	t.Helper()
 	harness.WaitFor(t, changeWithin, "a "+reason+" Event on "+ingress, func() error {
-		events, err := r.client.CoreV1().Events(ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + ingress})
+		events, err := r.client.CoreV1().Events(r.ns).List(r.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + ingress})
 		if err != nil {
 			return err
 		}
@@ -288,4 +294,34 @@ func sortInts(s []int) []int {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// TestNamespaceSelector serves only namespaces whose labels match
+// --watch-namespace-selector, and follows a relabelled namespace.
+func TestNamespaceSelector(t *testing.T) {
+	r := newRig(t)
+	pod := r.backend("sel-a")
+	for _, name := range []string{"team-a", "team-b"} {
+		r.ns = name
+		if name == "team-a" {
+			r.namespace(name, map[string]string{"switchyard.dev/serve": "yes"})
+		} else {
+			r.namespace(name, nil)
+		}
+		r.service("web")
+		r.endpoints("web", pod)
+		r.ingress("web", "switchyard", name+".example.com", "web")
+	}
+	r.sy = harness.StartSwitchyard(t, "", "--kubeconfig", r.cluster.Kubeconfig, "--watch-namespace-selector", "switchyard.dev/serve=yes")
+	r.servedBy("team-a.example.com", "sel-a")
+	if resp, err := r.sy.Get("team-b.example.com", "/"); err != nil || resp.Status != 404 {
+		t.Fatalf("a namespace outside the selector is served: %v %d", err, resp.Status)
+	}
+	b, err := r.client.CoreV1().Namespaces().Get(r.ctx, "team-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Labels = map[string]string{"switchyard.dev/serve": "yes"}
+	r.must(r.client.CoreV1().Namespaces().Update(r.ctx, b, metav1.UpdateOptions{}))
+	r.servedBy("team-b.example.com", "sel-a")
 }

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -32,7 +33,10 @@ type KubeSource struct {
 	client    kubernetes.Interface
 	namespace string // "" watches every namespace
 	configMap string // the controller ConfigMap, "namespace/name"
-	log       *zap.Logger
+	// nsSelector, when set, keeps only objects of namespaces whose labels
+	// match (--watch-namespace-selector).
+	nsSelector labels.Selector
+	log        *zap.Logger
 
 	cmFactory informers.SharedInformerFactory
 
@@ -41,6 +45,7 @@ type KubeSource struct {
 	secrets    map[string][]byte   // by "namespace/name"
 	configs    map[string][]byte   // by "namespace/name"
 	secretRefs map[string][]string // Ingress key → "namespace/name" of its TLS Secrets
+	nsMatch    map[string]bool     // namespace → its labels match nsSelector
 	dirty      chan struct{}
 }
 
@@ -50,8 +55,14 @@ func NewKubeSource(client kubernetes.Interface, namespace, configMap string, log
 	return &KubeSource{
 		client: client, namespace: namespace, configMap: configMap, log: log,
 		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
-		secretRefs: map[string][]string{}, dirty: make(chan struct{}, 1),
+		secretRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
 	}
+}
+
+// WithNamespaceSelector keeps only objects of namespaces whose labels match.
+func (s *KubeSource) WithNamespaceSelector(sel labels.Selector) *KubeSource {
+	s.nsSelector = sel
+	return s
 }
 
 // kubeKind ties an informer to the bus kind token and the API group.
@@ -96,6 +107,20 @@ func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) erro
 		}); err != nil {
 			return fmt.Errorf("watch %s: %w", kind.gvk.Kind, err)
 		}
+	}
+	if s.nsSelector != nil {
+		nsInformer := clusterFactory.Core().V1().Namespaces().Informer()
+		if _, err := nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.setNamespace(obj, false) },
+			UpdateFunc: func(_, obj any) { s.setNamespace(obj, false) },
+			DeleteFunc: func(obj any) { s.setNamespace(obj, true) },
+		}); err != nil {
+			return fmt.Errorf("watch namespaces: %w", err)
+		}
+		watch = append(watch, struct {
+			informer cache.SharedIndexInformer
+			kind     kubeKind
+		}{nsInformer, kubeKind{}})
 	}
 	nsFactory.Start(ctx.Done())
 	clusterFactory.Start(ctx.Done())
@@ -226,6 +251,29 @@ func (s *KubeSource) remove(kind kubeKind, obj any) {
 	s.markDirty()
 }
 
+func (s *KubeSource) setNamespace(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if deleted {
+		delete(s.nsMatch, ns.Name)
+	} else {
+		s.nsMatch[ns.Name] = s.nsSelector.Matches(labels.Set(ns.Labels))
+	}
+	s.markDirty()
+}
+
+// inScope says whether objects of namespace ns are served.
+func (s *KubeSource) inScope(ns string) bool {
+	return s.nsSelector == nil || ns == bus.ClusterScope || s.nsMatch[ns]
+}
+
 func (s *KubeSource) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
@@ -239,10 +287,17 @@ func (s *KubeSource) desired() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	set := maps.Clone(s.objects)
+	if s.nsSelector != nil {
+		for key := range set {
+			if _, parts, err := bus.SplitKey(key); err != nil || len(parts) != 3 || !s.inScope(parts[1]) {
+				delete(set, key)
+			}
+		}
+	}
 	for _, refs := range s.secretRefs {
 		for _, ref := range refs {
-			if data, ok := s.secrets[ref]; ok {
-				ns, name, _ := cutNamespacedName(ref)
+			ns, name, _ := cutNamespacedName(ref)
+			if data, ok := s.secrets[ref]; ok && s.inScope(ns) {
 				set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
 			}
 		}

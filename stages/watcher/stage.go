@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"switchyard.dev/switchyard/bus"
@@ -24,6 +25,9 @@ type Config struct {
 	Kube kubernetes.Interface
 	// WatchNamespace limits the API watch to one namespace ("" for all).
 	WatchNamespace string
+	// NamespaceSelector, a label selector, serves only the namespaces
+	// whose labels match ("" for all).
+	NamespaceSelector string
 	// ConfigMap is the controller ConfigMap, "namespace/name".
 	ConfigMap string
 	// Status, when Kube is set, writes Ingress status and Events.
@@ -51,7 +55,15 @@ type source interface {
 func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
-		sources["kubernetes"] = NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log)
+		src := NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log)
+		if s.cfg.NamespaceSelector != "" {
+			sel, err := labels.Parse(s.cfg.NamespaceSelector)
+			if err != nil {
+				return fmt.Errorf("watcher: namespace selector %q: %w", s.cfg.NamespaceSelector, err)
+			}
+			src.WithNamespaceSelector(sel)
+		}
+		sources["kubernetes"] = src
 	}
 	if s.cfg.ManifestsDir != "" {
 		sources["manifests"] = NewManifestSource(s.cfg.ManifestsDir, s.log)
