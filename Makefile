@@ -35,7 +35,7 @@ test-deps: deps
 ## kube-apiserver: build it once from the Go module proxy into a cache
 ## outside the clone (a few minutes cold, nothing when cached).
 kube-apiserver:
-	integration/kube/build-apiserver.sh
+	GO=$(GO) integration/kube/build-apiserver.sh
 
 ## run: two echo backends and the all-in-one on 127.0.0.1:8080 / :8443.
 run: deps build

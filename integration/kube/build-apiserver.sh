@@ -56,8 +56,11 @@ start=$SECONDS
 echo "build-apiserver.sh: building kube-apiserver $KUBE_VERSION into $OUT (takes minutes when cold)" >&2
 
 # The go.mod of k8s.io/kubernetes, from the module proxy.
-gomod="$("$GO" mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
-  sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+if ! download="$("$GO" mod download -json "k8s.io/kubernetes@$KUBE_VERSION")"; then
+  echo "build-apiserver.sh: $GO mod download k8s.io/kubernetes@$KUBE_VERSION failed: $download" >&2
+  exit 1
+fi
+gomod="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$download")"
 if [[ -z "$gomod" || ! -f "$gomod" ]]; then
   echo "build-apiserver.sh: could not download the go.mod of k8s.io/kubernetes@$KUBE_VERSION" >&2
   exit 1

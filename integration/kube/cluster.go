@@ -151,6 +151,7 @@ func Start(t testing.TB) *Cluster {
 	if err := c.waitReady(90 * time.Second); err != nil {
 		t.Fatalf("kube: %v", err)
 	}
+	t.Logf("kube: API server %s (etcd %s, files in %s)", c.Host, c.EtcdURL, c.Dir)
 	return c
 }
 
@@ -197,8 +198,8 @@ func (c *Cluster) StartAPIServer(t testing.TB) {
 
 // User returns a kubeconfig file and a client configuration for a user
 // authenticated by a client certificate from the cluster's CA (CN name,
-// O groups). Without groups beyond system:authenticated it may do nothing
-// until RBAC objects grant it rights.
+// O groups). RBAC grants it nothing until the test binds roles to the user
+// or to one of its groups.
 func (c *Cluster) User(t testing.TB, name string, groups ...string) (kubeconfig string, cfg *rest.Config) {
 	t.Helper()
 	f, err := os.CreateTemp(c.Dir, "kubeconfig-*")

@@ -60,19 +60,22 @@ func NewNetns(t testing.TB) *Netns {
 		skipOrFatal(t, "kube: ip netns add: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
-		if out, err := ipCmd("netns", "del", n.Name); err != nil {
-			t.Errorf("kube: ip netns del %s: %v: %s", n.Name, err, out)
-		}
-		// Deleting the namespace deletes the pair; this is for a half-made one.
+		// Deleting one end of the pair deletes both at once; deleting the
+		// namespace alone would remove the host end only later, in the
+		// background.
 		if _, err := net.InterfaceByName(n.HostLink); err == nil {
-			if out, err := ipCmd("link", "del", n.HostLink); err != nil {
+			if out, err := ipCmd("link", "del", n.HostLink); err != nil && !strings.Contains(string(out), "Cannot find device") {
 				t.Errorf("kube: ip link del %s: %v: %s", n.HostLink, err, out)
 			}
+		}
+		if out, err := ipCmd("netns", "del", n.Name); err != nil {
+			t.Errorf("kube: ip netns del %s: %v: %s", n.Name, err, out)
 		}
 	})
 	if err := n.setup(); err != nil {
 		t.Fatalf("kube: network namespace %s: %v", n.Name, err)
 	}
+	t.Logf("kube: network namespace %s: %s (host side %s/30)", n.Name, n.Addr, n.HostAddr)
 	return n
 }
 
