@@ -184,12 +184,8 @@ func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 
 // set stores an object as the manifests source would publish it.
 func (s *KubeSource) set(kind kubeKind, obj any) {
-	o, ok := obj.(runtime.Object)
+	o, meta, ok := unwrap(obj)
 	if !ok {
-		return
-	}
-	meta, err := metaOf(o)
-	if err != nil {
 		return
 	}
 	data, err := canonicalJSON(kind, o)
@@ -225,15 +221,8 @@ func tlsSecrets(ing *networkingv1.Ingress) []string {
 }
 
 func (s *KubeSource) remove(kind kubeKind, obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	o, ok := obj.(runtime.Object)
+	_, meta, ok := unwrap(obj)
 	if !ok {
-		return
-	}
-	meta, err := metaOf(o)
-	if err != nil {
 		return
 	}
 	s.mu.Lock()
@@ -252,11 +241,9 @@ func (s *KubeSource) remove(kind kubeKind, obj any) {
 }
 
 func (s *KubeSource) setNamespace(obj any, deleted bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
+	o, _, ok := unwrap(obj)
+	ns, isNamespace := o.(*corev1.Namespace)
+	if !ok || !isNamespace {
 		return
 	}
 	s.mu.Lock()
@@ -333,6 +320,23 @@ func canonicalJSON(kind kubeKind, o runtime.Object) ([]byte, error) {
 
 func cutNamespacedName(ref string) (namespace, name string, ok bool) {
 	return strings.Cut(ref, "/")
+}
+
+// unwrap returns an informer's object and its metadata, looking through the
+// tombstone a missed deletion leaves.
+func unwrap(obj any) (runtime.Object, metav1.Object, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, nil, false
+	}
+	meta, err := metaOf(o)
+	if err != nil {
+		return nil, nil, false
+	}
+	return o, meta, true
 }
 
 func metaOf(o runtime.Object) (metav1.Object, error) {
