@@ -325,3 +325,48 @@ func TestNamespaceSelector(t *testing.T) {
 	r.must(r.client.CoreV1().Namespaces().Update(r.ctx, b, metav1.UpdateOptions{}))
 	r.servedBy("team-b.example.com", "sel-a")
 }
+
+// TestLeaderElection runs two replicas: one holds the Lease and writes
+// status; when it stops, the other takes over.
+func TestLeaderElection(t *testing.T) {
+	r := newRig(t)
+	pod := r.backend("le-a")
+	r.service("web")
+	r.endpoints("web", pod)
+	r.ingress("first", "switchyard", "first.example.com", "web")
+	args := []string{"--kubeconfig", r.cluster.Kubeconfig, "--publish-status-address", statusAddr}
+	replicas := []*harness.Switchyard{harness.StartSwitchyard(t, "", args...), harness.StartSwitchyard(t, "", args...)}
+	r.waitStatus("first")
+
+	lease, err := r.client.CoordinationV1().Leases("default").Get(r.ctx, "switchyard-leader", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("no Lease holder: %v", err)
+	}
+	leader, follower := replicas[0], replicas[1]
+	if !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", leader.Cmd.Process.Pid)) {
+		leader, follower = follower, leader
+	}
+	if !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", leader.Cmd.Process.Pid)) {
+		t.Fatalf("Lease holder %q is neither replica", *lease.Spec.HolderIdentity)
+	}
+	leader.Stop(30 * time.Second)
+	r.sy = follower
+	r.ingress("second", "switchyard", "second.example.com", "web")
+	r.servedBy("second.example.com", "le-a")
+	r.waitStatus("second")
+	lease, err = r.client.CoordinationV1().Leases("default").Get(r.ctx, "switchyard-leader", metav1.GetOptions{})
+	if err != nil || !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", follower.Cmd.Process.Pid)) {
+		t.Fatalf("the remaining replica did not take the Lease: %v %v", err, lease.Spec.HolderIdentity)
+	}
+}
+
+func (r *rig) waitStatus(name string) {
+	r.t.Helper()
+	harness.WaitFor(r.t, 30*time.Second, "the status of "+name, func() error {
+		ing, err := r.client.NetworkingV1().Ingresses(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+		if err == nil && (len(ing.Status.LoadBalancer.Ingress) != 1 || ing.Status.LoadBalancer.Ingress[0].IP != statusAddr) {
+			err = fmt.Errorf("status %+v", ing.Status.LoadBalancer)
+		}
+		return err
+	})
+}

@@ -69,6 +69,11 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := PreparePrefix(s.cfg.Prefix); err != nil {
 		return err
 	}
+	// The stream keeps the last apply result, so a status writer that
+	// starts leading later still learns what has been applied.
+	if _, err := s.conn.EnsureStream(ctx, bus.StageApplier); err != nil {
+		return err
+	}
 	if s.cfg.WorkerUser != nil {
 		if err := grantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
 			return err

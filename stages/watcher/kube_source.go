@@ -98,37 +98,39 @@ func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) erro
 		{nsFactory.Core().V1().Secrets().Informer(), kindSecret},
 		{s.configMapFactory().Core().V1().ConfigMaps().Informer(), kindConfigMap},
 	}
+	// A handler's registration is synced once the handler has seen the
+	// whole initial list; the informer's own HasSynced only says its store
+	// is filled. Waiting on the former keeps a partial first set off the bus.
+	var synced []cache.InformerSynced
 	for _, w := range watch {
 		kind := w.kind
-		if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.set(kind, obj) },
 			UpdateFunc: func(_, obj any) { s.set(kind, obj) },
 			DeleteFunc: func(obj any) { s.remove(kind, obj) },
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("watch %s: %w", kind.gvk.Kind, err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
 	if s.nsSelector != nil {
 		nsInformer := clusterFactory.Core().V1().Namespaces().Informer()
-		if _, err := nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.setNamespace(obj, false) },
 			UpdateFunc: func(_, obj any) { s.setNamespace(obj, false) },
 			DeleteFunc: func(obj any) { s.setNamespace(obj, true) },
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("watch namespaces: %w", err)
 		}
-		watch = append(watch, struct {
-			informer cache.SharedIndexInformer
-			kind     kubeKind
-		}{nsInformer, kubeKind{}})
+		synced = append(synced, reg.HasSynced)
 	}
 	nsFactory.Start(ctx.Done())
 	clusterFactory.Start(ctx.Done())
 	s.startConfigMapFactory(ctx)
-	for _, w := range watch {
-		if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
-			return nil // ctx ended
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil // ctx ended
 	}
 	s.log.Info("kubernetes caches synced")
 	return s.sendLoop(ctx, out)

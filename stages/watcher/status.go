@@ -106,6 +106,7 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	w.applied = lastApplied(ctx, conn)
 	type view struct {
 		infos map[string]bus.IngressInfo
 		gen   uint64
@@ -155,6 +156,24 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 			w.writeStatus(ctx)
 		}
 	}
+}
+
+// lastApplied reads the applier's last result from its stream: a replica
+// that starts leading after the last apply must not wait for the next one.
+func lastApplied(ctx context.Context, conn *bus.Conn) uint64 {
+	stream, err := conn.EnsureStream(ctx, bus.StageApplier)
+	if err != nil {
+		return 0
+	}
+	msg, err := stream.GetLastMsgForSubject(ctx, bus.ApplyResultSubject)
+	if err != nil {
+		return 0
+	}
+	var res bus.ApplyResult
+	if json.Unmarshal(msg.Data, &res) != nil || res.Error != "" {
+		return 0
+	}
+	return res.Generation
 }
 
 // writeStatus sets the addresses on every served Ingress not yet written,
