@@ -85,8 +85,9 @@ var (
 // server goes away, the informers retry and resync; the last set sent stays
 // what the pipeline serves.
 func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
-	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.namespace))
-	clusterFactory := informers.NewSharedInformerFactory(s.client, 0)
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
+		informers.WithNamespace(s.namespace), informers.WithTransform(dropManagedFields))
+	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(dropManagedFields))
 	watch := []struct {
 		informer cache.SharedIndexInformer
 		kind     kubeKind
@@ -147,7 +148,8 @@ func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
 				ns = "" // both namespaces: watch all ConfigMaps, send only ours
 			}
 		}
-		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(ns))
+		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
+			informers.WithNamespace(ns), informers.WithTransform(dropManagedFields))
 	}
 	return s.cmFactory
 }
@@ -322,6 +324,16 @@ func canonicalJSON(kind kubeKind, o runtime.Object) ([]byte, error) {
 
 func cutNamespacedName(ref string) (namespace, name string, ok bool) {
 	return strings.Cut(ref, "/")
+}
+
+// dropManagedFields keeps server-side apply bookkeeping out of the
+// informer caches: nothing reads it, and at thousands of objects it is
+// megabytes.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // unwrap returns an informer's object and its metadata, looking through the
