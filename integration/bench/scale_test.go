@@ -287,10 +287,11 @@ func summarizeOutput(rep *strings.Builder, output string) {
 	slices.SortStableFunc(order, func(a, b string) int { return counts[b] - counts[a] })
 	fmt.Fprintf(rep, "%-42s %d lines, %d distinct (digits masked):\n", name, len(lines), len(order))
 	for _, key := range order[:min(len(order), 8)] {
-		if len(key) > 240 {
-			key = key[:240] + "…"
+		shown := key
+		if len(shown) > 240 {
+			shown = shown[:240] + "…"
 		}
-		fmt.Fprintf(rep, "    %6dx %s\n", counts[key], key)
+		fmt.Fprintf(rep, "    %6dx %s\n", counts[key], shown)
 	}
 }
 
