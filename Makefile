@@ -59,8 +59,9 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: side-by-side measurements (start-up, endpoint change, new Ingress).
-bench: deps build
+## bench: side-by-side measurements: pipeline latencies, incremental vs full
+## translate+render, 10k Ingresses end to end, the Kubernetes API path.
+bench: test-deps kube-apiserver build
 	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 90m ./integration/bench
 
 clean:
