@@ -22,8 +22,11 @@ type Renderer struct {
 	servers  map[string]*bus.Server      // by model key
 	certs    map[string]*bus.Certificate // by id "namespace/name"
 	external map[string]string           // ExternalName backends: name → "host:port"
-	out      Artifacts
-	dirty    renderDirty
+	// certHosts indexes which hosts name each certificate, so a changed
+	// certificate does not scan every server.
+	certHosts map[string]map[string]bool
+	out       Artifacts
+	dirty     renderDirty
 }
 
 type renderDirty struct {
@@ -42,8 +45,9 @@ func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
-		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
-		dirty: newRenderDirty(),
+		certHosts: map[string]map[string]bool{},
+		out:       Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		dirty:     newRenderDirty(),
 	}
 	r.dirty.main = true
 	return r
@@ -55,7 +59,7 @@ func (r *Renderer) Artifacts() Artifacts { return r.out }
 // SetServer adds, replaces (or with nil removes) the server under key.
 func (r *Renderer) SetServer(key string, s *bus.Server) {
 	if old := r.servers[key]; old != nil {
-		r.markCertOf(old)
+		r.indexCert(old, false)
 		if s == nil || old.Hostname != s.Hostname {
 			delete(r.out.Files, ServerFile(old.Hostname))
 		}
@@ -64,14 +68,29 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 		delete(r.servers, key)
 	} else {
 		r.servers[key] = s
-		r.markCertOf(s)
+		r.indexCert(s, true)
 	}
 	r.dirty.servers[key] = true
 }
 
-func (r *Renderer) markCertOf(s *bus.Server) {
-	if s.TLS != nil && s.TLS.Certificate != "" {
-		r.dirty.certs[s.TLS.Certificate] = true
+// indexCert adds or removes a server's host under its certificate and
+// marks the certificate for a new payload.
+func (r *Renderer) indexCert(s *bus.Server, add bool) {
+	if s.TLS == nil || s.TLS.Certificate == "" {
+		return
+	}
+	id := s.TLS.Certificate
+	r.dirty.certs[id] = true
+	if add {
+		if r.certHosts[id] == nil {
+			r.certHosts[id] = map[string]bool{}
+		}
+		r.certHosts[id][s.Hostname] = true
+		return
+	}
+	delete(r.certHosts[id], s.Hostname)
+	if len(r.certHosts[id]) == 0 {
+		delete(r.certHosts, id)
 	}
 }
 
@@ -205,19 +224,13 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	ns, name, _ := strings.Cut(id, "/")
 	key := bus.Key(bus.KindCertificate, ns, name)
-	var hosts []string
-	for _, s := range r.servers {
-		if s.TLS != nil && s.TLS.Certificate == id {
-			hosts = append(hosts, s.Hostname)
-		}
-	}
+	hosts := slices.Sorted(maps.Keys(r.certHosts[id]))
 	cert := r.certs[id]
 	if cert == nil || len(hosts) == 0 {
 		delete(r.out.Certificates, id)
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
-	slices.Sort(hosts)
 	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
 	r.out.Certificates[id] = lc
 	data, _ := json.Marshal(lc)

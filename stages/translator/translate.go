@@ -115,7 +115,7 @@ type Translator struct {
 	secretUsers   map[string]map[string]bool          // "ns/secret" → Ingresses
 	backendUsers  map[string]map[string]bool          // backend name → Ingresses
 	certUsers     map[string]map[string]bool          // "ns/secret" → Ingresses using it as a certificate
-	hostProblems  map[string]map[string][]bus.Problem // Ingress → host → conflict problems
+	hostProblems  map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
 
 	model            bus.Model
 	dirty            dirtySet
@@ -383,19 +383,17 @@ func (t *Translator) hostPlans(host string) []*ingressPlan {
 // setHostProblems records the conflicts found on host and marks every
 // Ingress whose conflicts there changed.
 func (t *Translator) setHostProblems(host string, problems map[string][]bus.Problem, d *dirtySet) {
-	for ing, byHost := range t.hostProblems {
-		if _, ok := byHost[host]; ok && problems[ing] == nil {
-			delete(byHost, host)
-			d.infos[ing] = true
-		}
-	}
-	for ing, ps := range problems {
-		if t.hostProblems[ing] == nil {
-			t.hostProblems[ing] = map[string][]bus.Problem{}
-		}
-		t.hostProblems[ing][host] = ps
+	for ing := range t.hostProblems[host] {
 		d.infos[ing] = true
 	}
+	for ing := range problems {
+		d.infos[ing] = true
+	}
+	if len(problems) == 0 {
+		delete(t.hostProblems, host)
+		return
+	}
+	t.hostProblems[host] = problems
 }
 
 func (t *Translator) defaultBackend() string {
@@ -450,15 +448,13 @@ func (t *Translator) refreshInfo(ingKey string, delta *Delta) {
 	key := bus.Key(bus.KindIngress, ns, name)
 	p := t.plans[ingKey]
 	if p == nil {
-		delete(t.hostProblems, ingKey)
 		setModel(t.model.Ingresses, key, nil, delta)
 		return
 	}
 	info := p.info
 	info.Problems = append([]bus.Problem(nil), p.info.Problems...)
-	byHost := t.hostProblems[ingKey]
-	for _, host := range sortedHosts(byHost) {
-		info.Problems = append(info.Problems, byHost[host]...)
+	for _, host := range sortedHosts(p.hosts()) {
+		info.Problems = append(info.Problems, t.hostProblems[host][ingKey]...)
 	}
 	setModel(t.model.Ingresses, key, &info, delta)
 }
