@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -113,22 +113,14 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 	}
 	snapshots := make(chan view, 1)
 	go func() {
+		infos := map[string]bus.IngressInfo{}
 		_ = bus.Follow(ctx, conn, bus.StageTranslator, func(_ context.Context, snap bus.Snapshot) error {
-			infos := map[string]bus.IngressInfo{}
-			for key, data := range snap.Entries {
-				if !strings.HasPrefix(key, bus.KindIngress+".") {
-					continue
-				}
-				var info bus.IngressInfo
-				if json.Unmarshal(data, &info) == nil {
-					infos[info.Namespace+"/"+info.Name] = info
-				}
-			}
+			updateInfos(infos, snap)
 			select { // keep only the newest view
 			case <-snapshots:
 			default:
 			}
-			snapshots <- view{infos, snap.Meta.Generation}
+			snapshots <- view{maps.Clone(infos), snap.Meta.Generation}
 			return nil
 		})
 	}()
@@ -154,6 +146,32 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 		}
 		if w.infos != nil && w.applied >= w.infosGen {
 			w.writeStatus(ctx)
+		}
+	}
+}
+
+// updateInfos applies the changed Ingress keys of a translator snapshot
+// (all of them on the first), decoding only what changed.
+func updateInfos(infos map[string]bus.IngressInfo, snap bus.Snapshot) {
+	keys := snap.Changed
+	if keys == nil {
+		clear(infos)
+		keys = map[string]bool{}
+		for key := range snap.Entries {
+			keys[key] = true
+		}
+	}
+	for key := range keys {
+		kind, parts, err := bus.SplitKey(key)
+		if err != nil || kind != bus.KindIngress || len(parts) != 2 {
+			continue
+		}
+		name := parts[0] + "/" + parts[1]
+		var info bus.IngressInfo
+		if data, ok := snap.Entries[key]; ok && json.Unmarshal(data, &info) == nil {
+			infos[name] = info
+		} else {
+			delete(infos, name)
 		}
 	}
 }
