@@ -18,12 +18,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"run":     {"run everything in one process: embedded NATS, all stages, a managed NGINX", runCommand},
-	"render":  {"print the nginx.conf and Lua payloads that run would apply, without NGINX", renderCommand},
-	"stage":   {"run one stage alone against an external NATS (--nats URL)", stageCommand},
-	"trace":   {"print every message on the subject graph with each stage's latency", traceCommand},
-	"echo":    {"a small HTTP backend that answers with what it received, as JSON", echoCommand},
-	"version": {"print the version", func([]string) error { fmt.Println("switchyard", version); return nil }},
+	"run":         {"run everything in one process: embedded NATS, all stages, a managed NGINX", runCommand},
+	"render":      {"print the nginx.conf and Lua payloads that run would apply, without NGINX", renderCommand},
+	"stage":       {"run one stage alone against an external NATS (--nats URL)", stageCommand},
+	"trace":       {"print every message on the subject graph with each stage's latency", traceCommand},
+	"echo":        {"a small HTTP backend that answers with what it received, as JSON", echoCommand},
+	"plugin":      {"serve a built-in annotation plugin (started by the annotations stage)", pluginCommand},
+	"annotations": {"print the documentation of every annotation, from the plugins", annotationsCommand},
+	"version":     {"print the version", func([]string) error { fmt.Println("switchyard", version); return nil }},
 }
 
 func main() {
@@ -45,7 +47,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(os.Stderr, "  %-12s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun 'switchyard COMMAND -h' for a command's flags.")
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
 	"switchyard.dev/switchyard/stages/applier"
 	"switchyard.dev/switchyard/stages/renderer"
@@ -44,6 +45,7 @@ type options struct {
 	resolvers         string
 	defaultBackend    string
 	pluginDir         string
+	annotationsPrefix string
 	nginxBinary       string
 	nginxUser         string
 	natsListen        string
@@ -70,7 +72,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.configMap, "configmap", "", "controller ConfigMap NAMESPACE/NAME with ingress-nginx settings (from the manifests dir or the API)")
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
-	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins")
+	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
+	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", annotations.DefaultPrefix, "prefix of the annotations the plugins read")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
@@ -232,10 +235,13 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 	case bus.StageTranslator:
 		return translator.New(conn, o.translatorConfig(), log), nil
 	case bus.StageAnnotations:
-		if o.pluginDir != "" {
-			log.Warn("--plugin-dir is set, but this build has no plugin host yet; annotations pass through unchanged", zap.String("pluginDir", o.pluginDir))
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the switchyard binary for its built-in plugins: %w", err)
 		}
-		return annotations.New(conn, log), nil
+		return annotations.New(conn, annotations.Config{
+			Prefix: o.annotationsPrefix, Builtins: builtin.Names(), Self: self, PluginDir: o.pluginDir,
+		}, log), nil
 	case bus.StageRenderer:
 		cfg, err := o.rendererConfig()
 		if err != nil {

@@ -44,11 +44,6 @@ type Location struct {
 	Features *Features `json:"features,omitempty"`
 }
 
-// Features are the typed results of annotation plugins for one location.
-// Plugins never return NGINX text; the renderer decides how each feature is
-// written, after validating every value again.
-type Features struct{}
-
 // Backend is a Service port and its ready endpoints. It is also the payload
 // the Lua balancer reads, so its JSON follows ingress-nginx's Backend shape.
 type Backend struct {

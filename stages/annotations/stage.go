@@ -1,56 +1,173 @@
 // Package annotations is the stage between the translator and the renderer
-// that turns each Ingress's annotations into typed features of the model.
-// The plugin host arrives with its own issue; until then the stage passes
-// the model through unchanged, so the seam is already on the bus.
+// that turns each Ingress's annotations into typed features of the model,
+// through plugin processes (hashicorp/go-plugin). The host starts and
+// supervises the plugins; the Annotator decides which Ingresses a change
+// touches and sends each plugin one batch per change.
 package annotations
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
 )
 
+// DefaultPrefix is ingress-nginx's annotation prefix.
+const DefaultPrefix = "nginx.ingress.kubernetes.io"
+
+// Config configures the stage.
+type Config struct {
+	// Prefix is --annotations-prefix.
+	Prefix string
+	// Builtins are the plugins this binary serves (`switchyard plugin
+	// NAME`); Self is the binary's path.
+	Builtins []string
+	Self     string
+	// PluginDir holds third-party plugin binaries (--plugin-dir).
+	PluginDir string
+	// CallTimeout bounds one call to a plugin (default 5 s).
+	CallTimeout time.Duration
+}
+
+// Sources lists the plugins to start: the built-in ones, then every
+// executable file in PluginDir, in name order.
+func (c Config) Sources() ([]PluginSource, error) {
+	var sources []PluginSource
+	for _, name := range c.Builtins {
+		sources = append(sources, PluginSource{Name: "builtin " + name, Command: func() *exec.Cmd {
+			return exec.Command(c.Self, "plugin", name)
+		}})
+	}
+	if c.PluginDir == "" {
+		return sources, nil
+	}
+	entries, err := os.ReadDir(c.PluginDir)
+	if err != nil {
+		return nil, fmt.Errorf("plugin dir: %w", err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(c.PluginDir, e.Name())
+		info, err := os.Stat(path)
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		sources = append(sources, PluginSource{Name: path, Command: func() *exec.Cmd { return exec.Command(path) }})
+	}
+	return sources, nil
+}
+
 // Stage follows the translator's model and publishes the annotated model.
 type Stage struct {
 	conn *bus.Conn
+	cfg  Config
 	log  *zap.Logger
 }
 
 // New returns the annotations stage.
-func New(conn *bus.Conn, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, log: log}
+func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	return &Stage{conn: conn, cfg: cfg, log: log}
 }
 
-// Run annotates after every commit of the translator until ctx ends.
+// Run starts the plugins and annotates after every commit of the
+// translator until ctx ends; then it stops the plugins.
 func (s *Stage) Run(ctx context.Context) error {
-	return bus.Pipe(ctx, s.conn, bus.StageTranslator, bus.StageAnnotations, s.log, s.annotate)
+	sources, err := s.cfg.Sources()
+	if err != nil {
+		return err
+	}
+	host := NewHost(HostConfig{Sources: sources, Prefix: s.cfg.Prefix, CallTimeout: s.cfg.CallTimeout}, s.log)
+	owners := host.Start(ctx)
+	defer host.Wait()
+
+	r := &runner{
+		annotator: NewAnnotator(owners, s.cfg.Prefix, host.apply),
+		writer:    bus.NewWriter(s.conn, bus.StageAnnotations),
+		log:       s.log,
+	}
+	go r.retryRecovered(ctx, host.Recovered())
+	return bus.Follow(ctx, s.conn, bus.StageTranslator, r.follow)
 }
 
-// annotate passes the changed keys through: no plugin is loaded yet. Each
-// value is decoded first, so a producer speaking another schema is caught
-// here and not in the renderer.
-func (s *Stage) annotate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	full := in.Changed == nil
-	keys := in.Changed
-	if full {
-		keys = map[string]bool{}
-		for k := range in.Entries {
-			keys[k] = true
+// runner publishes the annotator's output; the follow callback and the
+// retries after a plugin restart take turns.
+type runner struct {
+	mu        sync.Mutex
+	annotator *Annotator
+	writer    *bus.Writer
+	log       *zap.Logger
+	last      bus.Meta
+	started   bool
+}
+
+func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := time.Now()
+	changed := in.Changed
+	if changed == nil {
+		changed = map[string]bool{}
+		for key := range in.Entries {
+			changed[key] = true
 		}
 	}
-	out := bus.Output{Puts: map[string][]byte{}, Full: full}
-	for key := range keys {
-		data, present := in.Entries[key]
-		if !present {
-			out.Deletes = append(out.Deletes, key)
-			continue
-		}
-		if _, err := bus.ModelFromEntries(map[string][]byte{key: data}); err != nil {
-			return bus.Output{}, err
-		}
-		out.Puts[key] = data
+	values := make(map[string][]byte, len(changed))
+	for key := range changed {
+		values[key] = in.Entries[key] // nil when deleted
 	}
-	return out, nil
+	out, err := r.annotator.Update(ctx, values)
+	if err != nil {
+		r.log.Error("annotate failed; keeping the last published state", zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
+		return nil
+	}
+	if !r.started {
+		// The first publish replaces whatever an earlier run left.
+		out.Full, r.started = true, true
+	}
+	r.last = in.Meta
+	r.publish(ctx, in.Meta, out, start)
+	return nil
+}
+
+func (r *runner) retryRecovered(ctx context.Context, recovered <-chan string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case name := <-recovered:
+			r.mu.Lock()
+			if r.started {
+				start := time.Now()
+				out, err := r.annotator.Retry(ctx, name)
+				if err != nil {
+					r.log.Error("re-annotate after plugin restart failed", zap.String("plugin", name), zap.Error(err))
+				} else {
+					r.publish(ctx, r.last, out, start)
+				}
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *runner) publish(ctx context.Context, in bus.Meta, out bus.Output, start time.Time) {
+	meta := bus.Meta{Generation: in.Generation, Trace: in.Trace.Child(), Ingest: in.Ingest}
+	changed, err := r.writer.Apply(ctx, meta, out)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("publish failed", zap.Uint64("generation", in.Generation), zap.Error(err))
+		}
+		return
+	}
+	r.log.Debug("published", zap.Uint64("generation", in.Generation), zap.Int("changedKeys", changed),
+		zap.Int("puts", len(out.Puts)), zap.Int("deletes", len(out.Deletes)), zap.Duration("took", time.Since(start)))
 }

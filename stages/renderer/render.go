@@ -140,6 +140,8 @@ type locationView struct {
 	// External is "host:port" of an ExternalName backend, resolved by
 	// NGINX when it proxies.
 	External string
+	// Features are what the annotation plugins decided for the location.
+	Features *bus.Features
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -197,16 +199,19 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
 			return nil, fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
 		}
+		if err := l.Features.Validate(); err != nil {
+			return nil, fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
+		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend})
+			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features})
 		case l.Path == "/":
-			add(locationView{Path: "/", Backend: l.Backend})
+			add(locationView{Path: "/", Backend: l.Backend, Features: l.Features})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(locationView{Path: p + "/", Backend: l.Backend})
+			add(locationView{Path: p + "/", Backend: l.Backend, Features: l.Features})
 			if !exact[p] {
-				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend})
+				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features})
 			}
 		}
 	}

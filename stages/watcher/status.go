@@ -114,7 +114,7 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 	snapshots := make(chan view, 1)
 	go func() {
 		infos := map[string]bus.IngressInfo{}
-		_ = bus.Follow(ctx, conn, bus.StageTranslator, func(_ context.Context, snap bus.Snapshot) error {
+		_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
 			updateInfos(infos, snap)
 			select { // keep only the newest view
 			case <-snapshots:

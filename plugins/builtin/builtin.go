@@ -1,0 +1,26 @@
+// Package builtin lists the annotation plugins the switchyard binary
+// serves itself (`switchyard plugin NAME`), each in its own process like a
+// third-party plugin, so that one `go build` gives a complete product.
+package builtin
+
+import (
+	"maps"
+	"slices"
+
+	"switchyard.dev/switchyard/plugins"
+)
+
+// registry maps a plugin's name to its constructor.
+var registry = map[string]func() plugins.Plugin{}
+
+// Names returns the built-in plugins' names, sorted.
+func Names() []string { return slices.Sorted(maps.Keys(registry)) }
+
+// Get returns the built-in plugin name.
+func Get(name string) (plugins.Plugin, bool) {
+	newPlugin, ok := registry[name]
+	if !ok {
+		return nil, false
+	}
+	return newPlugin(), true
+}
