@@ -205,7 +205,9 @@ func (h *Host) launch(ctx context.Context, p *hosted) error {
 }
 
 func sameKeys(a, b plugins.Description) bool {
-	key := func(x plugins.Annotation) string { return x.Key + "\x00" + x.Pattern + "\x00" + strings.Join(x.Aliases, ",") }
+	key := func(x plugins.Annotation) string {
+		return x.Key + "\x00" + x.Pattern + "\x00" + strings.Join(x.Aliases, ",")
+	}
 	ka, kb := make([]string, 0, len(a.Annotations)), make([]string, 0, len(b.Annotations))
 	for _, x := range a.Annotations {
 		ka = append(ka, key(x))
