@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 )
 
@@ -99,5 +100,5 @@ func mergeGroup[T any](name string, dst **T, src *T) error {
 
 // IsZero reports whether f holds no feature.
 func (f *Features) IsZero() bool {
-	return f == nil || (f.Deny == nil && len(f.ResponseHeaders) == 0)
+	return f == nil || reflect.DeepEqual(*f, Features{})
 }
