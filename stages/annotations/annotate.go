@@ -467,7 +467,16 @@ func (a *Annotator) annotatedServer(s *bus.Server) *bus.Server {
 		}
 		annotated.Locations = append(annotated.Locations, loc)
 	}
+	if len(annotated.Locations) < len(s.Locations) && !hasRoot(annotated.Locations) {
+		// The rejected Ingress held the host's "/": without a catch-all
+		// NGINX would serve files from its prefix. Answer 404 instead.
+		annotated.Locations = append(annotated.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix})
+	}
 	return &annotated
+}
+
+func hasRoot(locs []bus.Location) bool {
+	return slices.ContainsFunc(locs, func(l bus.Location) bool { return l.Path == "/" && l.PathType == bus.PathPrefix })
 }
 
 func (a *Annotator) annotatedInfo(id string, info *bus.IngressInfo) *bus.IngressInfo {
