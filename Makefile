@@ -9,7 +9,7 @@ DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 
-.PHONY: all build run test unit fuzz lint deps test-deps kube-apiserver bench clean
+.PHONY: all build run test unit fuzz lint deps test-deps kube-apiserver bench clean proto
 
 all: build
 
@@ -63,6 +63,12 @@ lint:
 ## translate+render, 10k Ingresses end to end, the Kubernetes API path.
 bench: test-deps kube-apiserver build
 	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 90m ./integration/bench
+
+## proto: regenerate the plugin wire code (needs protoc, protoc-gen-go and
+## protoc-gen-go-grpc; the generated code is committed, so builds never do).
+proto:
+	cd plugins/pluginpb && protoc --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative annotations.proto
 
 clean:
 	rm -rf bin $(STATE_DIR)
