@@ -116,8 +116,11 @@ type ApplyResult struct {
 	// never reload.
 	Reloaded bool `json:"reloaded"`
 	// DynamicUpdated says whether the Lua endpoint received new data.
-	DynamicUpdated bool   `json:"dynamicUpdated"`
-	Error          string `json:"error,omitempty"`
+	DynamicUpdated bool `json:"dynamicUpdated"`
+	// ReloadPending says the static part waits for the next reload slot:
+	// the generation is not fully applied yet.
+	ReloadPending bool   `json:"reloadPending,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // Model is the whole model: what the translator publishes and the

@@ -32,7 +32,19 @@ type Config struct {
 	// WorkerUser, when set, is the user NGINX workers run as (the renderer
 	// writes the same into nginx.conf); it is given the temporary dirs.
 	WorkerUser *WorkerUser
+	// MinReloadInterval spaces reloads: a change that needs one within this
+	// time of the last reload waits for the end of the interval, together
+	// with every change after it, while its dynamic part (endpoints,
+	// certificates) is pushed at once. The first change of a quiet period
+	// reloads at once. Zero means DefaultMinReloadInterval; a negative
+	// value never holds a reload back.
+	MinReloadInterval time.Duration
 }
+
+// DefaultMinReloadInterval bounds a burst of Ingress changes to about one
+// reload a second; every reload starts a generation of workers and drains
+// the old one.
+const DefaultMinReloadInterval = time.Second
 
 // Stage runs the applier.
 type Stage struct {
@@ -41,8 +53,10 @@ type Stage struct {
 	log     *zap.Logger
 	control *controlClient
 
-	nginx   *nginxProcess
-	running struct {
+	nginx *nginxProcess
+	// lastReload is when NGINX last reloaded (or started).
+	lastReload time.Time
+	running    struct {
 		files        map[string]string
 		backends     map[string]json.RawMessage
 		certificates map[string]luaCertificate
@@ -98,7 +112,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer s.stopNginx()
 
 	var current *target
-	var retry <-chan time.Time
+	var retry, reloadSlot <-chan time.Time
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
 		var nginxDone <-chan struct{}
@@ -124,12 +138,17 @@ func (s *Stage) Run(ctx context.Context) error {
 				continue
 			}
 		case <-retry:
+		case <-reloadSlot:
+			reloadSlot = nil
 		}
 		if current == nil {
 			continue
 		}
 		result := s.apply(ctx, current.desired, current.meta)
 		s.publishResult(current.meta, result)
+		if result.ReloadPending && reloadSlot == nil {
+			reloadSlot = time.After(s.untilReloadSlot())
+		}
 		if result.Error != "" {
 			retry = time.After(backoff.next())
 		} else {
@@ -148,6 +167,13 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyRe
 	var errs []error
 	fresh := s.nginx == nil
 	plan := Decide(s.runningDesired(), d, fresh)
+	if plan.WriteConfig && !fresh && s.untilReloadSlot() > 0 {
+		// Too soon after the last reload: push the dynamic part now and
+		// leave the files for the reload slot, which takes the newest
+		// state then.
+		plan.WriteConfig = false
+		res.ReloadPending = true
+	}
 
 	configReady := false
 	if plan.WriteConfig || fresh {
@@ -194,6 +220,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyRe
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
+			s.lastReload = time.Now()
 			res.Reloaded = true
 		}
 	}
@@ -201,8 +228,20 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyRe
 		res.Error = errors.Join(errs...).Error()
 	}
 	s.log.Info("applied", zap.Uint64("generation", meta.Generation), zap.Bool("reloaded", res.Reloaded),
-		zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
+		zap.Bool("reloadPending", res.ReloadPending), zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
 	return res
+}
+
+// untilReloadSlot is how long a reload must still wait.
+func (s *Stage) untilReloadSlot() time.Duration {
+	interval := s.cfg.MinReloadInterval
+	switch {
+	case interval < 0:
+		return 0
+	case interval == 0:
+		interval = DefaultMinReloadInterval
+	}
+	return max(0, interval-time.Since(s.lastReload))
 }
 
 func (s *Stage) runningDesired() *Desired {

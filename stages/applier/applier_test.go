@@ -35,7 +35,7 @@ type rig struct {
 	results chan bus.ApplyResult
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
 	nginx := harness.Nginx(t)
 	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
 	if err != nil {
@@ -63,7 +63,8 @@ func newRig(t *testing.T) *rig {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := applier.Config{NginxBinary: nginx, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second}
+	cfg := applier.Config{NginxBinary: nginx, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second,
+		MinReloadInterval: minReloadInterval}
 	if os.Geteuid() == 0 {
 		w, err := applier.LookupWorkerUser("nobody")
 		if err != nil {
@@ -183,7 +184,8 @@ func (r *rig) storedBackends() string {
 }
 
 func TestApplier(t *testing.T) {
-	r := newRig(t)
+	// Each subtest reloads right after the last one: no reload spacing.
+	r := newRig(t, -1)
 	backend := bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: "127.0.0.1", Port: "9"}}}
 
 	r.publish(map[string]string{"nginx.conf": r.config("one")}, backend)
@@ -273,4 +275,63 @@ func TestApplier(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestReloadCoalescing sends a burst of static changes, each with an
+// endpoint change: NGINX reloads at most twice (the first change at once,
+// the rest together at the end of the interval), every endpoint change is
+// pushed without waiting for a reload, and the last state wins.
+func TestReloadCoalescing(t *testing.T) {
+	r := newRig(t, time.Second)
+	backend := func(i int) bus.Backend {
+		return bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: fmt.Sprintf("127.0.1.%d", i), Port: "9"}}}
+	}
+	r.publish(map[string]string{"nginx.conf": r.config("start")}, backend(0))
+	if res := r.result(); res.Error != "" {
+		t.Fatalf("first apply: %+v", res)
+	}
+	const burst = 30
+	reloads := 0
+	for i := 1; i <= burst; i++ {
+		r.publish(map[string]string{"nginx.conf": r.config(fmt.Sprintf("burst-%d", i))}, backend(i))
+		res := r.result()
+		if res.Error != "" || !res.DynamicUpdated {
+			t.Fatalf("apply %d: %+v", i, res)
+		}
+		if res.Reloaded {
+			reloads++
+		} else if !res.ReloadPending {
+			t.Fatalf("apply %d neither reloaded nor waits for a reload: %+v", i, res)
+		}
+		// The endpoint change is live before any reload brings the files.
+		if got := r.storedBackends(); !strings.Contains(got, fmt.Sprintf("127.0.1.%d", i)) {
+			t.Fatalf("endpoint of change %d not pushed at once: %s", i, got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	harness.WaitFor(t, 10*time.Second, "the last configuration of the burst", func() error {
+		if got := r.get(); got != fmt.Sprintf("burst-%d", burst) {
+			return fmt.Errorf("served %q", got)
+		}
+		return nil
+	})
+	// The slot's reload comes as one more result for the last generation.
+	for {
+		select {
+		case res := <-r.results:
+			if res.Reloaded {
+				reloads++
+			}
+			continue
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+	t.Logf("%d static changes, %d reloads", burst, reloads)
+	if reloads > 2 {
+		t.Fatalf("%d changes within about %v reloaded NGINX %d times, want at most 2", burst, burst*10*time.Millisecond, reloads)
+	}
+	if reloads == 0 {
+		t.Fatal("no reload at all")
+	}
 }

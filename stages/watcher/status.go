@@ -135,7 +135,7 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 			w.reportProblems(ctx)
 		case m := <-results:
 			var res bus.ApplyResult
-			if json.Unmarshal(m.Data, &res) != nil || res.Error != "" {
+			if json.Unmarshal(m.Data, &res) != nil || res.Error != "" || res.ReloadPending {
 				continue
 			}
 			w.applied = max(w.applied, res.Generation)
@@ -188,7 +188,7 @@ func lastApplied(ctx context.Context, conn *bus.Conn) uint64 {
 		return 0
 	}
 	var res bus.ApplyResult
-	if json.Unmarshal(msg.Data, &res) != nil || res.Error != "" {
+	if json.Unmarshal(msg.Data, &res) != nil || res.Error != "" || res.ReloadPending {
 		return 0
 	}
 	return res.Generation
