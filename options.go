@@ -53,6 +53,7 @@ type options struct {
 	logFormat         string
 	workerProcesses   string
 	shutdownGrace     time.Duration
+	minReloadInterval time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -82,6 +83,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
+	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
 func (o *options) logger() (*zap.Logger, error) {
@@ -260,6 +262,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return applier.New(conn, applier.Config{
 			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
+			MinReloadInterval: o.minReloadInterval,
 		}, log), nil
 	}
 	return nil, fmt.Errorf("unknown stage %q (stages: %v)", name, bus.Stages)
