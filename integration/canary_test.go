@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,13 +17,7 @@ import (
 func annotatedIngressYAML(ns, name, host string, annotations map[string]string, paths ...harness.Path) string {
 	var b strings.Builder
 	b.WriteString("\n  annotations:\n")
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range annotations {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		fmt.Fprintf(&b, "    %s: %q\n", k, annotations[k])
 	}
 	plain := harness.IngressYAML(ns, name, host, paths...)
@@ -129,8 +124,8 @@ func TestCanaryWithoutPrimaryOrInvalid(t *testing.T) {
 		map[string]string{"nginx.ingress.kubernetes.io/canary": "true"},
 		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"})
 	bad := annotatedIngressYAML("default", "bad-canary", "canary.example.com", map[string]string{
-		"nginx.ingress.kubernetes.io/canary":                  "true",
-		"nginx.ingress.kubernetes.io/canary-by-header":        "X-Canary",
+		"nginx.ingress.kubernetes.io/canary":                   "true",
+		"nginx.ingress.kubernetes.io/canary-by-header":         "X-Canary",
 		"nginx.ingress.kubernetes.io/canary-by-header-pattern": "(unclosed",
 	}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"})
 	e := newEnv(t, map[string]string{

@@ -25,7 +25,7 @@ type ingressPlan struct {
 	// canary: the Ingress is a canary (<prefix>/canary is true); its paths
 	// attach to other Ingresses' locations instead of claiming them.
 	canary bool
-	info    bus.IngressInfo // without the conflicts, which depend on other Ingresses
+	info   bus.IngressInfo // without the conflicts, which depend on other Ingresses
 
 	ruleHosts map[string]bool    // hosts of spec.rules (a rule may list no path)
 	claims    map[string][]claim // host → locations asked for, in spec order
