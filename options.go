@@ -116,7 +116,7 @@ func (o *options) controlSocket() (string, error) {
 
 func (o *options) translatorConfig() translator.Config {
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
-		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend}
+		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix}
 }
 
 func (o *options) rendererConfig() (renderer.Config, error) {

@@ -42,6 +42,16 @@ type Location struct {
 	Ingress string `json:"ingress,omitempty"`
 	// Features are filled in by the annotations stage.
 	Features *Features `json:"features,omitempty"`
+	// Canary is the canary Ingress attached to this location, if any.
+	Canary *LocationCanary `json:"canary,omitempty"`
+}
+
+// LocationCanary is a canary Ingress (annotation canary: "true") serving
+// the same host, path and path type as the location's Ingress. Its policy
+// comes from its annotations, through the canary plugin.
+type LocationCanary struct {
+	Ingress string `json:"ingress"` // "namespace/name"
+	Backend string `json:"backend"`
 }
 
 // Backend is a Service port and its ready endpoints. It is also the payload
@@ -56,6 +66,12 @@ type Backend struct {
 	// ExternalName: NGINX resolves the name when it proxies.
 	ExternalName string `json:"externalName,omitempty"`
 	ExternalPort int32  `json:"externalPort,omitempty"`
+	// AlternativeBackends and TrafficShapingPolicy are ingress-nginx's
+	// canary fields, set by the annotations stage: a primary backend lists
+	// its canary's backend, and the canary backend carries the policy the
+	// Lua balancer applies.
+	AlternativeBackends  []string              `json:"alternativeBackends,omitempty"`
+	TrafficShapingPolicy *TrafficShapingPolicy `json:"trafficShapingPolicy,omitempty"`
 }
 
 // ServiceRef names the Service port a backend comes from.

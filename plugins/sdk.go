@@ -163,4 +163,5 @@ type (
 	Features = bus.Features
 	Deny     = bus.Deny
 	Header   = bus.Header
+	Canary   = bus.Canary
 )

@@ -24,6 +24,11 @@ local set_current_peer = ngx_balancer.set_current_peer
 local set_more_tries = ngx_balancer.set_more_tries
 local get_last_failure = ngx_balancer.get_last_failure
 local json_decode = cjson.decode
+local ngx_re_match = ngx.re.match
+local math_random = math.random
+local math_floor = math.floor
+local str_lower = string.lower
+local str_gsub = string.gsub
 local type = type
 local ipairs = ipairs
 local tonumber = tonumber
@@ -79,6 +84,51 @@ local function prepare_endpoints(backend)
     return endpoints
 end
 
+local function nonempty(value)
+    if type(value) == "string" and value ~= "" then
+        return value
+    end
+    return nil
+end
+
+-- Prepares a canary backend's trafficShapingPolicy once per configuration
+-- change: the variable names to read and the numbers, so a request only
+-- reads variables and compares.
+local function prepare_policy(policy)
+    if type(policy) ~= "table" then
+        return nil
+    end
+    local total = tonumber(policy.weightTotal)
+    if not total or total < 1 then
+        total = 100
+    end
+    local prepared = {
+        weight = tonumber(policy.weight) or 0,
+        weight_total = math_floor(total),
+    }
+    local header = nonempty(policy.header)
+    if header then
+        -- $http_<name>: lower case, '-' becomes '_', as NGINX names them.
+        prepared.header_var = "http_" .. str_gsub(str_lower(header), "-", "_")
+        prepared.header_value = nonempty(policy.headerValue)
+        prepared.header_pattern = nonempty(policy.headerPattern)
+    end
+    local cookie = nonempty(policy.cookie)
+    if cookie then
+        prepared.cookie_var = "cookie_" .. cookie
+    end
+    return prepared
+end
+
+-- The canary fields go on the instance on every build (they change without
+-- the endpoints changing). Like ingress-nginx, only the first alternative
+-- backend is used.
+local function set_canary(instance, backend)
+    local alternatives = backend.alternativeBackends
+    instance.alternative_backend = type(alternatives) == "table" and nonempty(alternatives[1]) or nil
+    instance.traffic_shaping = prepare_policy(backend.trafficShapingPolicy)
+end
+
 local function build(list)
     local result = {}
     local count = 0
@@ -96,6 +146,7 @@ local function build(list)
                 instance = algorithms[algorithm].new(prepared)
                 instance.algorithm = algorithm
             end
+            set_canary(instance, backend)
             result[name] = instance
             count = count + 1
         end
@@ -171,6 +222,67 @@ local function wait_for_first_configuration()
     end
 end
 
+-- Decides whether this request goes to the canary, as ingress-nginx's
+-- route_to_alternative_balancer: header, then cookie, then weight.
+local function route_to_canary(policy)
+    local header_var = policy.header_var
+    if header_var then
+        local header = ngx_var[header_var]
+        if header then
+            if policy.header_value then
+                if header == policy.header_value then
+                    return true
+                end
+            elseif policy.header_pattern then
+                local m, err = ngx_re_match(header, policy.header_pattern, "jo")
+                if m then
+                    return true
+                elseif err then
+                    ngx_log(ERR, "switchyard: canary-by-header-pattern \"", policy.header_pattern,
+                            "\" failed: ", err)
+                    return false
+                end
+            elseif header == "always" then
+                return true
+            elseif header == "never" then
+                return false
+            end
+        end
+    end
+    local cookie_var = policy.cookie_var
+    if cookie_var then
+        local cookie = ngx_var[cookie_var]
+        if cookie == "always" then
+            return true
+        elseif cookie == "never" then
+            return false
+        end
+    end
+    return math_random(policy.weight_total) <= policy.weight
+end
+
+-- Returns the canary backend and its name when this request goes there.
+local function canary_for(backend)
+    local alt_name = backend.alternative_backend
+    if not alt_name then
+        return nil
+    end
+    local alt = backends[alt_name]
+    if not alt then
+        ngx_log(ERR, "switchyard: no alternative backend named \"", alt_name, "\"")
+        return nil
+    end
+    local policy = alt.traffic_shaping
+    if not policy then
+        ngx_log(ERR, "switchyard: alternative backend ", alt_name, " has no trafficShapingPolicy")
+        return nil
+    end
+    if route_to_canary(policy) then
+        return alt, alt_name
+    end
+    return nil
+end
+
 -- rewrite_by_lua: resolves $proxy_upstream_name to a backend, answering 503
 -- when it is unknown or has no endpoints. The instance is kept in ngx.ctx so
 -- the balancer phase uses the backend checked here even if a sync runs in
@@ -185,6 +297,13 @@ function _M.rewrite()
     if not backend then
         ngx_log(INFO, "switchyard: no backend named \"", tostring(name), "\"")
         return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    local alt, alt_name = canary_for(backend)
+    if alt then
+        -- As in ingress-nginx, $proxy_upstream_name stays the primary and
+        -- $proxy_alternative_upstream_name names the canary.
+        ngx_var.proxy_alternative_upstream_name = alt_name
+        backend, name = alt, alt_name
     end
     if #backend.endpoints == 0 then
         ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")

@@ -119,6 +119,45 @@ local function validate_endpoints(endpoints, name)
     end
 end
 
+local function optional_string(value)
+    return value == nil or type(value) == "string"
+end
+
+-- Canary fields, in ingress-nginx's shape: alternativeBackends lists
+-- backend names, trafficShapingPolicy is the canary's policy.
+local function validate_canary(backend, name)
+    local alternatives = backend.alternativeBackends
+    if alternatives ~= nil then
+        if not is_array(alternatives) then
+            return "backend " .. name .. ": alternativeBackends must be an array"
+        end
+        for _, alt in ipairs(alternatives) do
+            if type(alt) ~= "string" or alt == "" then
+                return "backend " .. name .. ": alternativeBackends must hold backend names"
+            end
+        end
+    end
+    local policy = backend.trafficShapingPolicy
+    if policy == nil then
+        return nil
+    end
+    if not is_object(policy) then
+        return "backend " .. name .. ": trafficShapingPolicy must be an object"
+    end
+    local weight, total = policy.weight, policy.weightTotal
+    if type(weight) ~= "number" or weight < 0 or weight % 1 ~= 0 then
+        return "backend " .. name .. ": trafficShapingPolicy.weight must be a whole number >= 0"
+    end
+    if total ~= nil and (type(total) ~= "number" or total < 1 or total % 1 ~= 0) then
+        return "backend " .. name .. ": trafficShapingPolicy.weightTotal must be a whole number >= 1"
+    end
+    for _, field in ipairs({ "header", "headerValue", "headerPattern", "cookie" }) do
+        if not optional_string(policy[field]) then
+            return "backend " .. name .. ": trafficShapingPolicy." .. field .. " must be a string"
+        end
+    end
+end
+
 local function validate_backends(backends)
     if not is_array(backends) then
         return "body must be a JSON array of backends"
@@ -141,6 +180,7 @@ local function validate_backends(backends)
             return "backend " .. name .. ": load-balance must be a string"
         end
         local err = validate_endpoints(backend.endpoints, name)
+            or validate_canary(backend, name)
         if err then
             return err
         end

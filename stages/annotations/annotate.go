@@ -41,6 +41,8 @@ type Annotator struct {
 	// failed holds, per plugin, the Ingresses that failed closed because
 	// the plugin did not answer; they are applied again when it is back.
 	failed map[*hosted]map[string]bool
+	// canary links servers' canaries to backends (canary.go).
+	canary *canaryIndex
 }
 
 // ingressResult is what the plugins decided for one Ingress.
@@ -66,6 +68,7 @@ func NewAnnotator(owners map[string]*ownedKey, prefix string, call callFunc) *An
 		servers: map[string]*bus.Server{}, ingresses: map[string]*bus.IngressInfo{},
 		settings: bus.DefaultSettings(), results: map[string]*ingressResult{},
 		serversOf: map[string]map[string]bool{}, failed: map[*hosted]map[string]bool{},
+		canary: newCanaryIndex(),
 	}
 }
 
@@ -81,6 +84,9 @@ func (a *Annotator) Update(ctx context.Context, changed map[string][]byte) (bus.
 		}
 	}
 	a.annotate(ctx, dirty, touchedServers, &out)
+	if err := a.emitBackends(dirty, &out); err != nil {
+		return bus.Output{}, err
+	}
 	return out, a.emit(touchedServers, dirty, &out)
 }
 
@@ -96,6 +102,9 @@ func (a *Annotator) Retry(ctx context.Context, name string) (bus.Output, error) 
 	out := bus.Output{Puts: map[string][]byte{}}
 	touched := map[string]bool{}
 	a.annotate(ctx, dirty, touched, &out)
+	if err := a.emitBackends(dirty, &out); err != nil {
+		return bus.Output{}, err
+	}
 	return out, a.emit(touched, dirty, &out)
 }
 
@@ -112,6 +121,7 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		a.unindex(key)
 		if data == nil {
 			delete(a.servers, key)
+			a.canary.setServer(key, nil)
 			return nil
 		}
 		s := new(bus.Server)
@@ -120,6 +130,14 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		}
 		a.servers[key] = s
 		a.index(key)
+		a.canary.setServer(key, s)
+	case bus.KindBackend:
+		// Backends pass through, with canary fields added (canary.go).
+		_, parts, _ := bus.SplitKey(key)
+		if len(parts) != 1 {
+			return fmt.Errorf("backend key %q: want one name", key)
+		}
+		a.canary.setBackend(parts[0], data)
 	case bus.KindIngress:
 		info := new(bus.IngressInfo)
 		if data != nil {
@@ -253,9 +271,13 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	if maxRisk == 0 {
 		maxRisk = plugins.RiskHigh
 	}
+	canary := a.isCanary(info)
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
 		value := info.Annotations[key]
 		owner := a.owners[key]
+		if canary && (owner == nil || owner.plugin.desc.Name != canaryPlugin) {
+			continue // a canary Ingress ignores its other annotations, as in ingress-nginx
+		}
 		if owner == nil {
 			a.unowned(key, res)
 			continue

@@ -211,6 +211,16 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		*errs = append(*errs, fmt.Errorf("render backend %q: invalid name", b.Name))
 		ok = false
 	}
+	if ok {
+		if err := checkCanaryFields(b); err != nil {
+			// The backend is still served, without its canary.
+			*errs = append(*errs, fmt.Errorf("render backend %q: %w; served without its canary", b.Name, err))
+			plain := *b
+			plain.AlternativeBackends, plain.TrafficShapingPolicy = nil, nil
+			b = &plain
+			r.out.Backends[name] = b
+		}
+	}
 	if !ok {
 		out.Deletes = append(out.Deletes, key)
 		return
@@ -323,4 +333,15 @@ func decode[T any](key string, data []byte) (*T, error) {
 		return nil, fmt.Errorf("decode %s: %w", key, err)
 	}
 	return v, nil
+}
+
+// checkCanaryFields checks a backend's canary fields again: they go to the
+// Lua balancer only, but the same rule holds for every plugin output.
+func checkCanaryFields(b *bus.Backend) error {
+	for _, alt := range b.AlternativeBackends {
+		if !backendNamePattern.MatchString(alt) {
+			return fmt.Errorf("invalid alternative backend name %q", alt)
+		}
+	}
+	return (&bus.Features{Canary: b.TrafficShapingPolicy}).Validate()
 }

@@ -140,6 +140,11 @@ func (w *world) ingress() *networkingv1.Ingress {
 	if w.rng.IntN(5) > 0 {
 		ing.Spec.IngressClassName = &class
 	}
+	if w.rng.IntN(3) == 0 {
+		// Canaries attach to other Ingresses' locations, so their changes
+		// must reach the hosts of both.
+		ing.Annotations = map[string]string{w.cfg.canaryKey(): w.pick("true", "false")}
+	}
 	if w.rng.IntN(4) == 0 {
 		ing.Spec.DefaultBackend = w.backend()
 	}

@@ -22,7 +22,10 @@ import (
 type ingressPlan struct {
 	key     string // namespace/name
 	created metav1.Time
-	info    bus.IngressInfo // without the conflicts, which depend on other Ingresses
+	// canary: the Ingress is a canary (<prefix>/canary is true); its paths
+	// attach to other Ingresses' locations instead of claiming them.
+	canary bool
+	info   bus.IngressInfo // without the conflicts, which depend on other Ingresses
 
 	ruleHosts map[string]bool    // hosts of spec.rules (a rule may list no path)
 	claims    map[string][]claim // host → locations asked for, in spec order
@@ -60,6 +63,9 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		ruleHosts: map[string]bool{}, claims: map[string][]claim{}, tls: map[string]string{},
 		backends: map[string]*bus.Backend{}, certs: map[string]*bus.Certificate{},
 	}
+	// ParseBool, as ingress-nginx's GetBoolAnnotation; the canary plugin
+	// reports a value that does not parse.
+	p.canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
 	if problems := validateIngress(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems

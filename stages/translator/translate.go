@@ -6,6 +6,7 @@
 package translator
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -30,11 +31,28 @@ type Config struct {
 	// DefaultBackendService, "namespace/name", answers what no Ingress
 	// serves; empty means the built-in 404.
 	DefaultBackendService string
+	// AnnotationsPrefix is --annotations-prefix: the translator reads
+	// <prefix>/canary to tell a canary Ingress from a conflicting one.
+	// Empty means DefaultAnnotationsPrefix.
+	AnnotationsPrefix string
 }
+
+// DefaultAnnotationsPrefix is ingress-nginx's annotation prefix.
+const DefaultAnnotationsPrefix = "nginx.ingress.kubernetes.io"
 
 // DefaultConfig is what `switchyard run` uses without flags.
 func DefaultConfig() Config {
-	return Config{ControllerClass: "switchyard.dev/ingress-controller", IngressClass: "switchyard"}
+	return Config{ControllerClass: "switchyard.dev/ingress-controller", IngressClass: "switchyard",
+		AnnotationsPrefix: DefaultAnnotationsPrefix}
+}
+
+// canaryKey is the annotation that marks a canary Ingress.
+func (c Config) canaryKey() string {
+	prefix := c.AnnotationsPrefix
+	if prefix == "" {
+		prefix = DefaultAnnotationsPrefix
+	}
+	return prefix + "/canary"
 }
 
 // Snapshot is a set of objects, for a full translation.
@@ -325,19 +343,37 @@ type locationID struct{ path, pathType string }
 
 // rebuildHost merges the plans of every Ingress naming host, oldest first:
 // for the same path and path type the older Ingress keeps the location and
-// the newer one is told so.
+// the newer one is told so. Canary Ingresses come after: each of their
+// paths attaches to the location serving the same path and path type (one
+// canary per location), and is reported and not served when there is none.
 func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	plans := t.hostPlans(host)
 	key := bus.Key(bus.KindServer, host)
-	if len(plans) == 0 && host != bus.DefaultServerName {
-		t.setHostProblems(host, nil, d)
+	var primaries, canaries []*ingressPlan
+	for _, p := range plans {
+		if p.canary {
+			canaries = append(canaries, p)
+		} else {
+			primaries = append(primaries, p)
+		}
+	}
+	problems := map[string][]bus.Problem{}
+	if len(primaries) == 0 && host != bus.DefaultServerName {
+		// Canaries alone make no server: there is nothing to be a canary of.
+		for _, p := range canaries {
+			for _, c := range p.claims[host] {
+				if !c.fallback {
+					problems[p.key] = append(problems[p.key], noPrimaryProblem(c, host))
+				}
+			}
+		}
+		t.setHostProblems(host, problems, d)
 		setModel(t.model.Servers, key, nil, delta)
 		return
 	}
 	server := &bus.Server{Hostname: host, Locations: []bus.Location{}}
 	owners := map[locationID]string{}
-	problems := map[string][]bus.Problem{}
-	for _, p := range plans {
+	for _, p := range primaries {
 		for _, c := range p.claims[host] {
 			id := locationID{c.path, c.pathType}
 			if prev, taken := owners[id]; taken {
@@ -353,12 +389,55 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 			server.TLS = &bus.ServerTLS{Certificate: tls}
 		}
 	}
+	t.attachCanaries(host, server, canaries, problems)
 	if _, ok := owners[locationID{"/", bus.PathPrefix}]; !ok {
 		server.Locations = append(server.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix, Backend: t.defaultBackend()})
 	}
 	sortLocations(server.Locations)
 	t.setHostProblems(host, problems, d)
 	setModel(t.model.Servers, key, server, delta)
+}
+
+// attachCanaries gives each location the oldest canary Ingress naming its
+// path and path type. A canary's spec.defaultBackend (a fallback claim) is
+// not a path and attaches nowhere, silently.
+func (t *Translator) attachCanaries(host string, server *bus.Server, canaries []*ingressPlan, problems map[string][]bus.Problem) {
+	at := map[locationID]int{}
+	for i, l := range server.Locations {
+		at[locationID{l.Path, l.PathType}] = i
+	}
+	for _, p := range canaries {
+		for _, c := range p.claims[host] {
+			if c.fallback {
+				continue
+			}
+			i, ok := at[locationID{c.path, c.pathType}]
+			if !ok {
+				problems[p.key] = append(problems[p.key], noPrimaryProblem(c, host))
+				continue
+			}
+			loc := &server.Locations[i]
+			switch {
+			case loc.Canary != nil:
+				if loc.Canary.Ingress != p.key {
+					problems[p.key] = append(problems[p.key], bus.Problem{Field: c.field, Reason: "CanaryConflict", Message: fmt.Sprintf(
+						"%s %s on host %q already has the canary %s (only one canary per path); this canary is ignored",
+						c.pathType, c.path, displayHost(host), loc.Canary.Ingress)})
+				}
+			case loc.Backend == c.backend:
+				problems[p.key] = append(problems[p.key], bus.Problem{Field: c.field, Reason: "CanaryConflict", Message: fmt.Sprintf(
+					"%s %s on host %q: the canary uses the same backend %s as %s; this canary is ignored",
+					c.pathType, c.path, displayHost(host), c.backend, loc.Ingress)})
+			default:
+				loc.Canary = &bus.LocationCanary{Ingress: p.key, Backend: c.backend}
+			}
+		}
+	}
+}
+
+func noPrimaryProblem(c claim, host string) bus.Problem {
+	return bus.Problem{Field: c.field, Reason: "CanaryWithoutPrimary", Message: fmt.Sprintf(
+		"canary Ingress: no Ingress serves %s %s on host %q, so this path is not served", c.pathType, c.path, displayHost(host))}
 }
 
 // hostPlans lists the plans naming host, oldest first, then by
