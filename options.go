@@ -114,7 +114,7 @@ func (o *options) controlSocket() (string, error) {
 
 func (o *options) translatorConfig() translator.Config {
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
-		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend}
+		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix}
 }
 
 func (o *options) rendererConfig() (renderer.Config, error) {
@@ -226,7 +226,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
-			ConfigMap: o.configMap,
+			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
 			Status: watcher.StatusConfig{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(),

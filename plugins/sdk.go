@@ -163,4 +163,8 @@ type (
 	Features = bus.Features
 	Deny     = bus.Deny
 	Header   = bus.Header
+	// Auth group (plugin auth).
+	Auth         = bus.Auth
+	BasicAuth    = bus.BasicAuth
+	ExternalAuth = bus.ExternalAuth
 )
