@@ -61,7 +61,7 @@ var (
 	// authParamPattern is a query parameter name.
 	authParamPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	// authRedirectPattern is a URL or path for X-Auth-Request-Redirect.
-	authRedirectPattern = regexp.MustCompile(`^[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,2048}$`)
+	authRedirectPattern = regexp.MustCompile(`^[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,1000}$`)
 )
 
 // MaxHtpasswdUsers bounds one htpasswd file.
