@@ -239,7 +239,7 @@ func TestAuthAnnotationsRefused(t *testing.T) {
 		"digest":    {authPrefix + "auth-type": "digest", authPrefix + "auth-secret": "users"},
 		"no-type":   {authPrefix + "auth-secret": "users"},
 		"proxyset":  {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-proxy-set-headers": "default/headers"},
-		"cache":     {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "$remote_user"},
+		"cache":     {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "$http_x_probe_cachekey"},
 		"snippet":   {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-snippet": "return 200;"},
 	}
 	files := map[string]string{"users.yaml": secretYAML("default", "users", map[string]string{"auth": "u:" + apr1Hash})}
@@ -255,7 +255,7 @@ func TestAuthAnnotationsRefused(t *testing.T) {
 		}
 	}
 	conf := renderedConfig(t, e.sy.Prefix())
-	for _, bad := range []string{"return 200", "$host\"", "etc/passwd", "kube-system", "$remote_user"} {
+	for _, bad := range []string{"return 200", "$host\"", "etc/passwd", "kube-system", "x_probe_cachekey"} {
 		if strings.Contains(conf, bad) {
 			t.Errorf("rendered configuration holds %q", bad)
 		}

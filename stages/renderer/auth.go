@@ -106,6 +106,8 @@ func (r *Renderer) setAuthFiles(key string, files map[string]string, out *bus.Ou
 		if r.out.Files[path] != content {
 			r.out.Files[path] = content
 			putFile(out, path, content)
+			// An earlier server of this flush may have deleted it.
+			out.Deletes = slices.DeleteFunc(out.Deletes, func(k string) bool { return k == fileKey(path) })
 		}
 	}
 	if len(files) == 0 {
