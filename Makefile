@@ -54,6 +54,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/canary
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHtpasswd$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHeaderList$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -228,7 +228,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
-			ConfigMap: o.configMap,
+			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
 			Status: watcher.StatusConfig{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(),

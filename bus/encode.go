@@ -21,6 +21,9 @@ func (m Model) Entries() (map[string][]byte, error) {
 	if err := encodeInto(entries, m.Ingresses); err != nil {
 		return nil, err
 	}
+	if err := encodeInto(entries, m.Secrets); err != nil {
+		return nil, err
+	}
 	if m.Settings != nil {
 		if err := encodeInto(entries, map[string]*Settings{SettingsKey: m.Settings}); err != nil {
 			return nil, err
@@ -58,6 +61,8 @@ func ModelFromEntries(entries map[string][]byte) (Model, error) {
 			err = decodeInto(m.Certificates, key, data)
 		case KindIngress:
 			err = decodeInto(m.Ingresses, key, data)
+		case KindSecret:
+			err = decodeInto(m.Secrets, key, data)
 		case KindConfig:
 			settings := map[string]*Settings{}
 			err = decodeInto(settings, key, data)

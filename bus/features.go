@@ -22,6 +22,8 @@ type Features struct {
 	ResponseHeaders []Header `json:"responseHeaders,omitempty"`
 	// Canary is the policy of a canary Ingress (features_canary.go).
 	Canary *Canary `json:"canary,omitempty"`
+	// Auth is basic or external auth (plugin auth).
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -66,6 +68,11 @@ func (f *Features) Validate() error {
 			return fmt.Errorf("canary: %w", err)
 		}
 	}
+	if f.Auth != nil {
+		if err := f.Auth.validate(); err != nil {
+			return fmt.Errorf("auth: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -91,6 +98,9 @@ func (f *Features) Merge(other *Features) error {
 	}
 	f.ResponseHeaders = append(f.ResponseHeaders, other.ResponseHeaders...)
 	if err := mergeGroup("canary", &f.Canary, other.Canary); err != nil {
+		return err
+	}
+	if err := mergeGroup("auth", &f.Auth, other.Auth); err != nil {
 		return err
 	}
 	return nil

@@ -146,6 +146,8 @@ type Model struct {
 	Backends     map[string]*Backend     `json:"backends"`
 	Certificates map[string]*Certificate `json:"certificates"`
 	Ingresses    map[string]*IngressInfo `json:"ingresses"`
+	// Secrets are the Secrets annotations name (KindSecret).
+	Secrets map[string]*Secret `json:"secrets,omitempty"`
 	// Settings are the controller settings (key SettingsKey).
 	Settings *Settings `json:"settings,omitempty"`
 }
@@ -157,5 +159,6 @@ func NewModel() Model {
 		Backends:     map[string]*Backend{},
 		Certificates: map[string]*Certificate{},
 		Ingresses:    map[string]*IngressInfo{},
+		Secrets:      map[string]*Secret{},
 	}
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,20 +12,9 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
-// annotatedIngressYAML is harness.IngressYAML with annotations.
-func annotatedIngressYAML(ns, name, host string, annotations map[string]string, paths ...harness.Path) string {
-	var b strings.Builder
-	b.WriteString("\n  annotations:\n")
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
-		fmt.Fprintf(&b, "    %s: %q\n", k, annotations[k])
-	}
-	plain := harness.IngressYAML(ns, name, host, paths...)
-	return strings.Replace(plain, fmt.Sprintf("metadata: {name: %s, namespace: %s}", name, ns),
-		fmt.Sprintf("metadata:\n  name: %s\n  namespace: %s%s", name, ns, strings.TrimRight(b.String(), "\n")), 1)
-}
 
 func canaryYAML(weight string) string {
-	return annotatedIngressYAML("default", "app-canary", "canary.example.com", map[string]string{
+	return harness.AnnotatedIngressYAML("default", "app-canary", "canary.example.com", map[string]string{
 		"nginx.ingress.kubernetes.io/canary":           "true",
 		"nginx.ingress.kubernetes.io/canary-by-header": "X-Canary",
 		"nginx.ingress.kubernetes.io/canary-by-cookie": "canary",
@@ -129,10 +117,10 @@ func TestCanaryRouting(t *testing.T) {
 // A canary without a primary is not served, and a canary whose annotations
 // are invalid is dropped: the primary serves alone.
 func TestCanaryWithoutPrimaryOrInvalid(t *testing.T) {
-	lonely := annotatedIngressYAML("default", "lonely", "lonely.example.com",
+	lonely := harness.AnnotatedIngressYAML("default", "lonely", "lonely.example.com",
 		map[string]string{"nginx.ingress.kubernetes.io/canary": "true"},
 		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"})
-	bad := annotatedIngressYAML("default", "bad-canary", "canary.example.com", map[string]string{
+	bad := harness.AnnotatedIngressYAML("default", "bad-canary", "canary.example.com", map[string]string{
 		"nginx.ingress.kubernetes.io/canary":                   "true",
 		"nginx.ingress.kubernetes.io/canary-by-header":         "X-Canary",
 		"nginx.ingress.kubernetes.io/canary-by-header-pattern": "(unclosed",

@@ -164,4 +164,8 @@ type (
 	Deny     = bus.Deny
 	Header   = bus.Header
 	Canary   = bus.Canary
+	// Auth group (plugin auth).
+	Auth         = bus.Auth
+	BasicAuth    = bus.BasicAuth
+	ExternalAuth = bus.ExternalAuth
 )

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -61,4 +63,15 @@ spec:
 		fmt.Fprintf(&b, "      - {path: %q, pathType: %s, backend: {service: {name: %s, port: {name: http}}}}\n", p.Path, p.Type, p.Service)
 	}
 	return b.String()
+}
+
+// AnnotatedIngressYAML is IngressYAML with annotations.
+func AnnotatedIngressYAML(ns, name, host string, annotations map[string]string, paths ...Path) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "metadata:\n  name: %s\n  namespace: %s\n  annotations:\n", name, ns)
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		fmt.Fprintf(&b, "    %s: %q\n", k, annotations[k])
+	}
+	return strings.Replace(IngressYAML(ns, name, host, paths...),
+		fmt.Sprintf("metadata: {name: %s, namespace: %s}\n", name, ns), b.String(), 1)
 }

@@ -8,12 +8,14 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/builtin/auth"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 )
 
 // registry maps a plugin's name to its constructor.
 var registry = map[string]func() plugins.Plugin{
 	"canary": canary.New,
+	"auth":   auth.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

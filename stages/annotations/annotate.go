@@ -43,6 +43,10 @@ type Annotator struct {
 	failed map[*hosted]map[string]bool
 	// canary links servers' canaries to backends (canary.go).
 	canary *canaryIndex
+	// secrets holds the Secrets annotations name (translator kind
+	// secret), by "namespace/name", for the plugins' SecretRef keys. They
+	// stop here: the renderer never sees them.
+	secrets map[string]map[string][]byte
 }
 
 // ingressResult is what the plugins decided for one Ingress.
@@ -68,7 +72,8 @@ func NewAnnotator(owners map[string]*ownedKey, prefix string, call callFunc) *An
 		servers: map[string]*bus.Server{}, ingresses: map[string]*bus.IngressInfo{},
 		settings: bus.DefaultSettings(), results: map[string]*ingressResult{},
 		serversOf: map[string]map[string]bool{}, failed: map[*hosted]map[string]bool{},
-		canary: newCanaryIndex(),
+		canary:  newCanaryIndex(),
+		secrets: map[string]map[string][]byte{},
 	}
 }
 
@@ -111,7 +116,7 @@ func (a *Annotator) Retry(ctx context.Context, name string) (bus.Output, error) 
 // set records one changed key; keys the stage does not annotate pass
 // through unchanged.
 func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty map[string]bool) error {
-	kind, _, err := bus.SplitKey(key)
+	kind, parts, err := bus.SplitKey(key)
 	if err != nil {
 		return err
 	}
@@ -150,6 +155,22 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 			delete(a.ingresses, id)
 			dirty[id] = true
 		}
+	case bus.KindSecret:
+		if len(parts) != 2 {
+			return fmt.Errorf("key %q: want secret.<namespace>.<name>", key)
+		}
+		id := parts[0] + "/" + parts[1]
+		if data == nil {
+			delete(a.secrets, id)
+		} else {
+			var secret bus.Secret
+			if err := json.Unmarshal(data, &secret); err != nil {
+				// json errors quote no input: the data cannot leak here.
+				return fmt.Errorf("decode %s: %w", key, err)
+			}
+			a.secrets[id] = secret.Data
+		}
+		a.markSecretUsers(id, dirty)
 	case bus.KindConfig:
 		if data != nil {
 			settings := bus.DefaultSettings()
@@ -168,6 +189,20 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		passThrough(key, data, out)
 	}
 	return nil
+}
+
+// markSecretUsers marks the Ingresses whose SecretRef annotations name the
+// Secret id. Secrets change rarely, so a scan beats keeping an index.
+func (a *Annotator) markSecretUsers(id string, dirty map[string]bool) {
+	for ingID, info := range a.ingresses {
+		for key, value := range info.Annotations {
+			if owner := a.owners[key]; owner != nil && owner.spec.SecretRef {
+				if ref, ok := bus.ParseSecretRef(info.Namespace, value); ok && ref == id {
+					dirty[ingID] = true
+				}
+			}
+		}
+	}
 }
 
 func passThrough(key string, data []byte, out *bus.Output) {
@@ -295,6 +330,18 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 			continue // the canonical key wins over an alias
 		}
 		in.Annotations[owner.spec.Key] = value
+		if owner.spec.SecretRef {
+			// Only a Secret of the Ingress's own namespace is sent: the
+			// plugin reports a value naming another one.
+			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok && strings.HasPrefix(id, info.Namespace+"/") {
+				if data, ok := a.secrets[id]; ok {
+					if in.Secrets == nil {
+						in.Secrets = map[string]map[string][]byte{}
+					}
+					in.Secrets[id] = data
+				}
+			}
+		}
 		byPlugin[p] = in
 	}
 	return byPlugin

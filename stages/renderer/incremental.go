@@ -25,8 +25,12 @@ type Renderer struct {
 	// certHosts indexes which hosts name each certificate, so a changed
 	// certificate does not scan every server.
 	certHosts map[string]map[string]bool
-	out       Artifacts
-	dirty     renderDirty
+	// serverAuth lists each server's htpasswd files, and authUsers the
+	// servers using each file, so a file goes with its last user.
+	serverAuth map[string][]string
+	authUsers  map[string]map[string]bool
+	out        Artifacts
+	dirty      renderDirty
 }
 
 type renderDirty struct {
@@ -45,9 +49,10 @@ func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
-		certHosts: map[string]map[string]bool{},
-		out:       Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
-		dirty:     newRenderDirty(),
+		certHosts:  map[string]map[string]bool{},
+		serverAuth: map[string][]string{}, authUsers: map[string]map[string]bool{},
+		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		dirty: newRenderDirty(),
 	}
 	r.dirty.main = true
 	return r
@@ -177,6 +182,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	if s == nil {
 		// Deleted: its file went with it in SetServer.
 		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
+		r.setAuthFiles(key, nil, out)
 		return nil
 	}
 	path := ServerFile(s.Hostname)
@@ -184,10 +190,12 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	if err != nil {
 		delete(r.out.Files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
+		r.setAuthFiles(key, nil, out)
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
 	r.out.Files[path] = text
 	putFile(out, path, text)
+	r.setAuthFiles(key, authFiles(s), out)
 	return nil
 }
 

@@ -142,6 +142,8 @@ type locationView struct {
 	External string
 	// Features are what the annotation plugins decided for the location.
 	Features *bus.Features
+	// Auth is set when the location has basic or external auth.
+	Auth *authView
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -161,6 +163,7 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 		return "", err
 	}
 	for i, l := range locations {
+		locations[i].Auth = authFor(i, l.Features, settings)
 		if target, ok := backends.external[l.Backend]; ok {
 			if !externalPattern.MatchString(target) || len(cfg.Resolvers) == 0 {
 				// No resolver to ask, or a target we will not write: the

@@ -33,7 +33,10 @@ type ingressPlan struct {
 	backends  map[string]*bus.Backend
 	certs     map[string]*bus.Certificate
 	services  []string // "ns/name" of every Service referenced
-	secrets   []string // "ns/name" of every TLS Secret referenced
+	secrets   []string // "ns/name" of every TLS or annotation Secret referenced
+	// annSecrets are the Secrets annotations name that exist, by
+	// "ns/name"; a missing one is absent and the plugin reports it.
+	annSecrets map[string]*bus.Secret
 }
 
 // claim is one location an Ingress asks for. A fallback claim (the
@@ -62,6 +65,7 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		info:      bus.IngressInfo{Namespace: ing.Namespace, Name: ing.Name, Generation: ing.Generation, Annotations: ing.Annotations},
 		ruleHosts: map[string]bool{}, claims: map[string][]claim{}, tls: map[string]string{},
 		backends: map[string]*bus.Backend{}, certs: map[string]*bus.Certificate{},
+		annSecrets: map[string]*bus.Secret{},
 	}
 	// ParseBool, as ingress-nginx's GetBoolAnnotation; the canary plugin
 	// reports a value that does not parse.
@@ -72,6 +76,7 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		return p
 	}
 	p.addTLS(t, ing)
+	p.addAnnotationSecrets(t, ing)
 	var defaultBackend string
 	if db := ing.Spec.DefaultBackend; db != nil {
 		defaultBackend = p.backendFor(t, ing, db, "spec.defaultBackend")
@@ -231,6 +236,18 @@ func (p *ingressPlan) certificate(t *Translator, ns, name, field string) string 
 	}
 	p.certs[id] = &bus.Certificate{Namespace: ns, Name: name, PEM: string(cert) + "\n" + string(key)}
 	return id
+}
+
+// addAnnotationSecrets records the Secrets annotations name (auth-secret),
+// so a change to one re-plans the Ingress and reaches its plugin.
+func (p *ingressPlan) addAnnotationSecrets(t *Translator, ing *networkingv1.Ingress) {
+	for _, id := range bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, t.cfg.annotationsPrefix()) {
+		p.secrets = append(p.secrets, id)
+		if secret, ok := t.objs.secrets[id]; ok {
+			ns, name, _ := strings.Cut(id, "/")
+			p.annSecrets[id] = &bus.Secret{Namespace: ns, Name: name, Data: secret.Data}
+		}
+	}
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

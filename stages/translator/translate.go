@@ -32,7 +32,8 @@ type Config struct {
 	// serves; empty means the built-in 404.
 	DefaultBackendService string
 	// AnnotationsPrefix is --annotations-prefix: the translator reads
-	// <prefix>/canary to tell a canary Ingress from a conflicting one.
+	// <prefix>/canary to tell a canary Ingress from a conflicting one, and
+	// publishes the Secrets <prefix>/auth-secret names for the plugins.
 	// Empty means DefaultAnnotationsPrefix.
 	AnnotationsPrefix string
 }
@@ -48,11 +49,14 @@ func DefaultConfig() Config {
 
 // canaryKey is the annotation that marks a canary Ingress.
 func (c Config) canaryKey() string {
-	prefix := c.AnnotationsPrefix
-	if prefix == "" {
-		prefix = DefaultAnnotationsPrefix
+	return c.annotationsPrefix() + "/canary"
+}
+
+func (c Config) annotationsPrefix() string {
+	if c.AnnotationsPrefix == "" {
+		return DefaultAnnotationsPrefix
 	}
-	return prefix + "/canary"
+	return c.AnnotationsPrefix
 }
 
 // Snapshot is a set of objects, for a full translation.
@@ -127,13 +131,14 @@ type Translator struct {
 	cfg  Config
 	objs objects
 
-	plans         map[string]*ingressPlan             // by "namespace/name"
-	hostIngresses map[string]map[string]bool          // host → Ingresses naming it
-	svcUsers      map[string]map[string]bool          // "ns/service" → Ingresses
-	secretUsers   map[string]map[string]bool          // "ns/secret" → Ingresses
-	backendUsers  map[string]map[string]bool          // backend name → Ingresses
-	certUsers     map[string]map[string]bool          // "ns/secret" → Ingresses using it as a certificate
-	hostProblems  map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
+	plans          map[string]*ingressPlan             // by "namespace/name"
+	hostIngresses  map[string]map[string]bool          // host → Ingresses naming it
+	svcUsers       map[string]map[string]bool          // "ns/service" → Ingresses
+	secretUsers    map[string]map[string]bool          // "ns/secret" → Ingresses
+	backendUsers   map[string]map[string]bool          // backend name → Ingresses
+	certUsers      map[string]map[string]bool          // "ns/secret" → Ingresses using it as a certificate
+	annSecretUsers map[string]map[string]bool          // "ns/secret" → Ingresses naming it in an annotation
+	hostProblems   map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
 
 	model            bus.Model
 	dirty            dirtySet
@@ -146,13 +151,14 @@ type dirtySet struct {
 	hosts     map[string]bool
 	backends  map[string]bool
 	certs     map[string]bool
+	secrets   map[string]bool // annotation Secrets, "ns/name"
 	infos     map[string]bool
 	settings  bool
 }
 
 func newDirtySet() dirtySet {
 	return dirtySet{ingresses: map[string]bool{}, hosts: map[string]bool{}, backends: map[string]bool{},
-		certs: map[string]bool{}, infos: map[string]bool{}}
+		certs: map[string]bool{}, secrets: map[string]bool{}, infos: map[string]bool{}}
 }
 
 // NewTranslator returns an empty translator.
@@ -162,8 +168,9 @@ func NewTranslator(cfg Config) *Translator {
 		plans: map[string]*ingressPlan{}, hostIngresses: map[string]map[string]bool{},
 		svcUsers: map[string]map[string]bool{}, secretUsers: map[string]map[string]bool{},
 		backendUsers: map[string]map[string]bool{}, certUsers: map[string]map[string]bool{},
-		hostProblems: map[string]map[string][]bus.Problem{},
-		model:        bus.NewModel(), dirty: newDirtySet(),
+		annSecretUsers: map[string]map[string]bool{},
+		hostProblems:   map[string]map[string][]bus.Problem{},
+		model:          bus.NewModel(), dirty: newDirtySet(),
 	}
 	t.dirty.hosts[bus.DefaultServerName] = true
 	t.dirty.settings = true
@@ -251,6 +258,9 @@ func (t *Translator) Flush() Delta {
 	for id := range d.certs {
 		t.refreshCertificate(id, &delta)
 	}
+	for id := range d.secrets {
+		t.refreshSecret(id, &delta)
+	}
 	for key := range d.infos {
 		t.refreshInfo(key, &delta)
 	}
@@ -281,6 +291,9 @@ func (t *Translator) replan(key string, d *dirtySet) {
 		}
 		for id := range p.certs {
 			d.certs[id] = true
+		}
+		for id := range p.annSecrets {
+			d.secrets[id] = true
 		}
 	}
 	d.infos[key] = true
@@ -325,6 +338,9 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	}
 	for id := range p.certs {
 		update(t.certUsers, id)
+	}
+	for id := range p.annSecrets {
+		update(t.annSecretUsers, id)
 	}
 }
 
@@ -518,6 +534,19 @@ func (t *Translator) refreshCertificate(id string, delta *Delta) {
 		break
 	}
 	setModel(t.model.Certificates, key, c, delta)
+}
+
+// refreshSecret publishes an annotation Secret while an Ingress names it
+// and it exists. Its data goes to the annotations stage only.
+func (t *Translator) refreshSecret(id string, delta *Delta) {
+	ns, name, _ := strings.Cut(id, "/")
+	key := bus.Key(bus.KindSecret, ns, name)
+	var s *bus.Secret
+	for ing := range t.annSecretUsers[id] {
+		s = t.plans[ing].annSecrets[id]
+		break
+	}
+	setModel(t.model.Secrets, key, s, delta)
 }
 
 // refreshInfo assembles what is known about one Ingress: its own problems

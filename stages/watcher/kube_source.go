@@ -36,7 +36,10 @@ type KubeSource struct {
 	// nsSelector, when set, keeps only objects of namespaces whose labels
 	// match (--watch-namespace-selector).
 	nsSelector labels.Selector
-	log        *zap.Logger
+	// prefix is --annotations-prefix: Secrets named by its auth-secret
+	// annotation are forwarded too.
+	prefix string
+	log    *zap.Logger
 
 	cmFactory informers.SharedInformerFactory
 
@@ -44,7 +47,7 @@ type KubeSource struct {
 	objects    map[string][]byte   // every watched object but Secrets and ConfigMaps
 	secrets    map[string][]byte   // by "namespace/name"
 	configs    map[string][]byte   // by "namespace/name"
-	secretRefs map[string][]string // Ingress key → "namespace/name" of its TLS Secrets
+	secretRefs map[string][]string // Ingress key → "namespace/name" of its TLS and annotation Secrets
 	nsMatch    map[string]bool     // namespace → its labels match nsSelector
 	dirty      chan struct{}
 }
@@ -62,6 +65,13 @@ func NewKubeSource(client kubernetes.Interface, namespace, configMap string, log
 // WithNamespaceSelector keeps only objects of namespaces whose labels match.
 func (s *KubeSource) WithNamespaceSelector(sel labels.Selector) *KubeSource {
 	s.nsSelector = sel
+	return s
+}
+
+// WithAnnotationsPrefix also forwards the Secrets that annotations under
+// prefix name (bus.SecretAnnotations).
+func (s *KubeSource) WithAnnotationsPrefix(prefix string) *KubeSource {
+	s.prefix = prefix
 	return s
 }
 
@@ -209,6 +219,9 @@ func (s *KubeSource) set(kind kubeKind, obj any) {
 		s.objects[key] = data
 		if ing, ok := o.(*networkingv1.Ingress); ok {
 			s.secretRefs[key] = tlsSecrets(ing)
+			if s.prefix != "" {
+				s.secretRefs[key] = append(s.secretRefs[key], bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix)...)
+			}
 		}
 	}
 	s.markDirty()

@@ -30,6 +30,9 @@ type Config struct {
 	NamespaceSelector string
 	// ConfigMap is the controller ConfigMap, "namespace/name".
 	ConfigMap string
+	// AnnotationsPrefix is --annotations-prefix: the Secrets its
+	// auth-secret annotations name are forwarded.
+	AnnotationsPrefix string
 	// Status, when Kube is set, writes Ingress status and Events.
 	Status StatusConfig
 }
@@ -55,7 +58,7 @@ type source interface {
 func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
-		src := NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log)
+		src := NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).WithAnnotationsPrefix(s.cfg.AnnotationsPrefix)
 		if s.cfg.NamespaceSelector != "" {
 			sel, err := labels.Parse(s.cfg.NamespaceSelector)
 			if err != nil {

@@ -1,0 +1,117 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Auth is the auth plugin's group: basic auth against an htpasswd file
+// and/or an external auth service asked through NGINX's auth_request (both
+// must then pass, as in ingress-nginx).
+type Auth struct {
+	Basic    *BasicAuth    `json:"basic,omitempty"`
+	External *ExternalAuth `json:"external,omitempty"`
+}
+
+// BasicAuth is HTTP basic auth.
+type BasicAuth struct {
+	Realm string `json:"realm"`
+	// Users are htpasswd lines ("user:hash"). They are secret: the renderer
+	// writes them to a file whose path it derives itself, and they never
+	// appear in logs or errors.
+	Users []string `json:"users"`
+}
+
+// ExternalAuth asks URL about every request; 2xx lets it through, 401 and
+// 403 are answered to the client, anything else is a 500.
+type ExternalAuth struct {
+	URL    string `json:"url"`
+	Method string `json:"method,omitempty"`
+	// SigninURL is where a 401 is redirected, with the original URL in the
+	// query parameter SigninRedirectParam.
+	SigninURL           string `json:"signinURL,omitempty"`
+	SigninRedirectParam string `json:"signinRedirectParam,omitempty"`
+	// ResponseHeaders are copied from the auth response to the upstream
+	// request.
+	ResponseHeaders []string `json:"responseHeaders,omitempty"`
+	// RequestRedirect is sent to the auth service as X-Auth-Request-Redirect
+	// (default: the request URI).
+	RequestRedirect string `json:"requestRedirect,omitempty"`
+}
+
+var (
+	// AuthURLPattern is an http(s) URL with a host, optional port, path and
+	// query of unreserved and sub-delim characters, without quotes, "$",
+	// backslashes, braces, ";" or spaces (CVE-2025-24514 injected NGINX
+	// directives through auth-url).
+	AuthURLPattern = regexp.MustCompile(`^https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%!&()*+,=:@/-]*)?(\?[A-Za-z0-9._~%!&()*+,=:@/?-]*)?$`)
+	// AuthMethodPattern is an HTTP method.
+	AuthMethodPattern = regexp.MustCompile(`^(GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE)$`)
+	// authHeaderPattern is a header name that maps to an NGINX variable
+	// name ($upstream_http_x_user): letters, digits and "-".
+	authHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
+	// AuthRealmPattern is printable ASCII without quotes, backslash, "$" or
+	// braces.
+	AuthRealmPattern = regexp.MustCompile(`^[A-Za-z0-9 !#%&'()*+,./:;<=>?@\[\]^_|~-]{0,128}$`)
+	// htpasswdLinePattern is "user:hash": a user without ":" and a hash,
+	// both visible ASCII without whitespace.
+	htpasswdLinePattern = regexp.MustCompile(`^[!-9;-~]{1,256}:[!-~]{1,512}$`)
+	// authParamPattern is a query parameter name.
+	authParamPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// authRedirectPattern is a URL or path for X-Auth-Request-Redirect.
+	authRedirectPattern = regexp.MustCompile(`^[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,1000}$`)
+)
+
+// MaxHtpasswdUsers bounds one htpasswd file.
+const MaxHtpasswdUsers = 10000
+
+func (a *Auth) validate() error {
+	if a.Basic == nil && a.External == nil {
+		return errors.New("neither basic nor external auth is set")
+	}
+	if b := a.Basic; b != nil {
+		if !AuthRealmPattern.MatchString(b.Realm) {
+			return errors.New("basic: realm holds a character that is not allowed or is over 128 bytes")
+		}
+		if len(b.Users) == 0 || len(b.Users) > MaxHtpasswdUsers {
+			return fmt.Errorf("basic: %d users, want 1 to %d", len(b.Users), MaxHtpasswdUsers)
+		}
+		for i, u := range b.Users {
+			if !htpasswdLinePattern.MatchString(u) {
+				// The line is secret: say which one, never what it holds.
+				return fmt.Errorf("basic: users[%d] is not a user:hash line", i)
+			}
+		}
+	}
+	if e := a.External; e != nil {
+		if !AuthURLPattern.MatchString(e.URL) || len(e.URL) > 2048 {
+			return errors.New("external: url is not an http(s) URL of allowed characters")
+		}
+		if e.Method != "" && !AuthMethodPattern.MatchString(e.Method) {
+			return errors.New("external: method is not an HTTP method")
+		}
+		if e.SigninURL != "" && (!AuthURLPattern.MatchString(e.SigninURL) || len(e.SigninURL) > 2048) {
+			return errors.New("external: signin url is not an http(s) URL of allowed characters")
+		}
+		if e.SigninRedirectParam != "" && !authParamPattern.MatchString(e.SigninRedirectParam) {
+			return errors.New("external: signin redirect parameter is not a parameter name")
+		}
+		if len(e.ResponseHeaders) > 64 {
+			return errors.New("external: more than 64 response headers")
+		}
+		for _, h := range e.ResponseHeaders {
+			if !authHeaderPattern.MatchString(h) {
+				return fmt.Errorf("external: response header %q is not letters, digits and -", h)
+			}
+		}
+		if e.RequestRedirect != "" && !authRedirectPattern.MatchString(e.RequestRedirect) {
+			return errors.New("external: request redirect holds a character that is not allowed")
+		}
+	}
+	return nil
+}
+
+// HtpasswdFile is the content of the htpasswd file of b.
+func (b *BasicAuth) HtpasswdFile() string { return strings.Join(b.Users, "\n") + "\n" }

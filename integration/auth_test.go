@@ -1,0 +1,265 @@
+package integration
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+
+func secretYAML(ns, name string, data map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\nstringData:\n", name, ns)
+	for k, v := range data {
+		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+	}
+	return b.String()
+}
+
+const authPrefix = "nginx.ingress.kubernetes.io/"
+
+func basicAuthAnnotations(secret string) map[string]string {
+	return map[string]string{authPrefix + "auth-type": "basic", authPrefix + "auth-secret": secret, authPrefix + "auth-realm": "Switchyard test"}
+}
+
+func (e *env) getAuth(host, path string, headers map[string]string) harness.Response {
+	e.t.Helper()
+	r, err := harness.DoWithHeaders(harness.NewClient(), http.MethodGet, "http://"+e.sy.HTTPAddr+path, host, headers)
+	if err != nil {
+		e.t.Fatalf("%s%s: %v", host, path, err)
+	}
+	return r
+}
+
+func basicHeader(user, password string) map[string]string {
+	return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))}
+}
+
+// Test vectors for the password "pw": apr1 from `openssl passwd -apr1
+// -salt abcdefgh pw`, SHA-512 crypt from `openssl passwd -6 -salt abcdefgh
+// pw`, DES crypt from crypt(3) with salt "ab". bcrypt and {SHA} are
+// computed here.
+const (
+	apr1Hash   = "$apr1$abcdefgh$5VEbMkemELfbhC5ck.U.z1"
+	sha512Hash = "$6$abcdefgh$KQeXafAQAaOoKTevphVU215RvJdgzyfASRasIOuh12hO8u0r1bGW92ZnTmC9IjsiQ8VPiTXBiZF49dFL1U4wX/"
+	desHash    = "abzlUXK5ed5rs"
+)
+
+func TestBasicAuthThroughNginx(t *testing.T) {
+	bcryptHash, err := bcrypt.GenerateFromPassword([]byte("pw"), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum([]byte("pw"))
+	shaHash := "{SHA}" + base64.StdEncoding.EncodeToString(sum[:])
+	users := map[string]string{
+		"apr1": apr1Hash, "bcrypt": string(bcryptHash), "sha": shaHash, "sha512": sha512Hash, "des": desHash,
+		// $2y$ is what htpasswd -B writes; crypt(3) reads it as $2b$.
+		"bcrypt2y": "$2y$" + string(bcryptHash)[4:],
+	}
+	var file strings.Builder
+	file.WriteString("# users\n")
+	for u, h := range users {
+		fmt.Fprintf(&file, "%s:%s\n", u, h)
+	}
+	e := newEnv(t, map[string]string{
+		"secret.yaml": secretYAML("default", "basic-users", map[string]string{"auth": file.String()}) + "---\n" +
+			secretYAML("default", "map-users", map[string]string{"mapuser": apr1Hash}),
+		"basic.yaml": harness.AnnotatedIngressYAML("default", "basic", "basic.example.com", basicAuthAnnotations("basic-users"),
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+		"map.yaml": harness.AnnotatedIngressYAML("default", "map", "map.example.com",
+			map[string]string{authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "default/map-users", authPrefix + "auth-secret-type": "auth-map"},
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		"missing.yaml": harness.AnnotatedIngressYAML("default", "missing", "missing.example.com", basicAuthAnnotations("no-such-secret"),
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+	})
+	r := e.eventually("basic.example.com", "/", "basic auth to ask for credentials", func(r harness.Response) bool { return r.Status == 401 })
+	if got := r.Header.Get("WWW-Authenticate"); got != `Basic realm="Switchyard test"` {
+		t.Errorf("WWW-Authenticate = %q", got)
+	}
+	for user := range users {
+		if r := e.getAuth("basic.example.com", "/x", basicHeader(user, "pw")); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-a" {
+			t.Errorf("user %s with the right password: got %d, want 200 from echo-a", user, r.Status)
+		}
+		if r := e.getAuth("basic.example.com", "/x", basicHeader(user, "wrong")); r.Status != 401 {
+			t.Errorf("user %s with a wrong password: got %d, want 401", user, r.Status)
+		}
+	}
+	if r := e.getAuth("basic.example.com", "/", basicHeader("nobody", "pw")); r.Status != 401 {
+		t.Errorf("unknown user: got %d, want 401", r.Status)
+	}
+	if out := e.sy.Output.String(); strings.Contains(out, apr1Hash) || strings.Contains(out, desHash) {
+		t.Errorf("switchyard's log holds a password hash")
+	}
+	e.eventually("map.example.com", "/", "auth-map to ask for credentials", func(r harness.Response) bool { return r.Status == 401 })
+	if r := e.getAuth("map.example.com", "/", basicHeader("mapuser", "pw")); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
+		t.Errorf("auth-map user: got %d, want 200 from echo-b", r.Status)
+	}
+	// A missing Secret fails closed; creating it opens the door to its users.
+	e.eventually("missing.example.com", "/", "a missing Secret to answer 503", func(r harness.Response) bool { return r.Status == 503 })
+	e.write("secret2.yaml", secretYAML("default", "no-such-secret", map[string]string{"auth": "late:" + apr1Hash + "\n"}))
+	e.eventually("missing.example.com", "/", "the created Secret to be used", func(r harness.Response) bool { return r.Status == 401 })
+	if r := e.getAuth("missing.example.com", "/", basicHeader("late", "pw")); r.Status != 200 {
+		t.Errorf("user of the created Secret: got %d, want 200", r.Status)
+	}
+	// A Secret without usable lines fails closed too, and the old users go.
+	e.write("secret2.yaml", secretYAML("default", "no-such-secret", map[string]string{"auth": "late:{PLAIN}pw\n"}))
+	e.eventually("missing.example.com", "/", "a Secret without valid users to answer 503", func(r harness.Response) bool { return r.Status == 503 })
+}
+
+// authService is a loopback auth service: "Authorization: ok" passes with
+// X-Auth-User set, anything else is a 401.
+func startAuthService(t *testing.T) (string, *[]*http.Request) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []*http.Request
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r)
+		if r.Header.Get("Authorization") == "ok" {
+			w.Header().Set("X-Auth-User", "alice")
+			w.Header().Set("X-Other", "not copied")
+			w.WriteHeader(200)
+			return
+		}
+		if r.Header.Get("Authorization") == "forbidden" {
+			w.WriteHeader(403)
+			return
+		}
+		w.WriteHeader(401)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String(), &seen
+}
+
+func TestExternalAuthThroughNginx(t *testing.T) {
+	authURL, seen := startAuthService(t)
+	// A port nothing listens on: the auth service is down.
+	down := fmt.Sprintf("http://127.0.0.1:%d/auth", harness.FreePort(t))
+	e := newEnv(t, map[string]string{
+		"ext.yaml": harness.AnnotatedIngressYAML("default", "ext", "ext.example.com", map[string]string{
+			authPrefix + "auth-url":              authURL + "/check?x=1",
+			authPrefix + "auth-method":           "POST",
+			authPrefix + "auth-response-headers": "X-Auth-User",
+			authPrefix + "auth-request-redirect": "https://ext.example.com/back",
+		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+		"signin.yaml": harness.AnnotatedIngressYAML("default", "signin", "signin.example.com", map[string]string{
+			authPrefix + "auth-url":    authURL + "/check",
+			authPrefix + "auth-signin": "https://login.example.com/start",
+		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		"down.yaml": harness.AnnotatedIngressYAML("default", "down", "down.example.com", map[string]string{
+			authPrefix + "auth-url": down,
+		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+	})
+	e.eventually("ext.example.com", "/", "external auth to refuse", func(r harness.Response) bool { return r.Status == 401 })
+	r := e.getAuth("ext.example.com", "/app?q=1", map[string]string{"Authorization": "ok"})
+	if r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-a" {
+		t.Fatalf("authorized request: got %d, want 200 from echo-a", r.Status)
+	}
+	if got := r.Echo.Headers["X-Auth-User"]; len(got) != 1 || got[0] != "alice" {
+		t.Errorf("upstream X-Auth-User = %q, want the auth response's alice", got)
+	}
+	if _, ok := r.Echo.Headers["X-Other"]; ok {
+		t.Errorf("X-Other reached upstream but is not in auth-response-headers")
+	}
+	if got := r.Echo.Headers["X-Forwarded-Host"]; len(got) != 1 || got[0] != "ext.example.com" {
+		t.Errorf("upstream X-Forwarded-Host = %q: the inherited proxy headers must still be sent", got)
+	}
+	last := (*seen)[len(*seen)-1]
+	if last.Method != "POST" || last.URL.Path != "/check" || last.URL.RawQuery != "x=1" {
+		t.Errorf("auth request %s %s, want POST /check?x=1", last.Method, last.URL)
+	}
+	if got := last.Header.Get("X-Original-URL"); got != "http://ext.example.com/app?q=1" {
+		t.Errorf("auth request X-Original-URL = %q", got)
+	}
+	if got := last.Header.Get("X-Auth-Request-Redirect"); got != "https://ext.example.com/back" {
+		t.Errorf("auth request X-Auth-Request-Redirect = %q", got)
+	}
+	if r := e.getAuth("ext.example.com", "/", map[string]string{"Authorization": "forbidden"}); r.Status != 403 {
+		t.Errorf("forbidden: got %d, want 403", r.Status)
+	}
+	// signin: a 401 becomes a redirect carrying the original URL.
+	e.eventually("signin.example.com", "/", "signin to redirect", func(r harness.Response) bool { return r.Status == 302 })
+	r = e.getAuth("signin.example.com", "/a/b?c=d", nil)
+	loc, err := url.Parse(r.Header.Get("Location"))
+	if r.Status != 302 || err != nil || loc.Host != "login.example.com" || loc.Path != "/start" || loc.Query().Get("rd") != "http://signin.example.com/a/b?c=d" {
+		t.Errorf("signin redirect: %d Location %q", r.Status, r.Header.Get("Location"))
+	}
+	if r := e.getAuth("signin.example.com", "/", map[string]string{"Authorization": "ok"}); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
+		t.Errorf("signin Ingress, authorized: got %d, want 200 from echo-b", r.Status)
+	}
+	// The auth service down: never open.
+	r = e.eventually("down.example.com", "/", "auth service down to fail closed", func(r harness.Response) bool { return r.Status >= 500 })
+	if r.Echo != nil {
+		t.Errorf("the backend answered while the auth service is down")
+	}
+}
+
+// TestAuthAnnotationsRefused checks that hostile or unsupported auth
+// values reject the Ingress: nothing of it is rendered, so its host falls
+// to the default server (404), and nothing of the value reaches nginx.conf.
+func TestAuthAnnotationsRefused(t *testing.T) {
+	cases := map[string]map[string]string{
+		"semicolon": {authPrefix + "auth-url": "http://127.0.0.1/a;return 200"},
+		"brace":     {authPrefix + "auth-url": "http://127.0.0.1/}"},
+		"variable":  {authPrefix + "auth-url": "http://127.0.0.1/$host"},
+		"newline":   {authPrefix + "auth-url": "http://127.0.0.1/\nreturn 200;"},
+		"traversal": {authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "../../etc/passwd"},
+		"other-ns":  {authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "kube-system/users"},
+		"digest":    {authPrefix + "auth-type": "digest", authPrefix + "auth-secret": "users"},
+		"no-type":   {authPrefix + "auth-secret": "users"},
+		"proxyset":  {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-proxy-set-headers": "default/headers"},
+		"cache":     {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "$http_x_probe_cachekey"},
+		"snippet":   {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-snippet": "return 200;"},
+	}
+	files := map[string]string{"users.yaml": secretYAML("default", "users", map[string]string{"auth": "u:" + apr1Hash})}
+	for name, a := range cases {
+		files[name+".yaml"] = harness.AnnotatedIngressYAML("default", name, name+".example.com", a, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	files["good.yaml"] = harness.AnnotatedIngressYAML("default", "good", "good.example.com", basicAuthAnnotations("users"), harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	e := newEnv(t, files)
+	e.eventually("good.example.com", "/", "the valid Ingress to be served", func(r harness.Response) bool { return r.Status == 401 })
+	for name := range cases {
+		if r := e.getAuth(name+".example.com", "/", nil); r.Status != 404 || r.Echo != nil {
+			t.Errorf("%s: got %d (echo answered: %v), want the default server's 404", name, r.Status, r.Echo != nil)
+		}
+	}
+	conf := renderedConfig(t, e.sy.Prefix())
+	for _, bad := range []string{"return 200", "$host\"", "etc/passwd", "kube-system", "x_probe_cachekey"} {
+		if strings.Contains(conf, bad) {
+			t.Errorf("rendered configuration holds %q", bad)
+		}
+	}
+}
+
+// renderedConfig concatenates every *.conf file below prefix.
+func renderedConfig(t *testing.T, prefix string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(prefix, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".conf") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		b.Write(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

@@ -1,0 +1,326 @@
+// Package auth is the built-in auth plugin: ingress-nginx's basic auth
+// (auth-type, auth-secret, auth-secret-type, auth-realm) and external auth
+// (auth-url, auth-method, auth-signin, auth-response-headers, …).
+//
+// It fails closed: a basic-auth Ingress whose Secret is missing or holds no
+// usable user answers 503, never without auth.
+package auth
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
+)
+
+// Annotation keys, relative to the annotation prefix.
+const (
+	KeyType                = "auth-type"
+	KeySecret              = "auth-secret"
+	KeySecretType          = "auth-secret-type"
+	KeyRealm               = "auth-realm"
+	KeyURL                 = "auth-url"
+	KeyMethod              = "auth-method"
+	KeySignin              = "auth-signin"
+	KeySigninRedirectParam = "auth-signin-redirect-param"
+	KeyResponseHeaders     = "auth-response-headers"
+	KeyRequestRedirect     = "auth-request-redirect"
+	KeyCacheKey            = "auth-cache-key"
+	KeyCacheDuration       = "auth-cache-duration"
+	KeyProxySetHeaders     = "auth-proxy-set-headers"
+)
+
+// DefaultRealm is ingress-nginx's realm when auth-realm is absent.
+const DefaultRealm = "Authentication Required"
+
+// Patterns the host checks before the plugin sees a value. They hold no
+// quote, "$", backslash, ";" or brace.
+const (
+	urlPattern = `https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%!&()*+,=:@/-]*)?(\?[A-Za-z0-9._~%!&()*+,=:@/?-]*)?`
+	// secretPattern is a Secret name, optionally "namespace/name": never a
+	// path (CVE-2025-24513 was a traversal through the auth file name).
+	secretPattern  = `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?`
+	headerList     = `[A-Za-z0-9-]+( *, *[A-Za-z0-9-]+)*`
+	realmPattern   = `[A-Za-z0-9 !#%&'()*+,./:;<=>?@\[\]^_|~-]{0,128}`
+	methodPattern  = `GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE`
+	paramPattern   = `[A-Za-z0-9_-]{1,64}`
+	redirectValue  = `[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,1000}`
+	cacheKeyValue  = `[A-Za-z0-9._~%!&()*+,=:@/?$ -]{1,512}`
+	durationsValue = `[0-9A-Za-z ,]{1,256}`
+)
+
+type plugin struct{}
+
+// New returns the auth plugin.
+func New() plugins.Plugin { return plugin{} }
+
+func (plugin) Describe() plugins.Description {
+	return plugins.Description{
+		Name: "auth",
+		Doc:  "Basic auth from an htpasswd Secret and external auth through an auth service (auth_request), as ingress-nginx.",
+		Annotations: []plugins.Annotation{
+			{Key: KeyType, Pattern: `basic|digest`, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow,
+				Doc: `"basic" turns on basic auth with the users of auth-secret; "digest" is not supported and refused.`},
+			{Key: KeySecret, Pattern: secretPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium, SecretRef: true,
+				Doc: `Secret of the Ingress's namespace ("name" or "namespace/name") holding the users. A missing Secret answers 503.`},
+			{Key: KeySecretType, Pattern: `auth-file|auth-map`, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "auth-file",
+				Doc: `"auth-file": key "auth" holds htpasswd lines; "auth-map": each key is a user and its value the hash.`},
+			{Key: KeyRealm, Pattern: realmPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium, Default: DefaultRealm,
+				Doc: "The basic-auth realm shown by browsers."},
+			{Key: KeyURL, Pattern: urlPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskHigh,
+				Doc: "URL of the external auth service; 2xx lets the request through, 401/403 are answered to the client, anything else is a 500."},
+			{Key: KeyMethod, Pattern: methodPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow,
+				Doc: "HTTP method of the request to auth-url (default: the client's)."},
+			{Key: KeySignin, Pattern: urlPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskHigh,
+				Doc: "Where a 401 from auth-url redirects, with the original URL in the query parameter auth-signin-redirect-param."},
+			{Key: KeySigninRedirectParam, Pattern: paramPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "rd",
+				Doc: "Query parameter of auth-signin that carries the original URL."},
+			{Key: KeyResponseHeaders, Pattern: headerList, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Comma-separated headers copied from the auth response to the request sent upstream."},
+			{Key: KeyRequestRedirect, Pattern: redirectValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Value of X-Auth-Request-Redirect sent to auth-url (default: the request URI)."},
+			{Key: KeyCacheKey, Pattern: cacheKeyValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Not supported: auth responses are not cached, and the Ingress is refused rather than served differently than asked."},
+			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Not supported, as auth-cache-key."},
+			// Owned so that it is refused, never silently ignored: it names a
+			// ConfigMap of headers for the auth request (CVE-2025-15566).
+			{Key: KeyProxySetHeaders, Pattern: secretPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Not supported: the Ingress is refused."},
+		},
+	}
+}
+
+func (plugin) Apply(batch []plugins.Ingress) []plugins.Result {
+	results := make([]plugins.Result, 0, len(batch))
+	for _, in := range batch {
+		results = append(results, apply(in))
+	}
+	return results
+}
+
+func apply(in plugins.Ingress) plugins.Result {
+	r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
+	a := in.Annotations
+	for _, key := range []string{KeyCacheKey, KeyCacheDuration} {
+		if _, ok := a[key]; ok {
+			r.Errors = append(r.Errors, plugins.Errorf(key, "auth caching is not supported by Switchyard; remove the annotation"))
+		}
+	}
+	if _, ok := a[KeyProxySetHeaders]; ok {
+		r.Errors = append(r.Errors, plugins.Errorf(KeyProxySetHeaders,
+			"extra headers for the auth request are not supported by Switchyard; remove the annotation"))
+	}
+	auth := &bus.Auth{}
+	basic, deny, errs := basicAuth(in)
+	r.Errors = append(r.Errors, errs...)
+	auth.Basic = basic
+	external, errs := externalAuth(a)
+	r.Errors = append(r.Errors, errs...)
+	auth.External = external
+	if deny != nil {
+		r.Features.Deny = deny
+	}
+	if auth.Basic != nil || auth.External != nil {
+		r.Features.Auth = auth
+	}
+	return r
+}
+
+// basicAuth reads the basic-auth annotations. A Secret that is missing or
+// holds no usable user denies the Ingress (503) with a warning, so the
+// paths stay closed rather than dropped to whatever else matches them.
+func basicAuth(in plugins.Ingress) (*bus.BasicAuth, *bus.Deny, []plugins.Error) {
+	a := in.Annotations
+	authType, hasType := a[KeyType]
+	if !hasType {
+		var errs []plugins.Error
+		for _, key := range []string{KeySecret, KeySecretType, KeyRealm} {
+			if _, ok := a[key]; ok {
+				errs = append(errs, plugins.Errorf(key, "needs auth-type: basic; without it the paths would be served without auth"))
+			}
+		}
+		return nil, nil, errs
+	}
+	if authType != "basic" {
+		return nil, nil, []plugins.Error{plugins.Errorf(KeyType, "%q is not supported by Switchyard; use basic", authType)}
+	}
+	ref, ok := a[KeySecret]
+	if !ok {
+		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "is required with auth-type: basic")}
+	}
+	id, ok := bus.ParseSecretRef(in.Namespace, ref)
+	if !ok {
+		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "%q is not a Secret name", ref)}
+	}
+	if !strings.HasPrefix(id, in.Namespace+"/") {
+		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "Secret %s is in another namespace; an Ingress may only use Secrets of its own namespace", id)}
+	}
+	realm, ok := a[KeyRealm]
+	if !ok {
+		realm = DefaultRealm
+	}
+	deny := func(format string, args ...any) (*bus.BasicAuth, *bus.Deny, []plugins.Error) {
+		e := plugins.Errorf(KeySecret, format, args...)
+		e.Message += "; the Ingress answers 503 until it is fixed"
+		e.Warning = true
+		return nil, &bus.Deny{Status: 503, Reason: "auth-secret " + id + " unusable"}, []plugins.Error{e}
+	}
+	data, ok := in.Secrets[id]
+	if !ok {
+		return deny("Secret %s does not exist", id)
+	}
+	var users []string
+	var bad []string
+	switch a[KeySecretType] {
+	case "", "auth-file":
+		file, ok := data["auth"]
+		if !ok {
+			return deny("Secret %s has no key \"auth\" (auth-secret-type auth-file)", id)
+		}
+		users, bad = ParseHtpasswd(string(file))
+	case "auth-map":
+		users, bad = ParseAuthMap(data)
+	}
+	var errs []plugins.Error
+	if len(bad) > 0 {
+		// Name where, never what: the lines are secret.
+		errs = append(errs, plugins.Error{Key: KeySecret, Warning: true,
+			Message: "Secret " + id + ": entries left out (not user:hash with a supported hash): " + strings.Join(bad, ", ")})
+	}
+	if len(users) == 0 {
+		b, d, e := deny("Secret %s holds no usable user", id)
+		return b, d, append(errs, e...)
+	}
+	if len(users) > bus.MaxHtpasswdUsers {
+		b, d, e := deny("Secret %s holds over %d users", id, bus.MaxHtpasswdUsers)
+		return b, d, append(errs, e...)
+	}
+	return &bus.BasicAuth{Realm: realm, Users: users}, nil, errs
+}
+
+var (
+	userPattern = regexp.MustCompile(`^[!-9;-~]{1,256}$`)
+	// hashPattern lists the hashes NGINX checks: its own apr1 and SHA/SSHA,
+	// and through the system crypt(3) bcrypt, MD5, SHA-256/512, yescrypt
+	// and DES crypt.
+	hashPattern = regexp.MustCompile(`^(\$apr1\$[./0-9A-Za-z]{0,8}\$[./0-9A-Za-z]{22}` +
+		`|\$2[aby]\$[0-9]{2}\$[./0-9A-Za-z]{53}` +
+		`|\{SHA\}[A-Za-z0-9+/]{27}=` +
+		`|\{SSHA\}[A-Za-z0-9+/]{26,}={0,2}` +
+		`|\$1\$[./0-9A-Za-z]{0,8}\$[./0-9A-Za-z]{22}` +
+		`|\$[56]\$(rounds=[0-9]{1,9}\$)?[./0-9A-Za-z]{0,16}\$[./0-9A-Za-z]{43,86}` +
+		`|\$y\$[./0-9A-Za-z]{1,16}\$[./0-9A-Za-z]{0,86}\$[./0-9A-Za-z]{43}` +
+		`|[./0-9A-Za-z]{13})$`)
+)
+
+// ParseHtpasswd reads an htpasswd file. It returns the usable "user:hash"
+// lines and, for the others, their line numbers (never their content):
+// blank lines and "#" comments are skipped, as NGINX skips them.
+func ParseHtpasswd(file string) (users []string, bad []string) {
+	for i, line := range strings.Split(file, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		user, hash, ok := strings.Cut(line, ":")
+		// htpasswd allows a comment field after the hash; NGINX ends the
+		// hash at the next ":".
+		hash, _, _ = strings.Cut(hash, ":")
+		if ok && userPattern.MatchString(user) && hashPattern.MatchString(hash) {
+			users = append(users, user+":"+hash)
+			continue
+		}
+		bad = append(bad, "line "+strconv.Itoa(i+1))
+	}
+	return users, bad
+}
+
+// ParseAuthMap reads an auth-map Secret: each key a user, each value its
+// hash. Users come out sorted, so the file does not depend on map order.
+func ParseAuthMap(data map[string][]byte) (users []string, bad []string) {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, user := range keys {
+		hash := strings.TrimSpace(string(data[user]))
+		if userPattern.MatchString(user) && hashPattern.MatchString(hash) {
+			users = append(users, user+":"+hash)
+			continue
+		}
+		bad = append(bad, "key "+quoteKey(user))
+	}
+	return users, bad
+}
+
+// quoteKey shows a Secret key (a user name, not secret) cut short.
+func quoteKey(k string) string {
+	if len(k) > 64 {
+		k = k[:64] + "…"
+	}
+	if !userPattern.MatchString(k) {
+		return "(a key of invalid characters)"
+	}
+	return `"` + k + `"`
+}
+
+// externalAuth reads the external-auth annotations. Without auth-url the
+// others do nothing, as in ingress-nginx, and each says so.
+func externalAuth(a map[string]string) (*bus.ExternalAuth, []plugins.Error) {
+	url, ok := a[KeyURL]
+	if !ok {
+		var errs []plugins.Error
+		for _, key := range []string{KeyMethod, KeySignin, KeySigninRedirectParam, KeyResponseHeaders, KeyRequestRedirect} {
+			if _, set := a[key]; set {
+				errs = append(errs, plugins.Error{Key: key, Warning: true, Message: "has no effect without auth-url"})
+			}
+		}
+		return nil, errs
+	}
+	e := &bus.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
+	if e.SigninURL != "" {
+		e.SigninRedirectParam = "rd"
+		if p, ok := a[KeySigninRedirectParam]; ok {
+			e.SigninRedirectParam = p
+		}
+	}
+	headers, err := ParseHeaderList(a[KeyResponseHeaders])
+	if err != "" {
+		return nil, []plugins.Error{plugins.Errorf(KeyResponseHeaders, "%s", err)}
+	}
+	e.ResponseHeaders = headers
+	return e, nil
+}
+
+var headerName = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
+
+// ParseHeaderList reads "X-User, X-Email": header names, trimmed, without
+// duplicates (case-insensitive). It returns a message when a name is not
+// letters, digits and "-".
+func ParseHeaderList(v string) ([]string, string) {
+	if strings.TrimSpace(v) == "" {
+		return nil, ""
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range strings.Split(v, ",") {
+		h = strings.TrimSpace(h)
+		if !headerName.MatchString(h) {
+			return nil, "a header name must be letters, digits and -, 1 to 128 of them"
+		}
+		if seen[strings.ToLower(h)] {
+			continue
+		}
+		seen[strings.ToLower(h)] = true
+		out = append(out, h)
+	}
+	if len(out) > 64 {
+		return nil, "more than 64 headers"
+	}
+	return out, ""
+}

@@ -1,0 +1,202 @@
+package auth
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
+)
+
+const apr1 = "$apr1$abcdefgh$5VEbMkemELfbhC5ck.U.z1"
+
+func TestDescribePatternsCompileAndRefuseInjection(t *testing.T) {
+	hostile := []string{"x;y", "x}", "x{", `x"`, "x$y", "x\\y", "x\ny"}
+	for _, a := range New().Describe().Annotations {
+		re, err := regexp.Compile(`^(?:` + a.Pattern + `)$`)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Key, err)
+		}
+		if a.Key == KeyCacheKey {
+			continue // refused by the plugin whatever its value
+		}
+		for _, h := range hostile {
+			if h == "x;y" && a.Key == KeyRealm {
+				continue // a ";" is harmless inside the quoted realm
+			}
+			if re.MatchString("http://a/"+h) || re.MatchString(h) {
+				t.Errorf("%s admits %q", a.Key, h)
+			}
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	secrets := map[string]map[string][]byte{
+		"ns/users": {"auth": []byte("# comment\n\nalice:" + apr1 + "\r\nbad line\nbob:{PLAIN}pw\n")},
+		"ns/map":   {"carol": []byte(apr1 + "\n"), "dave": []byte("nothash")},
+		"ns/empty": {"auth": []byte("# nobody\n")},
+	}
+	cases := []struct {
+		name        string
+		annotations map[string]string
+		wantUsers   []string
+		wantDeny    bool
+		wantExt     *bus.ExternalAuth
+		wantErrs    []string // keys of rejecting errors
+		wantWarn    []string // keys of warnings
+	}{
+		{name: "auth-file", annotations: map[string]string{KeyType: "basic", KeySecret: "users"},
+			wantUsers: []string{"alice:" + apr1}, wantWarn: []string{KeySecret}},
+		{name: "auth-map", annotations: map[string]string{KeyType: "basic", KeySecret: "ns/map", KeySecretType: "auth-map"},
+			wantUsers: []string{"carol:" + apr1}, wantWarn: []string{KeySecret}},
+		{name: "missing secret", annotations: map[string]string{KeyType: "basic", KeySecret: "gone"},
+			wantDeny: true, wantWarn: []string{KeySecret}},
+		{name: "no usable user", annotations: map[string]string{KeyType: "basic", KeySecret: "empty"},
+			wantDeny: true, wantWarn: []string{KeySecret}},
+		{name: "auth-file without key auth", annotations: map[string]string{KeyType: "basic", KeySecret: "map"},
+			wantDeny: true, wantWarn: []string{KeySecret}},
+		{name: "other namespace", annotations: map[string]string{KeyType: "basic", KeySecret: "other/users"},
+			wantErrs: []string{KeySecret}},
+		{name: "digest", annotations: map[string]string{KeyType: "digest", KeySecret: "users"}, wantErrs: []string{KeyType}},
+		{name: "secret without type", annotations: map[string]string{KeySecret: "users"}, wantErrs: []string{KeySecret}},
+		{name: "type without secret", annotations: map[string]string{KeyType: "basic"}, wantErrs: []string{KeySecret}},
+		{name: "external", annotations: map[string]string{KeyURL: "http://auth/x", KeyMethod: "POST", KeySignin: "https://l/s?a=b",
+			KeyResponseHeaders: "X-User, x-email ,X-USER", KeyRequestRedirect: "/back"},
+			wantExt: &bus.ExternalAuth{URL: "http://auth/x", Method: "POST", SigninURL: "https://l/s?a=b", SigninRedirectParam: "rd",
+				ResponseHeaders: []string{"X-User", "x-email"}, RequestRedirect: "/back"}},
+		{name: "signin param", annotations: map[string]string{KeyURL: "http://auth/x", KeySignin: "https://l/s", KeySigninRedirectParam: "next"},
+			wantExt: &bus.ExternalAuth{URL: "http://auth/x", SigninURL: "https://l/s", SigninRedirectParam: "next"}},
+		{name: "external options without url", annotations: map[string]string{KeyMethod: "GET"}, wantWarn: []string{KeyMethod}},
+		{name: "cache", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "x", KeyCacheDuration: "200 1m"},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyCacheDuration, KeyCacheKey}},
+		{name: "proxy set headers", annotations: map[string]string{KeyURL: "http://a", KeyProxySetHeaders: "ns/h"},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyProxySetHeaders}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := New().Apply([]plugins.Ingress{{Namespace: "ns", Name: "i", Annotations: c.annotations, Secrets: secrets}})[0]
+			var errs, warns []string
+			for _, e := range r.Errors {
+				if strings.Contains(e.Message, apr1) || strings.Contains(e.Message, "nothash") || strings.Contains(e.Message, "PLAIN") {
+					t.Errorf("error message leaks secret data: %s", e.Message)
+				}
+				if e.Warning {
+					warns = append(warns, e.Key)
+				} else {
+					errs = append(errs, e.Key)
+				}
+			}
+			slices.Sort(errs)
+			if !slices.Equal(errs, c.wantErrs) || !slices.Equal(slices.Compact(warns), c.wantWarn) {
+				t.Errorf("errors %v warnings %v, want %v %v (%+v)", errs, warns, c.wantErrs, c.wantWarn, r.Errors)
+			}
+			if (r.Features.Deny != nil) != c.wantDeny || (c.wantDeny && r.Features.Deny.Status != 503) {
+				t.Errorf("deny = %+v, want deny %v", r.Features.Deny, c.wantDeny)
+			}
+			var users []string
+			var ext *bus.ExternalAuth
+			if r.Features.Auth != nil {
+				if r.Features.Auth.Basic != nil {
+					users = r.Features.Auth.Basic.Users
+				}
+				ext = r.Features.Auth.External
+			}
+			if !slices.Equal(users, c.wantUsers) {
+				t.Errorf("users %v, want %v", users, c.wantUsers)
+			}
+			if (ext == nil) != (c.wantExt == nil) || (ext != nil && !equalExt(*ext, *c.wantExt)) {
+				t.Errorf("external %+v, want %+v", ext, c.wantExt)
+			}
+			if err := r.Features.Validate(); err != nil {
+				t.Errorf("the host would refuse the features: %v", err)
+			}
+		})
+	}
+}
+
+func equalExt(a, b bus.ExternalAuth) bool {
+	return a.URL == b.URL && a.Method == b.Method && a.SigninURL == b.SigninURL && a.SigninRedirectParam == b.SigninRedirectParam &&
+		slices.Equal(a.ResponseHeaders, b.ResponseHeaders) && a.RequestRedirect == b.RequestRedirect
+}
+
+func TestParseHtpasswdHashes(t *testing.T) {
+	good := []string{
+		"a:" + apr1,
+		"b:$2y$05$abcdefghijklmnopqrstuu5Ns8v4yJcD4u1Q6Yk1Kfjv6a9G8lWm6",
+		"c:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=",
+		"d:abzlUXK5ed5rs",
+		"e:$6$abcdefgh$KQeXafAQAaOoKTevphVU215RvJdgzyfASRasIOuh12hO8u0r1bGW92ZnTmC9IjsiQ8VPiTXBiZF49dFL1U4wX/",
+		"f:$1$abcdefgh$0123456789abcdefghijkl",
+	}
+	bad := []string{"g:{PLAIN}pw", "h:short", ":" + apr1, "i j:" + apr1, "k:" + apr1 + " trailing", "nocolon"}
+	users, badLines := ParseHtpasswd(strings.Join(append(good, bad...), "\n") + "\n")
+	if !slices.Equal(users, good) {
+		t.Errorf("users %v, want %v", users, good)
+	}
+	if len(badLines) != len(bad) || badLines[0] != "line 7" {
+		t.Errorf("bad lines %v, want lines 7 to 12", badLines)
+	}
+	// A comment field after the hash is dropped, as NGINX ends the hash there.
+	if users, _ := ParseHtpasswd("a:" + apr1 + ":comment"); !slices.Equal(users, []string{"a:" + apr1}) {
+		t.Errorf("comment field: %v", users)
+	}
+}
+
+func TestParseHeaderList(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                       nil,
+		"X-A":                    {"X-A"},
+		" X-A , X-B,x-a":         {"X-A", "X-B"},
+		"X-A,,X-B":               nil, // an empty name is an error
+		"X_A":                    nil,
+		strings.Repeat("A", 129): nil,
+	} {
+		got, msg := ParseHeaderList(in)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %v (%s), want %v", in, got, msg, want)
+		}
+	}
+}
+
+// FuzzParseHtpasswd checks that whatever a Secret holds, every line the
+// parser keeps passes the host's and renderer's check, and that no line
+// break or NUL reaches the htpasswd file.
+func FuzzParseHtpasswd(f *testing.F) {
+	f.Add("a:" + apr1 + "\n# c\nb:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\r\n")
+	f.Add("a:b:c\n\n:x\nx:\x00")
+	f.Fuzz(func(t *testing.T, file string) {
+		users, _ := ParseHtpasswd(file)
+		users2, _ := ParseAuthMap(map[string][]byte{"u": []byte(file), file: []byte(apr1)})
+		for _, list := range [][]string{users, users2} {
+			if len(list) == 0 {
+				continue
+			}
+			a := bus.Features{Auth: &bus.Auth{Basic: &bus.BasicAuth{Realm: DefaultRealm, Users: list}}}
+			if err := a.Validate(); err != nil {
+				t.Fatalf("kept lines the host refuses: %v", err)
+			}
+			for _, u := range list {
+				if strings.ContainsAny(u, "\r\n\x00 ") {
+					t.Fatalf("kept line with a break, NUL or space: %q", u)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseHeaderList checks that kept names are valid header names and
+// NGINX variable suffixes.
+func FuzzParseHeaderList(f *testing.F) {
+	f.Add("X-User, X-Email")
+	f.Add("a,$b")
+	f.Fuzz(func(t *testing.T, v string) {
+		names, _ := ParseHeaderList(v)
+		e := bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://a", ResponseHeaders: names}}}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("%q: kept names the host refuses: %v", v, err)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package renderer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// authView is what templates/auth.tmpl sees for one location with auth.
+type authView struct {
+	// Index makes the location's internal auth locations unique in its
+	// server.
+	Index int
+	Basic *bus.BasicAuth
+	// UserFile is the htpasswd file's path, relative to the configuration
+	// directory. We derive it from the content's hash, never from user
+	// input (CVE-2025-24513 was a traversal through a Secret's file name).
+	UserFile string
+	External *bus.ExternalAuth
+	// SigninTarget is the signin URL up to the redirect parameter's value.
+	SigninTarget string
+	Headers      []authHeader
+	// FullForwardedFor repeats the http block's X-Forwarded-For choice.
+	FullForwardedFor bool
+}
+
+// authHeader is one auth response header copied upstream.
+type authHeader struct {
+	Name     string
+	Variable string // "switchyard_auth_3_0", without "$"
+	Upstream string // "upstream_http_x_user", without "$"
+}
+
+// AuthFile is the path of the htpasswd file with the given users.
+func AuthFile(b *bus.BasicAuth) string {
+	sum := sha256.Sum256([]byte(b.HtpasswdFile()))
+	return "auth/" + hex.EncodeToString(sum[:16]) + ".htpasswd"
+}
+
+// authFor builds the auth view of the location at index i, or nil. The
+// features were validated: every value matched its whole-string pattern.
+func authFor(i int, f *bus.Features, settings bus.Settings) *authView {
+	if f == nil || f.Auth == nil || f.Deny != nil {
+		return nil
+	}
+	v := &authView{Index: i, Basic: f.Auth.Basic, External: f.Auth.External, FullForwardedFor: settings.ComputeFullForwardedFor}
+	if v.Basic != nil {
+		v.UserFile = AuthFile(v.Basic)
+	}
+	if e := v.External; e != nil {
+		if e.SigninURL != "" {
+			sep := "?"
+			if strings.Contains(e.SigninURL, "?") {
+				sep = "&"
+			}
+			v.SigninTarget = e.SigninURL + sep + e.SigninRedirectParam + "="
+		}
+		for j, h := range e.ResponseHeaders {
+			v.Headers = append(v.Headers, authHeader{
+				Name:     h,
+				Variable: "switchyard_auth_" + strconv.Itoa(i) + "_" + strconv.Itoa(j),
+				Upstream: "upstream_http_" + strings.ToLower(strings.ReplaceAll(h, "-", "_")),
+			})
+		}
+	}
+	return v
+}
+
+// authFiles are the htpasswd files a server's locations need, by path.
+func authFiles(s *bus.Server) map[string]string {
+	files := map[string]string{}
+	for _, l := range s.Locations {
+		if l.Features != nil && l.Features.Auth != nil && l.Features.Auth.Basic != nil && l.Features.Deny == nil {
+			files[AuthFile(l.Features.Auth.Basic)] = l.Features.Auth.Basic.HtpasswdFile()
+		}
+	}
+	return files
+}
+
+// setAuthFiles records the htpasswd files of the server under key and
+// puts or deletes the files whose set of users changed. A file several
+// servers share is deleted with its last user.
+func (r *Renderer) setAuthFiles(key string, files map[string]string, out *bus.Output) {
+	old := r.serverAuth[key]
+	for _, path := range old {
+		if _, still := files[path]; still {
+			continue
+		}
+		delete(r.authUsers[path], key)
+		if len(r.authUsers[path]) == 0 {
+			delete(r.authUsers, path)
+			delete(r.out.Files, path)
+			out.Deletes = append(out.Deletes, fileKey(path))
+		}
+	}
+	for path, content := range files {
+		if r.authUsers[path] == nil {
+			r.authUsers[path] = map[string]bool{}
+		}
+		r.authUsers[path][key] = true
+		if r.out.Files[path] != content {
+			r.out.Files[path] = content
+			putFile(out, path, content)
+			// An earlier server of this flush may have deleted it.
+			out.Deletes = slices.DeleteFunc(out.Deletes, func(k string) bool { return k == fileKey(path) })
+		}
+	}
+	if len(files) == 0 {
+		delete(r.serverAuth, key)
+		return
+	}
+	r.serverAuth[key] = slices.Sorted(maps.Keys(files))
+}
