@@ -92,7 +92,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer host.Wait()
 
 	r := &runner{
-		annotator: NewAnnotator(owners, s.cfg.Prefix, host.apply),
+		annotator: host.NewAnnotator(owners),
 		writer:    bus.NewWriter(s.conn, bus.StageAnnotations),
 		log:       s.log,
 		reported:  map[string][]bus.Problem{},
