@@ -10,12 +10,14 @@ import (
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
+	"switchyard.dev/switchyard/plugins/builtin/compat"
 )
 
 // registry maps a plugin's name to its constructor.
 var registry = map[string]func() plugins.Plugin{
 	"canary": canary.New,
 	"auth":   auth.New,
+	"compat": compat.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

@@ -31,14 +31,6 @@ func canaryAnnotator(t *testing.T) (*Annotator, *int) {
 	return NewAnnotator(owners, DefaultPrefix, call), calls
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 func backendJSON(t *testing.T, name string) []byte {
 	return mustJSON(t, &bus.Backend{Name: name, Endpoints: []bus.Endpoint{{Address: "10.0.0.1", Port: "80"}}})

@@ -296,6 +296,13 @@ func (h *Host) apply(ctx context.Context, p *hosted, batch []plugins.Ingress) ([
 	return results, nil
 }
 
+// NewAnnotator returns an Annotator that calls this host's plugins; owners
+// is what Start returned. The stage uses it, and so do benchmarks that time
+// the Annotator with real plugin processes.
+func (h *Host) NewAnnotator(owners map[string]*ownedKey) *Annotator {
+	return NewAnnotator(owners, h.cfg.Prefix, h.apply)
+}
+
 // Recovered delivers the name of each plugin that came back.
 func (h *Host) Recovered() <-chan string { return h.recovered }
 

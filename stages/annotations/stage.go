@@ -7,10 +7,12 @@ package annotations
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,9 +92,10 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer host.Wait()
 
 	r := &runner{
-		annotator: NewAnnotator(owners, s.cfg.Prefix, host.apply),
+		annotator: host.NewAnnotator(owners),
 		writer:    bus.NewWriter(s.conn, bus.StageAnnotations),
 		log:       s.log,
+		reported:  map[string][]bus.Problem{},
 	}
 	go r.retryRecovered(ctx, host.Recovered())
 	return bus.Follow(ctx, s.conn, bus.StageTranslator, r.follow)
@@ -107,6 +110,11 @@ type runner struct {
 	log       *zap.Logger
 	last      bus.Meta
 	started   bool
+	// reported remembers each Ingress's problems as last logged, so they
+	// are logged when they change (the translator logs its own; these are
+	// the plugins' and the host's, which nothing else logs when there is
+	// no Kubernetes API to write Events to).
+	reported map[string][]bus.Problem
 }
 
 func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
@@ -168,6 +176,31 @@ func (r *runner) publish(ctx context.Context, in bus.Meta, out bus.Output, start
 		}
 		return
 	}
+	r.report(out)
 	r.log.Debug("published", zap.Uint64("generation", in.Generation), zap.Int("changedKeys", changed),
 		zap.Int("puts", len(out.Puts)), zap.Int("deletes", len(out.Deletes)), zap.Duration("took", time.Since(start)))
+}
+
+// report logs the problems of each Ingress info in out whose problems
+// changed. Values are never logged whole: messages quote them cut short.
+func (r *runner) report(out bus.Output) {
+	for _, key := range out.Deletes {
+		delete(r.reported, key)
+	}
+	for key, data := range out.Puts {
+		kind, _, err := bus.SplitKey(key)
+		if err != nil || kind != bus.KindIngress {
+			continue
+		}
+		var info bus.IngressInfo
+		if json.Unmarshal(data, &info) != nil || slices.Equal(r.reported[key], info.Problems) {
+			continue
+		}
+		r.reported[key] = info.Problems
+		for _, p := range info.Problems {
+			r.log.Warn("ingress problem",
+				zap.String("ingress", info.Namespace+"/"+info.Name), zap.Bool("rejected", info.Rejected),
+				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+		}
+	}
 }

@@ -1,0 +1,285 @@
+// Package compat is the compatibility guard: it owns the ingress-nginx
+// annotations that no Switchyard plugin implements yet but that must never
+// be silently ignored, because they ask for access control (client
+// certificates, source ranges, satisfy) or because their values were
+// injection vectors in ingress-nginx (auth-tls-match-cn, CVE-2025-1097;
+// mirror-target and mirror-host, CVE-2025-1098).
+//
+// Owning them means the host checks every value against the whole-string
+// pattern ingress-nginx validates it with, and the risk level ingress-nginx
+// gives it, before anything else happens. Then:
+//   - an access-control annotation rejects the Ingress: serving it without
+//     the access control it asks for would open it to everyone;
+//   - any other one is a warning: the Ingress is served, and its Event says
+//     the annotation is ignored.
+//
+// Nothing of these values is ever rendered: the plugin returns no features.
+// When a plugin implements one of these keys for real, remove it here (the
+// host refuses two plugins owning one key).
+package compat
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	"switchyard.dev/switchyard/plugins"
+)
+
+// kind says what the guard does with a valid value.
+type kind int
+
+const (
+	// accessControl rejects the Ingress: it asks for a restriction
+	// Switchyard does not enforce yet.
+	accessControl kind = iota + 1
+	// ignored serves the Ingress with a warning.
+	ignored
+)
+
+// spec is one guarded annotation.
+type spec struct {
+	key     string
+	aliases []string
+	// pattern is ingress-nginx's validator as a whole-string pattern; where
+	// that validator admits characters NGINX gives a meaning to ("{", "}",
+	// "\", quotes) it is narrowed, and the narrowing is said next to it.
+	pattern string
+	risk    plugins.Risk
+	kind    kind
+	// check is what a pattern cannot say (a CIDR's bits, a regexp that
+	// compiles); nil when the pattern is the whole check.
+	check func(string) error
+	doc   string
+}
+
+// Character classes of ingress-nginx's parser/validators.go.
+const (
+	// basicChars is BasicCharsRegex: alphanumerics and "-._~/:".
+	basicChars = `[-._~a-zA-Z0-9/:]*`
+	// hostChars is a host name with an optional port, for the annotations
+	// ingress-nginx checks with ValidateServerName (IsValidRegex). That
+	// validator also admits regexp characters, "{", "}" and "\", which make
+	// no sense in a host name and were the material of CVE-2025-1098, so
+	// they are refused here.
+	hostChars = `[-._~a-zA-Z0-9:]*`
+	// cidrChars is what a comma-separated list of IPv4/IPv6 addresses and
+	// CIDRs can hold; parseCIDRs checks the rest.
+	cidrChars = `[0-9A-Fa-f.:/, ]*`
+	// boolValues is what strconv.ParseBool (ValidateBool) accepts.
+	boolValues = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
+)
+
+var specs = []spec{
+	{
+		key: "auth-tls-secret", pattern: basicChars, risk: plugins.RiskMedium, kind: accessControl, check: checkSecretName,
+		doc: "Secret with the CA chain client certificates must chain to (mutual TLS). Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "auth-tls-verify-client", pattern: `on|off|optional|optional_no_ca`, risk: plugins.RiskMedium, kind: accessControl,
+		doc: "Client certificate verification: on, off, optional or optional_no_ca. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "auth-tls-verify-depth", pattern: `[+-]?[0-9]{1,9}`, risk: plugins.RiskLow, kind: accessControl,
+		doc: "Verification depth of the client certificate chain. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "auth-tls-error-page", pattern: `((https?://)?[A-Za-z0-9\-.]*(:[0-9]+)?/[A-Za-z0-9\-.]*)?`, risk: plugins.RiskHigh, kind: accessControl,
+		doc: "Where to send a client whose certificate fails verification. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "auth-tls-pass-certificate-to-upstream", pattern: boolValues, risk: plugins.RiskLow, kind: accessControl,
+		doc: "Pass the client certificate to the backend in the ssl-client-cert header. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		// ingress-nginx (CommonNameAnnotationValidator) takes "CN=" and any
+		// Go regexp, and until v1.12.1 wrote it unquoted into nginx.conf
+		// (CVE-2025-1097). Here the regexp may not hold quotes, "$",
+		// backslashes, braces or ";", so it cannot leave a quoted string.
+		key: "auth-tls-match-cn", pattern: `CN=[-A-Za-z0-9 ._~/*+?|()^\[\],=:@]{1,512}`, risk: plugins.RiskHigh, kind: accessControl, check: checkCommonName,
+		doc: `Client certificates must have a subject matching this "CN=regexp". Not enforced by Switchyard yet: the Ingress is rejected.`,
+	},
+	{
+		key: "satisfy", pattern: ` *(any|all) *`, risk: plugins.RiskLow, kind: accessControl,
+		doc: "Whether all or any of the access restrictions must pass. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "allowlist-source-range", aliases: []string{"whitelist-source-range"}, pattern: cidrChars, risk: plugins.RiskMedium, kind: accessControl, check: checkCIDRs,
+		doc: "Comma-separated client CIDRs allowed to reach the Ingress. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		key: "denylist-source-range", pattern: cidrChars, risk: plugins.RiskMedium, kind: accessControl, check: checkCIDRs,
+		doc: "Comma-separated client CIDRs refused. Not enforced by Switchyard yet: the Ingress is rejected.",
+	},
+	{
+		// URLWithNginxVariableRegex: ingress-nginx documents
+		// "https://test.env.com/$request_uri", so "$" is admitted; the value
+		// is never rendered by Switchyard.
+		key: "mirror-target", pattern: `[-._~a-zA-Z0-9/:?&=$]*`, risk: plugins.RiskHigh, kind: ignored,
+		doc: "URL requests are mirrored to. Ignored by Switchyard for now (warning).",
+	},
+	{
+		key: "mirror-host", pattern: hostChars, risk: plugins.RiskHigh, kind: ignored,
+		doc: "Host header of mirrored requests. Ignored by Switchyard for now (warning).",
+	},
+	{
+		key: "mirror-request-body", pattern: boolValues, risk: plugins.RiskLow, kind: ignored,
+		doc: "Whether mirrored requests carry the body. Ignored by Switchyard for now (warning).",
+	},
+	{
+		// ValidateArrayOfServerName admits regexp server names; here only
+		// plain and wildcard names, comma-separated.
+		key: "server-alias", pattern: `[-._~a-zA-Z0-9*:, ]*`, risk: plugins.RiskHigh, kind: ignored,
+		doc: "Other host names the server answers to. Ignored by Switchyard for now (warning).",
+	},
+	{
+		key: "proxy-ssl-name", pattern: hostChars, risk: plugins.RiskHigh, kind: ignored,
+		doc: "Server name sent to and verified of an HTTPS backend. Ignored by Switchyard for now (warning).",
+	},
+	{
+		key: "upstream-vhost", pattern: hostChars, risk: plugins.RiskLow, kind: ignored,
+		doc: "Host header sent to the backend. Ignored by Switchyard for now (warning).",
+	},
+}
+
+// byKey indexes specs by key, with each pattern compiled as the host
+// compiles it, so Check answers exactly what the host would.
+var byKey = func() map[string]*compiled {
+	m := map[string]*compiled{}
+	for i := range specs {
+		m[specs[i].key] = &compiled{spec: &specs[i], re: regexp.MustCompile(`^(?:` + specs[i].pattern + `)$`)}
+	}
+	return m
+}()
+
+type compiled struct {
+	spec *spec
+	re   *regexp.Regexp
+}
+
+// Keys returns the guarded keys (without aliases), sorted.
+func Keys() []string { return slices.Sorted(maps.Keys(byKey)) }
+
+// Plugin is the compatibility guard.
+type Plugin struct{}
+
+// New returns the guard.
+func New() plugins.Plugin { return Plugin{} }
+
+func (Plugin) Describe() plugins.Description {
+	d := plugins.Description{
+		Name: "compat",
+		Doc: "Compatibility guard: ingress-nginx annotations Switchyard does not implement yet. " +
+			"Values are validated as ingress-nginx validates them; access control that is not enforced yet rejects the Ingress, the rest is ignored with a warning.",
+	}
+	for _, s := range specs {
+		d.Annotations = append(d.Annotations, plugins.Annotation{
+			Key: s.key, Aliases: s.aliases, Pattern: s.pattern, Risk: s.risk,
+			Scope: plugins.ScopeLocation, Doc: s.doc,
+		})
+	}
+	return d
+}
+
+func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
+	results := make([]plugins.Result, 0, len(batch))
+	for _, in := range batch {
+		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
+		for _, key := range slices.Sorted(maps.Keys(in.Annotations)) {
+			if e, ok := Check(key, in.Annotations[key]); ok {
+				r.Errors = append(r.Errors, e)
+			}
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// Check judges one annotation value and returns the Error to report, if
+// any. An empty value is no annotation, as in ingress-nginx (which does
+// not validate empty values and treats them as absent).
+func Check(key, value string) (plugins.Error, bool) {
+	c, ok := byKey[key]
+	if !ok {
+		return plugins.Errorf(key, "not an annotation of the compat plugin"), true
+	}
+	if value == "" {
+		return plugins.Error{}, false
+	}
+	// The host checked the pattern already; checking again keeps the
+	// plugin safe when called another way (tests, fuzzing, a future host).
+	if !c.re.MatchString(value) {
+		return plugins.Errorf(key, "the value does not match %s", c.spec.pattern), true
+	}
+	if c.spec.check != nil {
+		if err := c.spec.check(value); err != nil {
+			return plugins.Errorf(key, "%v", err), true
+		}
+	}
+	if c.spec.kind == accessControl {
+		return plugins.Errorf(key, "access control by this annotation is not supported by Switchyard yet; "+
+			"the Ingress is not served rather than served without it"), true
+	}
+	return plugins.Error{Key: key, Warning: true,
+		Message: "not supported by Switchyard yet; the annotation is ignored and the Ingress served without it"}, true
+}
+
+// dnsName is a Kubernetes object name (DNS-1123 subdomain, simplified to
+// what Secret names and namespaces use).
+var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+
+// checkSecretName accepts "name" or "namespace/name".
+func checkSecretName(v string) error {
+	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		ns, name = "", v
+	}
+	if (found && !dnsName.MatchString(ns)) || !dnsName.MatchString(name) {
+		return fmt.Errorf("%q is not a Secret name (name or namespace/name)", v)
+	}
+	return nil
+}
+
+// checkCommonName requires a regexp after "CN=" that compiles, as
+// ingress-nginx's CommonNameAnnotationValidator does.
+func checkCommonName(v string) error {
+	if _, err := regexp.Compile(strings.TrimPrefix(v, "CN=")); err != nil {
+		return fmt.Errorf("the part after CN= is not a regular expression: %v", err)
+	}
+	return nil
+}
+
+func checkCIDRs(v string) error {
+	_, err := ParseCIDRs(v)
+	return err
+}
+
+// ParseCIDRs reads a comma-separated list of addresses and CIDRs as
+// ingress-nginx's net.ParseCIDRs does (spaces around items allowed, a bare
+// address is a single host). An empty item is an error.
+func ParseCIDRs(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("item %d of the list is empty", i+1)
+		}
+		if strings.Contains(item, "/") {
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR", item)
+			}
+			out = append(out, p)
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR", item)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}

@@ -1,0 +1,181 @@
+package compat
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/plugins"
+)
+
+func TestCheck(t *testing.T) {
+	type want int
+	const (
+		none want = iota
+		reject
+		warn
+	)
+	cases := []struct {
+		key, value string
+		want       want
+		msg        string // a part of the message, when not none
+	}{
+		// Empty is absent, as in ingress-nginx.
+		{"auth-tls-secret", "", none, ""},
+		{"mirror-target", "", none, ""},
+
+		// Access control: a valid value rejects, saying why.
+		{"auth-tls-secret", "default/ca", reject, "not supported by Switchyard yet"},
+		{"auth-tls-secret", "ca", reject, "not supported by Switchyard yet"},
+		{"auth-tls-verify-client", "optional_no_ca", reject, "not supported"},
+		{"auth-tls-verify-depth", "2", reject, "not supported"},
+		{"auth-tls-error-page", "https://e.example.com/cert-error", reject, "not supported"},
+		{"auth-tls-pass-certificate-to-upstream", "true", reject, "not supported"},
+		{"auth-tls-match-cn", "CN=(hello-app|ok|goodbye)", reject, "not supported"},
+		{"satisfy", "any", reject, "not supported"},
+		{"allowlist-source-range", "10.0.0.0/8, 192.168.1.1,2001:db8::/32", reject, "not supported"},
+		{"denylist-source-range", "127.0.0.1/32", reject, "not supported"},
+
+		// Invalid values reject with what is wrong.
+		{"auth-tls-secret", "a/b/c", reject, "not a Secret name"},
+		{"auth-tls-secret", "Upper/ca", reject, "not a Secret name"},
+		{"auth-tls-verify-client", "maybe", reject, "does not match"},
+		{"auth-tls-match-cn", `CN=x"; } location / { return 200`, reject, "does not match"},
+		{"auth-tls-match-cn", "CN=(", reject, "not a regular expression"},
+		{"auth-tls-match-cn", "O=org", reject, "does not match"},
+		{"auth-tls-error-page", "javascript:alert(1)", reject, "does not match"},
+		{"allowlist-source-range", "10.0.0.0/33", reject, `"10.0.0.0/33" is not a CIDR`},
+		{"allowlist-source-range", "10.0.0.1,,10.0.0.2", reject, "item 2 of the list is empty"},
+		{"denylist-source-range", "1.2.3", reject, "not an IP address"},
+		{"satisfy", "some", reject, "does not match"},
+		{"mirror-target", `https://x/$(curl evil)`, reject, "does not match"},
+		{"mirror-host", `x; load_module /tmp/x.so`, reject, "does not match"},
+		{"mirror-host", `${x}`, reject, "does not match"},
+		{"mirror-request-body", "yes", reject, "does not match"},
+		{"server-alias", "a.example.com;", reject, "does not match"},
+		{"upstream-vhost", `h" ; x`, reject, "does not match"},
+
+		// Not access control: a valid value is a warning.
+		{"mirror-target", "https://test.env.com/$request_uri", warn, "ignored"},
+		{"mirror-host", "test.env.com", warn, "ignored"},
+		{"mirror-request-body", "false", warn, "ignored"},
+		{"server-alias", "a.example.com, *.b.example.com", warn, "ignored"},
+		{"proxy-ssl-name", "backend.internal", warn, "ignored"},
+		{"upstream-vhost", "backend.example.com:8080", warn, "ignored"},
+
+		{"not-ours", "x", reject, "not an annotation of the compat plugin"},
+	}
+	for _, c := range cases {
+		e, ok := Check(c.key, c.value)
+		got := none
+		if ok {
+			got = reject
+			if e.Warning {
+				got = warn
+			}
+		}
+		if got != c.want {
+			t.Errorf("Check(%s, %q) = %+v (%v), want kind %d", c.key, c.value, e, ok, c.want)
+			continue
+		}
+		if ok && (e.Key != c.key || !strings.Contains(e.Message, c.msg)) {
+			t.Errorf("Check(%s, %q) = %+v, want key %s and a message with %q", c.key, c.value, e, c.key, c.msg)
+		}
+	}
+}
+
+// TestDescribe checks what the host relies on: every pattern compiles as
+// the host compiles it, each key has ingress-nginx's risk level, and no key
+// belongs to another engineer's plugin.
+func TestDescribe(t *testing.T) {
+	d := New().Describe()
+	risks := map[string]plugins.Risk{
+		"auth-tls-secret": plugins.RiskMedium, "auth-tls-verify-client": plugins.RiskMedium,
+		"auth-tls-verify-depth": plugins.RiskLow, "auth-tls-error-page": plugins.RiskHigh,
+		"auth-tls-pass-certificate-to-upstream": plugins.RiskLow, "auth-tls-match-cn": plugins.RiskHigh,
+		"satisfy": plugins.RiskLow, "allowlist-source-range": plugins.RiskMedium, "denylist-source-range": plugins.RiskMedium,
+		"mirror-target": plugins.RiskHigh, "mirror-host": plugins.RiskHigh, "mirror-request-body": plugins.RiskLow,
+		"server-alias": plugins.RiskHigh, "proxy-ssl-name": plugins.RiskHigh, "upstream-vhost": plugins.RiskLow,
+	}
+	if d.Name != "compat" || len(d.Annotations) != len(risks) {
+		t.Fatalf("describe: name %q, %d annotations, want compat and %d", d.Name, len(d.Annotations), len(risks))
+	}
+	for _, a := range d.Annotations {
+		if _, err := regexp.Compile(`^(?:` + a.Pattern + `)$`); err != nil {
+			t.Errorf("%s: pattern: %v", a.Key, err)
+		}
+		if want, ok := risks[a.Key]; !ok || a.Risk != want {
+			t.Errorf("%s: risk %s, want %s", a.Key, a.Risk, want)
+		}
+		if a.Key == "allowlist-source-range" && (len(a.Aliases) != 1 || a.Aliases[0] != "whitelist-source-range") {
+			t.Errorf("allowlist-source-range aliases %v, want whitelist-source-range", a.Aliases)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	batch := []plugins.Ingress{
+		{Namespace: "a", Name: "mtls", Annotations: map[string]string{"auth-tls-secret": "a/ca", "mirror-host": "m.example.com"}},
+		{Namespace: "a", Name: "mirror", Annotations: map[string]string{"mirror-target": "https://m.example.com/"}},
+	}
+	results := New().Apply(batch)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2", len(results))
+	}
+	for _, r := range results {
+		if !r.Features.IsZero() {
+			t.Errorf("%s: features %+v: the guard must never return features", r.Name, r.Features)
+		}
+	}
+	if e := results[0].Errors; len(e) != 2 || e[0].Key != "auth-tls-secret" || e[0].Warning || e[1].Key != "mirror-host" || !e[1].Warning {
+		t.Errorf("mtls: errors %+v, want a rejection for auth-tls-secret then a warning for mirror-host", e)
+	}
+	if e := results[1].Errors; len(e) != 1 || !e[0].Warning {
+		t.Errorf("mirror: errors %+v, want one warning", e)
+	}
+}
+
+// FuzzCheck: whatever the value, Check does not panic, and a value it lets
+// through (warning or nothing) holds none of the characters that end an
+// NGINX string or directive. "$" only for mirror-target, which ingress-nginx
+// documents with a variable.
+func FuzzCheck(f *testing.F) {
+	for _, k := range Keys() {
+		f.Add(k, "x")
+	}
+	f.Add("auth-tls-match-cn", `CN=x"; }`)
+	f.Add("mirror-target", "https://a/$request_uri")
+	f.Add("allowlist-source-range", "10.0.0.0/8, ::1")
+	f.Fuzz(func(t *testing.T, key, value string) {
+		e, ok := Check(key, value)
+		if ok && !e.Warning {
+			return
+		}
+		forbidden := "\"'\\;{}\r\n\x00`"
+		if key != "mirror-target" {
+			forbidden += "$"
+		}
+		if strings.ContainsAny(value, forbidden) {
+			t.Fatalf("Check(%s, %q) let through a value with one of %q", key, value, forbidden)
+		}
+	})
+}
+
+func FuzzParseCIDRs(f *testing.F) {
+	f.Add("10.0.0.0/8, 192.168.0.1")
+	f.Add("::1/128,fe80::1%eth0")
+	f.Fuzz(func(t *testing.T, v string) {
+		prefixes, err := ParseCIDRs(v)
+		if err != nil {
+			return
+		}
+		if len(prefixes) != strings.Count(v, ",")+1 {
+			t.Fatalf("ParseCIDRs(%q) = %d prefixes for %d items", v, len(prefixes), strings.Count(v, ",")+1)
+		}
+		for _, p := range prefixes {
+			if !p.IsValid() {
+				t.Fatalf("ParseCIDRs(%q) returned invalid %v", v, p)
+			}
+		}
+	})
+}

@@ -1,0 +1,180 @@
+package annotations
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
+)
+
+// fakeAnnotator is an Annotator whose one plugin ("fake", owning headerKey
+// with Risk Medium) runs in process and records what it is sent: the
+// Annotator's bookkeeping tested without processes.
+type fakeAnnotator struct {
+	*Annotator
+	batches [][]string // the Ingresses of each call
+}
+
+func newFakeAnnotator(t *testing.T) *fakeAnnotator {
+	t.Helper()
+	p := &hosted{desc: plugins.Description{Name: "fake", Annotations: []plugins.Annotation{
+		{Key: headerKey, Pattern: `[a-z0-9-]*`, Risk: plugins.RiskMedium},
+	}}}
+	keys, err := NewHost(HostConfig{Prefix: DefaultPrefix}, zap.NewNop()).compileKeys(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeAnnotator{}
+	f.Annotator = NewAnnotator(keys, DefaultPrefix, func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+		var ids []string
+		var out []plugins.Result
+		for _, in := range batch {
+			ids = append(ids, in.Namespace+"/"+in.Name)
+			r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
+			r.Features.ResponseHeaders = []plugins.Header{{Name: "X-Fake", Value: in.Annotations[headerKey]}}
+			out = append(out, r)
+		}
+		f.batches = append(f.batches, ids)
+		return out, nil
+	})
+	return f
+}
+
+func (f *fakeAnnotator) lastBatch() []string {
+	if len(f.batches) == 0 {
+		return nil
+	}
+	return f.batches[len(f.batches)-1]
+}
+
+func TestAnnotatorOnlyDirtySent(t *testing.T) {
+	f := newFakeAnnotator(t)
+	ctx := context.Background()
+	update(t, f.Annotator, ctx, change{}.
+		ingress("ns", "a", map[string]string{headerKey: "a"}).
+		ingress("ns", "b", map[string]string{headerKey: "b"}).
+		ingress("ns", "c", map[string]string{headerKey: "c"}))
+	if got := f.lastBatch(); !slices.Equal(got, []string{"ns/a", "ns/b", "ns/c"}) {
+		t.Fatalf("first batch %v", got)
+	}
+	update(t, f.Annotator, ctx, change{}.ingress("ns", "b", map[string]string{headerKey: "b2"}))
+	if len(f.batches) != 2 || !slices.Equal(f.lastBatch(), []string{"ns/b"}) {
+		t.Fatalf("batches %v, want the second with ns/b only", f.batches)
+	}
+}
+
+func TestAnnotatorServerTouchedOnlyWhenResultChanges(t *testing.T) {
+	f := newFakeAnnotator(t)
+	ctx := context.Background()
+	update(t, f.Annotator, ctx, change{}.ingress("ns", "a", map[string]string{headerKey: "v1"}))
+
+	// The Ingress changes (a new generation) but its annotations do not:
+	// its info is republished, its server is not.
+	c := change{}
+	c[bus.Key(bus.KindIngress, "ns", "a")] = mustJSON(t, &bus.IngressInfo{Namespace: "ns", Name: "a", Generation: 2,
+		Annotations: map[string]string{headerKey: "v1"}})
+	out := update(t, f.Annotator, ctx, c)
+	if _, ok := out.Puts[bus.Key(bus.KindServer, "a.example.com")]; ok {
+		t.Fatalf("server republished though the features did not change: %v", slices.Sorted(maps.Keys(out.Puts)))
+	}
+	if _, ok := out.Puts[bus.Key(bus.KindIngress, "ns", "a")]; !ok {
+		t.Fatal("ingress info not republished")
+	}
+
+	c = change{}
+	c[bus.Key(bus.KindIngress, "ns", "a")] = mustJSON(t, &bus.IngressInfo{Namespace: "ns", Name: "a", Generation: 3,
+		Annotations: map[string]string{headerKey: "v2"}})
+	out = update(t, f.Annotator, ctx, c)
+	if feats, ok := served(t, out, "a"); !ok || headerOf(feats, "X-Fake") != "v2" {
+		t.Fatalf("after the annotation changed: served %v with %+v, want X-Fake: v2", ok, feats)
+	}
+}
+
+func TestAnnotatorDeletedIngress(t *testing.T) {
+	f := newFakeAnnotator(t)
+	ctx := context.Background()
+	update(t, f.Annotator, ctx, change{}.ingress("ns", "a", map[string]string{headerKey: "v1"}))
+	calls := len(f.batches)
+
+	// The translator deletes the Ingress and its server in one change.
+	out := update(t, f.Annotator, ctx, change{
+		bus.Key(bus.KindIngress, "ns", "a"):      nil,
+		bus.Key(bus.KindServer, "a.example.com"): nil,
+	})
+	if !slices.Contains(out.Deletes, bus.Key(bus.KindIngress, "ns", "a")) || !slices.Contains(out.Deletes, bus.Key(bus.KindServer, "a.example.com")) {
+		t.Fatalf("deletes %v, want the ingress and its server", out.Deletes)
+	}
+	if len(f.batches) != calls {
+		t.Fatalf("the plugin was called for a deleted Ingress: %v", f.batches)
+	}
+	if _, ok := f.results["ns/a"]; ok {
+		t.Fatal("the deleted Ingress's result is kept")
+	}
+	// Created again, it is applied from scratch.
+	out = update(t, f.Annotator, ctx, change{}.ingress("ns", "a", map[string]string{headerKey: "v3"}))
+	if feats, ok := served(t, out, "a"); !ok || headerOf(feats, "X-Fake") != "v3" {
+		t.Fatalf("re-created: served %v with %+v", ok, feats)
+	}
+}
+
+func TestAnnotatorSettingsReapplyAll(t *testing.T) {
+	f := newFakeAnnotator(t)
+	ctx := context.Background()
+	update(t, f.Annotator, ctx, change{}.
+		ingress("ns", "a", map[string]string{headerKey: "a"}).
+		ingress("ns", "b", map[string]string{headerKey: "b"}).
+		settings(bus.DefaultSettings()))
+
+	// A settings change that the annotations stage does not read re-applies
+	// nothing.
+	s := bus.DefaultSettings()
+	s.ProxyReadTimeout = 120
+	before := len(f.batches)
+	out := update(t, f.Annotator, ctx, change{}.settings(s))
+	if len(f.batches) != before {
+		t.Fatalf("a settings change that does not concern annotations called the plugin: %v", f.batches[before:])
+	}
+	if _, ok := out.Puts[bus.SettingsKey]; !ok {
+		t.Fatal("the settings did not pass through")
+	}
+
+	// annotations-risk-level Low refuses the Medium annotation of every
+	// Ingress: all are re-checked, none served.
+	s.AnnotationsRiskLevel = "Low"
+	out = update(t, f.Annotator, ctx, change{}.settings(s))
+	for _, name := range []string{"a", "b"} {
+		if feats, ok := served(t, out, name); ok {
+			t.Errorf("%s served with %+v under annotations-risk-level Low", name, feats)
+		}
+		if info := infoOf(t, out, "ns", name); !info.Rejected || info.Problems[0].Reason != ReasonAnnotationRefused {
+			t.Errorf("%s: info %+v, want refused", name, info)
+		}
+	}
+
+	// Back to High: all served again.
+	s.AnnotationsRiskLevel = "High"
+	out = update(t, f.Annotator, ctx, change{}.settings(s))
+	for _, name := range []string{"a", "b"} {
+		if feats, ok := served(t, out, name); !ok || headerOf(feats, "X-Fake") != name {
+			t.Errorf("%s: served %v with %+v after the risk level went back to High", name, ok, feats)
+		}
+	}
+	if got := f.lastBatch(); !slices.Equal(got, []string{"ns/a", "ns/b"}) {
+		t.Errorf("last batch %v, want both Ingresses", got)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
