@@ -20,6 +20,8 @@ type Features struct {
 	Deny *Deny `json:"deny,omitempty"`
 	// ResponseHeaders are added to every response of the location.
 	ResponseHeaders []Header `json:"responseHeaders,omitempty"`
+	// RateLimit limits requests, connections and bandwidth per client.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -59,6 +61,11 @@ func (f *Features) Validate() error {
 			return fmt.Errorf("responseHeaders[%d]: %w", i, err)
 		}
 	}
+	if f.RateLimit != nil {
+		if err := f.RateLimit.validate(); err != nil {
+			return fmt.Errorf("rateLimit: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -83,6 +90,9 @@ func (f *Features) Merge(other *Features) error {
 		f.Deny = other.Deny
 	}
 	f.ResponseHeaders = append(f.ResponseHeaders, other.ResponseHeaders...)
+	if err := mergeGroup("rateLimit", &f.RateLimit, other.RateLimit); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -160,7 +160,8 @@ func Errorf(key, format string, args ...any) Error {
 
 // Features are the typed features a plugin can return; see bus.Features.
 type (
-	Features = bus.Features
-	Deny     = bus.Deny
-	Header   = bus.Header
+	Features  = bus.Features
+	Deny      = bus.Deny
+	Header    = bus.Header
+	RateLimit = bus.RateLimit
 )

@@ -8,10 +8,13 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 )
 
 // registry maps a plugin's name to its constructor.
-var registry = map[string]func() plugins.Plugin{}
+var registry = map[string]func() plugins.Plugin{
+	"ratelimit": ratelimit.New,
+}
 
 // Names returns the built-in plugins' names, sorted.
 func Names() []string { return slices.Sorted(maps.Keys(registry)) }
