@@ -51,7 +51,7 @@ func (r *RateLimit) HasZones() bool {
 
 func (r *RateLimit) validate() error {
 	for _, v := range []struct {
-		name     string
+		name       string
 		value, max int
 	}{
 		{"rps", r.RPS, MaxRateLimit}, {"rpm", r.RPM, MaxRateLimit}, {"connections", r.Connections, MaxConnectionLimit},
