@@ -222,4 +222,3 @@ func readServerConf(t *testing.T, sy *harness.Switchyard, host string) string {
 	}
 	return string(data)
 }
-

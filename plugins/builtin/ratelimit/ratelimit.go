@@ -172,15 +172,17 @@ func ParseAllowlist(v string) (cidrs, notes []string, err error) {
 			p, err = netip.ParsePrefix(item)
 		} else {
 			var a netip.Addr
-			if a, err = netip.ParseAddr(item); err == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
+			if a, err = netip.ParseAddr(item); err == nil && a.Zone() != "" {
+				// PrefixFrom would drop the zone and allow another host.
+				err = fmt.Errorf("zone")
 			}
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
-		if err != nil || p.Addr().Zone() != "" {
+		if err != nil {
 			return nil, nil, fmt.Errorf("%q is not an IP address or CIDR", clip(item))
 		}
 		if p.Masked() != p {
-			notes = append(notes, fmt.Sprintf("%s has host bits set; it allows all of %s", item, p.Masked()))
+			notes = append(notes, fmt.Sprintf("%q has host bits set; it allows all of %s", clip(item), p.Masked()))
 			p = p.Masked()
 		}
 		out = append(out, p.String())
