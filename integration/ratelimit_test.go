@@ -201,10 +201,14 @@ func TestRateLimitAnnotations(t *testing.T) {
 			}
 			return nil
 		})
-		time.Sleep(time.Second) // the reload finishes after the files are swapped
-		if got := burstStatuses(t, sy, "limited.example.com", 10); got[200] != 10 {
-			t.Errorf("after removing limit-rps, 10 quick requests gave %v", got)
-		}
+		// The reload follows the swap of the files: poll until the new
+		// workers answer every request of a quick burst.
+		harness.WaitFor(t, changeTimeout, "10 quick requests all served", func() error {
+			if got := burstStatuses(t, sy, "limited.example.com", 10); got[200] != 10 {
+				return fmt.Errorf("after removing limit-rps, 10 quick requests gave %v", got)
+			}
+			return nil
+		})
 		zones, err := os.ReadFile(filepath.Join(sy.Prefix(), "conf", "http.d", "zones.conf"))
 		if err != nil || strings.Contains(string(zones), "default_limited") || !strings.Contains(string(zones), "default_allowed") {
 			t.Errorf("zones.conf after the change (%v):\n%s", err, zones)
