@@ -58,6 +58,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHeaderList$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./plugins/builtin/compat
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCIDRs$$' -fuzztime $(FUZZTIME) ./plugins/builtin/compat
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/ratelimit
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -24,6 +24,8 @@ type Features struct {
 	Canary *Canary `json:"canary,omitempty"`
 	// Auth is basic or external auth (plugin auth).
 	Auth *Auth `json:"auth,omitempty"`
+	// RateLimit limits requests, connections and bandwidth per client.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -73,6 +75,11 @@ func (f *Features) Validate() error {
 			return fmt.Errorf("auth: %w", err)
 		}
 	}
+	if f.RateLimit != nil {
+		if err := f.RateLimit.validate(); err != nil {
+			return fmt.Errorf("rateLimit: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -101,6 +108,9 @@ func (f *Features) Merge(other *Features) error {
 		return err
 	}
 	if err := mergeGroup("auth", &f.Auth, other.Auth); err != nil {
+		return err
+	}
+	if err := mergeGroup("rateLimit", &f.RateLimit, other.RateLimit); err != nil {
 		return err
 	}
 	return nil

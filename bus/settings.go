@@ -36,6 +36,9 @@ type Settings struct {
 	SSLCiphers        string   `json:"sslCiphers"`        // ssl-ciphers, OpenSSL cipher list
 	CustomHTTPErrors  []int    `json:"customHTTPErrors"`  // custom-http-errors, comma-separated codes
 
+	LimitReqStatusCode  int `json:"limitReqStatusCode"`  // limit-req-status-code: answer to requests over limit-rps/rpm
+	LimitConnStatusCode int `json:"limitConnStatusCode"` // limit-conn-status-code: answer over limit-connections
+
 	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
 	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
 }
@@ -56,10 +59,11 @@ func DefaultSettings() Settings {
 		UpstreamKeepaliveConnections: 320, UpstreamKeepaliveTimeout: 60, UpstreamKeepaliveRequests: 10000,
 		UpstreamKeepaliveTime: "1h",
 		WorkerProcesses:       "auto", WorkerShutdownTimeout: "240s",
-		LogFormatUpstream:    DefaultLogFormatUpstream,
-		SSLProtocols:         []string{"TLSv1.2", "TLSv1.3"},
-		SSLCiphers:           "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
-		CustomHTTPErrors:     []int{},
+		LogFormatUpstream:  DefaultLogFormatUpstream,
+		SSLProtocols:       []string{"TLSv1.2", "TLSv1.3"},
+		SSLCiphers:         "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
+		CustomHTTPErrors:   []int{},
+		LimitReqStatusCode: 503, LimitConnStatusCode: 503,
 		AnnotationsRiskLevel: "High",
 	}
 }

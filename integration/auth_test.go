@@ -17,7 +17,6 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
-
 func secretYAML(ns, name string, data map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata: {name: %s, namespace: %s}\nstringData:\n", name, ns)

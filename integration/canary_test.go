@@ -12,7 +12,6 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
-
 func canaryYAML(weight string) string {
 	return harness.AnnotatedIngressYAML("default", "app-canary", "canary.example.com", map[string]string{
 		"nginx.ingress.kubernetes.io/canary":           "true",

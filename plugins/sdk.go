@@ -168,4 +168,5 @@ type (
 	Auth         = bus.Auth
 	BasicAuth    = bus.BasicAuth
 	ExternalAuth = bus.ExternalAuth
+	RateLimit    = bus.RateLimit
 )

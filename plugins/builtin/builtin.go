@@ -11,13 +11,15 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/auth"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 )
 
 // registry maps a plugin's name to its constructor.
 var registry = map[string]func() plugins.Plugin{
-	"canary": canary.New,
-	"auth":   auth.New,
-	"compat": compat.New,
+	"canary":    canary.New,
+	"auth":      auth.New,
+	"compat":    compat.New,
+	"ratelimit": ratelimit.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

@@ -31,6 +31,8 @@ type Renderer struct {
 	authUsers  map[string]map[string]bool
 	out        Artifacts
 	dirty      renderDirty
+	// zones indexes the rate limit zones each server uses (zones.conf).
+	zones zoneIndex
 }
 
 type renderDirty struct {
@@ -53,6 +55,7 @@ func NewRenderer(cfg Config) *Renderer {
 		serverAuth: map[string][]string{}, authUsers: map[string]map[string]bool{},
 		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
 		dirty: newRenderDirty(),
+		zones: newZoneIndex(),
 	}
 	r.dirty.main = true
 	return r
@@ -167,6 +170,9 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 			errs = append(errs, err)
 		}
 	}
+	if err := r.flushZones(&out); err != nil {
+		errs = append(errs, fmt.Errorf("render %s: %w", ZonesFile, err))
+	}
 	for name := range d.backends {
 		r.flushBackend(name, &out, &errs)
 	}
@@ -181,6 +187,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	s := r.servers[key]
 	if s == nil {
 		// Deleted: its file went with it in SetServer.
+		r.zones.set(key, nil)
 		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
 		r.setAuthFiles(key, nil, out)
 		return nil
@@ -188,11 +195,13 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	path := ServerFile(s.Hostname)
 	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
 	if err != nil {
+		r.zones.set(key, nil)
 		delete(r.out.Files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
 		r.setAuthFiles(key, nil, out)
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
+	r.zones.set(key, serverZones(s))
 	r.out.Files[path] = text
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)

@@ -144,6 +144,8 @@ type locationView struct {
 	Features *bus.Features
 	// Auth is set when the location has basic or external auth.
 	Auth *authView
+	// RateLimitID prefixes the names of the location's rate limit zones.
+	RateLimitID string
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -205,16 +207,17 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 		if err := l.Features.Validate(); err != nil {
 			return nil, fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
 		}
+		rl := locationRateLimitID(l)
 		switch {
 		case l.PathType == bus.PathExact:
-			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features})
+			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 		case l.Path == "/":
-			add(locationView{Path: "/", Backend: l.Backend, Features: l.Features})
+			add(locationView{Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(locationView{Path: p + "/", Backend: l.Backend, Features: l.Features})
+			add(locationView{Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 			if !exact[p] {
-				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features})
+				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 			}
 		}
 	}
@@ -257,6 +260,7 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":       strings.Join,
 	"joinInts":   joinInts,
 	"luaString":  luaString,
+	"burst":      burst,
 }).ParseFS(templates.FS, "*.tmpl"))
 
 // logFormat writes log-format-upstream in single quotes. The settings

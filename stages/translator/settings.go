@@ -101,6 +101,9 @@ var settingParsers = map[string]settingParser{
 		"an OpenSSL cipher list of 1 to 2048 characters from A-Z a-z 0-9 ! : + @ . _ -", parseCiphers, identity),
 	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
 		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
+	// NGINX's limit_req_status and limit_conn_status take 400 to 599.
+	"limit-req-status-code":     intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-status-code":    intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
 	"allow-snippet-annotations": boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),

@@ -49,6 +49,10 @@ var settingsCases = map[string]keyCases{
 		[]int{0, 1000, 100000}, []string{"100001", "-5"}),
 	"upstream-keepalive-timeout": intCases("60", func(s *bus.Settings) *int { return &s.UpstreamKeepaliveTimeout },
 		[]int{0, 30, 3600}, []string{"3601", "60s"}),
+	"limit-req-status-code": intCases("503", func(s *bus.Settings) *int { return &s.LimitReqStatusCode },
+		[]int{400, 429, 599}, []string{"399", "600", "0", "429;", "-429"}),
+	"limit-conn-status-code": intCases("503", func(s *bus.Settings) *int { return &s.LimitConnStatusCode },
+		[]int{400, 429, 599}, []string{"200", "1000", "5xx"}),
 	"upstream-keepalive-requests": intCases("10000", func(s *bus.Settings) *int { return &s.UpstreamKeepaliveRequests },
 		[]int{1, 100, 10000000}, []string{"0", "10000001"}),
 

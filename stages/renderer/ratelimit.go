@@ -1,0 +1,163 @@
+package renderer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// ZonesFile declares, at http level, the rate limit zones the servers'
+// locations use. It follows the servers, not the settings: nginx.conf
+// includes http.d/*.conf, and the file exists only while some location is
+// rate limited.
+const ZonesFile = "http.d/zones.conf"
+
+// zoneSize is the shared memory of each zone, as ingress-nginx: 5 MB hold
+// about 80 thousand client addresses.
+const zoneSize = "5m"
+
+// zoneView is what zones.conf.tmpl sees of one Ingress's rate limit.
+type zoneView struct {
+	// ID prefixes the zone and variable names: letters, digits and "_".
+	ID          string
+	RPS, RPM    int
+	Connections int
+	Allowlist   []string
+	Size        string
+}
+
+// rateLimitID names the zones of one Ingress's rate limit: the Ingress
+// (sanitized, so the name is valid in nginx.conf, and cut short) and a hash
+// of the Ingress and of everything the zone declarations hold. Two
+// Ingresses never share zones; locations of one Ingress on several servers
+// share them. A changed limit or allowlist gets new zones, so NGINX never
+// sees a zone whose key variable changed across a reload (which it refuses)
+// and two servers rendered from different generations never declare one
+// zone twice.
+func rateLimitID(ingress string, rl *bus.RateLimit) string {
+	h := sha256.New()
+	h.Write([]byte(ingress))
+	for _, n := range []int{rl.RPS, rl.RPM, rl.Connections} {
+		h.Write([]byte("\x00" + strconv.Itoa(n)))
+	}
+	for _, c := range rl.Allowlist {
+		h.Write([]byte("\x00" + c))
+	}
+	var b strings.Builder
+	b.WriteString("rl_")
+	for _, c := range strings.ToLower(ingress) {
+		if b.Len() >= 3+40 {
+			break
+		}
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	b.WriteByte('_')
+	b.WriteString(hex.EncodeToString(h.Sum(nil))[:12])
+	return b.String()
+}
+
+// locationRateLimitID is the zone prefix of a location, or "" when it
+// declares no zone (no limit, or limit-rate alone).
+func locationRateLimitID(l bus.Location) string {
+	if l.Features == nil || l.Features.RateLimit == nil || !l.Features.RateLimit.HasZones() {
+		return ""
+	}
+	return rateLimitID(l.Ingress, l.Features.RateLimit)
+}
+
+// serverZones are the zones the locations of s use, by ID. The caller has
+// validated the locations' features (renderServer did).
+func serverZones(s *bus.Server) map[string]zoneView {
+	zones := map[string]zoneView{}
+	for _, l := range s.Locations {
+		id := locationRateLimitID(l)
+		if id == "" {
+			continue
+		}
+		rl := l.Features.RateLimit
+		zones[id] = zoneView{ID: id, RPS: rl.RPS, RPM: rl.RPM, Connections: rl.Connections, Allowlist: rl.Allowlist, Size: zoneSize}
+	}
+	return zones
+}
+
+// zoneIndex counts which servers use which zones, so that a changed server
+// updates zones.conf without looking at the other servers.
+type zoneIndex struct {
+	byServer map[string]map[string]zoneView // server key → its zones
+	refs     map[string]int                 // zone ID → servers using it
+	defs     map[string]zoneView
+	changed  bool // the set of zone IDs changed since the file was rendered
+}
+
+func newZoneIndex() zoneIndex {
+	return zoneIndex{byServer: map[string]map[string]zoneView{}, refs: map[string]int{}, defs: map[string]zoneView{}}
+}
+
+// set replaces the zones of one server (nil: it has none, or is gone).
+func (z *zoneIndex) set(server string, zones map[string]zoneView) {
+	for id := range z.byServer[server] {
+		if z.refs[id]--; z.refs[id] == 0 {
+			delete(z.refs, id)
+			delete(z.defs, id)
+			z.changed = true
+		}
+	}
+	delete(z.byServer, server)
+	if len(zones) == 0 {
+		return
+	}
+	z.byServer[server] = zones
+	for id, v := range zones {
+		if z.refs[id] == 0 {
+			z.defs[id] = v
+			z.changed = true
+		}
+		z.refs[id]++
+	}
+}
+
+// render gives zones.conf, or "" when no zone is in use.
+func (z *zoneIndex) render() (string, error) {
+	if len(z.defs) == 0 {
+		return "", nil
+	}
+	views := make([]zoneView, 0, len(z.defs))
+	for _, id := range slices.Sorted(maps.Keys(z.defs)) {
+		views = append(views, z.defs[id])
+	}
+	return execute("zones.conf.tmpl", views)
+}
+
+// flushZones renders zones.conf again when the set of zones changed.
+func (r *Renderer) flushZones(out *bus.Output) error {
+	if !r.zones.changed {
+		return nil
+	}
+	r.zones.changed = false
+	text, err := r.zones.render()
+	if err != nil {
+		return err
+	}
+	if text == "" {
+		if _, had := r.out.Files[ZonesFile]; had {
+			delete(r.out.Files, ZonesFile)
+			out.Deletes = append(out.Deletes, fileKey(ZonesFile))
+		}
+		return nil
+	}
+	r.out.Files[ZonesFile] = text
+	putFile(out, ZonesFile, text)
+	return nil
+}
+
+// burst is limit × multiplier, the requests NGINX lets through at once.
+func burst(limit, multiplier int) int { return limit * multiplier }
