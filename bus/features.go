@@ -19,7 +19,9 @@ type Features struct {
 	// a plugin that is down) fails closed.
 	Deny *Deny `json:"deny,omitempty"`
 	// ResponseHeaders are added to every response of the location.
-	ResponseHeaders []Header `json:"responseHeaders,omitempty"`
+	ResponseHeaders []Header  `json:"responseHeaders,omitempty"`
+	Redirect        *Redirect `json:"redirect,omitempty"` // features_redirect.go
+	Rewrite         *Rewrite  `json:"rewrite,omitempty"`  // features_rewrite.go
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -59,6 +61,12 @@ func (f *Features) Validate() error {
 			return fmt.Errorf("responseHeaders[%d]: %w", i, err)
 		}
 	}
+	if err := f.Redirect.validate(); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	if err := f.Rewrite.validate(); err != nil {
+		return fmt.Errorf("rewrite: %w", err)
+	}
 	return nil
 }
 
@@ -83,6 +91,12 @@ func (f *Features) Merge(other *Features) error {
 		f.Deny = other.Deny
 	}
 	f.ResponseHeaders = append(f.ResponseHeaders, other.ResponseHeaders...)
+	if err := mergeGroup("redirect", &f.Redirect, other.Redirect); err != nil {
+		return err
+	}
+	if err := mergeGroup("rewrite", &f.Rewrite, other.Rewrite); err != nil {
+		return err
+	}
 	return nil
 }
 

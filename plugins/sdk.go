@@ -163,4 +163,6 @@ type (
 	Features = bus.Features
 	Deny     = bus.Deny
 	Header   = bus.Header
+	Redirect = bus.Redirect
+	Rewrite  = bus.Rewrite
 )

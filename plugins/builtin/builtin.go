@@ -8,10 +8,15 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/builtin/redirect"
+	"switchyard.dev/switchyard/plugins/builtin/rewrite"
 )
 
 // registry maps a plugin's name to its constructor.
-var registry = map[string]func() plugins.Plugin{}
+var registry = map[string]func() plugins.Plugin{
+	"redirect": redirect.New,
+	"rewrite":  rewrite.New,
+}
 
 // Names returns the built-in plugins' names, sorted.
 func Names() []string { return slices.Sorted(maps.Keys(registry)) }
