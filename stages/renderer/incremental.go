@@ -25,8 +25,11 @@ type Renderer struct {
 	// certHosts indexes which hosts name each certificate, so a changed
 	// certificate does not scan every server.
 	certHosts map[string]map[string]bool
-	out       Artifacts
-	dirty     renderDirty
+	// hosts maps each server's hostname to its model key: a
+	// from-to-www-redirect server depends on its counterpart's absence.
+	hosts map[string]string
+	out   Artifacts
+	dirty renderDirty
 }
 
 type renderDirty struct {
@@ -45,9 +48,9 @@ func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
-		certHosts: map[string]map[string]bool{},
-		out:       Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
-		dirty:     newRenderDirty(),
+		certHosts: map[string]map[string]bool{}, hosts: map[string]string{},
+		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		dirty: newRenderDirty(),
 	}
 	r.dirty.main = true
 	return r
@@ -60,6 +63,7 @@ func (r *Renderer) Artifacts() Artifacts { return r.out }
 func (r *Renderer) SetServer(key string, s *bus.Server) {
 	if old := r.servers[key]; old != nil {
 		r.indexCert(old, false)
+		r.indexHost(old.Hostname, key, false)
 		if s == nil || old.Hostname != s.Hostname {
 			delete(r.out.Files, ServerFile(old.Hostname))
 		}
@@ -69,6 +73,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 	} else {
 		r.servers[key] = s
 		r.indexCert(s, true)
+		r.indexHost(s.Hostname, key, true)
 	}
 	r.dirty.servers[key] = true
 }
@@ -193,7 +198,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 
 func (r *Renderer) backendContext() backendContext {
 	_, hasDefault := r.out.Backends[DefaultBackendName]
-	return backendContext{hasDefault: hasDefault, external: r.external}
+	return backendContext{hasDefault: hasDefault, external: r.external, hostExists: r.hostExists}
 }
 
 func externalTarget(b *bus.Backend) string {
