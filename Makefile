@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
+	$(GO) test -run '^$$' -fuzz '^FuzzRenderRegexServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/canary
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHtpasswd$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
@@ -59,6 +60,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./plugins/builtin/compat
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCIDRs$$' -fuzztime $(FUZZTIME) ./plugins/builtin/compat
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/ratelimit
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/redirect
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckRegexPath$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -26,6 +26,8 @@ type Features struct {
 	Auth *Auth `json:"auth,omitempty"`
 	// RateLimit limits requests, connections and bandwidth per client.
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	Redirect  *Redirect  `json:"redirect,omitempty"` // features_redirect.go
+	Rewrite   *Rewrite   `json:"rewrite,omitempty"`  // features_rewrite.go
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -80,6 +82,12 @@ func (f *Features) Validate() error {
 			return fmt.Errorf("rateLimit: %w", err)
 		}
 	}
+	if err := f.Redirect.validate(); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	if err := f.Rewrite.validate(); err != nil {
+		return fmt.Errorf("rewrite: %w", err)
+	}
 	return nil
 }
 
@@ -111,6 +119,12 @@ func (f *Features) Merge(other *Features) error {
 		return err
 	}
 	if err := mergeGroup("rateLimit", &f.RateLimit, other.RateLimit); err != nil {
+		return err
+	}
+	if err := mergeGroup("redirect", &f.Redirect, other.Redirect); err != nil {
+		return err
+	}
+	if err := mergeGroup("rewrite", &f.Rewrite, other.Rewrite); err != nil {
 		return err
 	}
 	return nil

@@ -169,4 +169,6 @@ type (
 	BasicAuth    = bus.BasicAuth
 	ExternalAuth = bus.ExternalAuth
 	RateLimit    = bus.RateLimit
+	Redirect     = bus.Redirect
+	Rewrite      = bus.Rewrite
 )

@@ -12,6 +12,8 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
+	"switchyard.dev/switchyard/plugins/builtin/redirect"
+	"switchyard.dev/switchyard/plugins/builtin/rewrite"
 )
 
 // registry maps a plugin's name to its constructor.
@@ -20,6 +22,8 @@ var registry = map[string]func() plugins.Plugin{
 	"auth":      auth.New,
 	"compat":    compat.New,
 	"ratelimit": ratelimit.New,
+	"redirect":  redirect.New,
+	"rewrite":   rewrite.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

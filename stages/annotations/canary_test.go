@@ -31,7 +31,6 @@ func canaryAnnotator(t *testing.T) (*Annotator, *int) {
 	return NewAnnotator(owners, DefaultPrefix, call), calls
 }
 
-
 func backendJSON(t *testing.T, name string) []byte {
 	return mustJSON(t, &bus.Backend{Name: name, Endpoints: []bus.Endpoint{{Address: "10.0.0.1", Port: "80"}}})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,37 @@ var renderSeeds = []struct{ host, path, backend string }{
 	{"x.com", "/(a|b)+[0-9]*", "b"},
 	{"x.com", "/a b", "b"},
 	{"x.com", "/a\\", "b"},
+	{"x.com", "/something(/|$)(.*)", "b"},
+	{"x.com", "/v[0-9]{1,2}$", "b"},
+}
+
+// regexConstructs are the uses of "$" and braces a location may make.
+var regexConstructs = regexp.MustCompile(`\$[)|/]|\$$|\{[0-9]{1,3}(,[0-9]{0,3})?\}`)
+
+// FuzzRenderRegexServer: in a regex server (use-regex, rewrite-target)
+// an accepted path names no NGINX variable and an accepted rewrite target
+// uses "$" only for captures $1-$9; nothing ends a quoted string.
+func FuzzRenderRegexServer(f *testing.F) {
+	f.Add("/something(/|$)(.*)", "/$2")
+	f.Add("/a$host", "/$host")
+	f.Add("/a{${x}}", "/${1}")
+	f.Add("/(", "/$0")
+	f.Add("/a", `/";return 200 "`)
+	captureOnly := regexp.MustCompile(`\$([^1-9]|$)`)
+	f.Fuzz(func(t *testing.T, path, target string) {
+		s := serverFor("x.example.com", path, "b", "ImplementationSpecific")
+		s.Locations[0].Features = &bus.Features{Rewrite: &bus.Rewrite{Target: target, UseRegex: true}}
+		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{})
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(regexConstructs.ReplaceAllString(path, ""), "\"\\$\r\n\x00;{}# \t'") {
+			t.Fatalf("accepted path %q into:\n%s", path, text)
+		}
+		if captureOnly.MatchString(target) || strings.ContainsAny(target, "\"\\\r\n\x00;{}# \t'") {
+			t.Fatalf("accepted target %q into:\n%s", target, text)
+		}
+	})
 }
 
 func serverFor(host, path, backend, pathType string) *bus.Server {
@@ -44,7 +76,9 @@ func FuzzRenderServer(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, v := range []string{host, path, backend} {
+		// A path may hold "$" as a regex anchor and {n,m} repetition:
+		// NGINX interpolates neither in a location.
+		for _, v := range []string{host, regexConstructs.ReplaceAllString(path, ""), backend} {
 			if strings.ContainsAny(v, "\"\\$\r\n\x00;{}# \t'") {
 				t.Fatalf("accepted %q into:\n%s", v, text)
 			}

@@ -33,6 +33,9 @@ type Renderer struct {
 	dirty      renderDirty
 	// zones indexes the rate limit zones each server uses (zones.conf).
 	zones zoneIndex
+	// hosts maps each server's hostname to its model key: a
+	// from-to-www-redirect server depends on its counterpart's absence.
+	hosts map[string]string
 }
 
 type renderDirty struct {
@@ -51,7 +54,7 @@ func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
-		certHosts:  map[string]map[string]bool{},
+		certHosts: map[string]map[string]bool{}, hosts: map[string]string{},
 		serverAuth: map[string][]string{}, authUsers: map[string]map[string]bool{},
 		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
 		dirty: newRenderDirty(),
@@ -68,6 +71,7 @@ func (r *Renderer) Artifacts() Artifacts { return r.out }
 func (r *Renderer) SetServer(key string, s *bus.Server) {
 	if old := r.servers[key]; old != nil {
 		r.indexCert(old, false)
+		r.indexHost(old.Hostname, key, false)
 		if s == nil || old.Hostname != s.Hostname {
 			delete(r.out.Files, ServerFile(old.Hostname))
 		}
@@ -77,6 +81,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 	} else {
 		r.servers[key] = s
 		r.indexCert(s, true)
+		r.indexHost(s.Hostname, key, true)
 	}
 	r.dirty.servers[key] = true
 }
@@ -210,7 +215,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 
 func (r *Renderer) backendContext() backendContext {
 	_, hasDefault := r.out.Backends[DefaultBackendName]
-	return backendContext{hasDefault: hasDefault, external: r.external}
+	return backendContext{hasDefault: hasDefault, external: r.external, hostExists: r.hostExists}
 }
 
 func externalTarget(b *bus.Backend) string {

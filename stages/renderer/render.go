@@ -131,6 +131,9 @@ type serverView struct {
 	// HasDefaultBackend: --default-backend-service is set, so custom error
 	// pages have somewhere to come from.
 	HasDefaultBackend bool
+	// WWWRedirect is the host of the from-to-www-redirect server, which
+	// redirects to Server.Hostname; empty when there is none.
+	WWWRedirect string
 }
 
 type locationView struct {
@@ -146,12 +149,20 @@ type locationView struct {
 	Auth *authView
 	// RateLimitID prefixes the names of the location's rate limit zones.
 	RateLimitID string
+	// RewriteRegex is the rewrite directive's regex ("^" and the path)
+	// when the location has a rewrite-target other than its path.
+	RewriteRegex string
+	// sortPath is the Ingress path, for ordering regex locations.
+	sortPath string
 }
 
 // backendContext is what a server's rendering needs to know of backends.
 type backendContext struct {
 	hasDefault bool
 	external   map[string]string // backend name → "host:port"
+	// hostExists says whether a server for a hostname exists, so a
+	// from-to-www-redirect server never shadows a real one.
+	hostExists func(host string) bool
 }
 
 func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext) (string, error) {
@@ -176,13 +187,20 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 		}
 	}
 	view.Locations = locations
+	view.WWWRedirect = wwwRedirect(s, backends.hostExists)
 	return execute("server.conf.tmpl", view)
 }
 
 // nginxLocations maps Ingress paths to NGINX locations as ingress-nginx
 // does: Exact is "= /p"; Prefix /p is "/p/" plus "= /p", so /p matches
 // /p and /p/x but not /px. A trailing slash in a Prefix rule is ignored.
+// When one location of the server uses a regex (use-regex, or a
+// rewrite-target other than its path), every location is a
+// case-insensitive regex "~* ^path", as in ingress-nginx.
 func nginxLocations(locs []bus.Location) ([]locationView, error) {
+	if regexServer(locs) {
+		return regexLocations(locs)
+	}
 	exact := map[string]bool{}
 	for _, l := range locs {
 		if l.PathType == bus.PathExact {
@@ -198,7 +216,7 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 		}
 	}
 	for _, l := range locs {
-		if !pathPattern.MatchString(l.Path) {
+		if !bus.RegexPathPattern.MatchString(l.Path) {
 			return nil, fmt.Errorf("location %q: invalid path", l.Path)
 		}
 		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
@@ -241,7 +259,6 @@ func redirectPort(listen []string) string {
 // this is the line that holds if a future producer forgets.
 var (
 	hostPattern        = regexp.MustCompile(`^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	pathPattern        = regexp.MustCompile(`^/[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]*$`)
 	backendNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,252}$`)
 	externalPattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?:[0-9]{1,5}$`)
 	resolverPattern    = regexp.MustCompile(`^([0-9.]+|\[[0-9a-fA-F:.]+\])(:[0-9]{1,5})?$`)
@@ -261,6 +278,11 @@ var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 	"joinInts":   joinInts,
 	"luaString":  luaString,
 	"burst":      burst,
+	// features_redirect.go, features_rewrite.go
+	"locationArg":   locationArg,
+	"rewriteTarget": rewriteTarget,
+	"rewriteRegex":  rewriteRegex,
+	"luaLocation":   luaLocation,
 }).ParseFS(templates.FS, "*.tmpl"))
 
 // logFormat writes log-format-upstream in single quotes. The settings

@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,13 +14,16 @@ import (
 // forbidden are the characters no host or path may carry into nginx.conf.
 const forbidden = ";{}'\"$\\ \t\r\n\x00#`"
 
+// regexConstructs are the uses of "$" and braces a regex path may make.
+var regexConstructs = regexp.MustCompile(`\$[)|]|\$$|\{[0-9]{1,3}(,[0-9]{0,3})?\}`)
+
 // FuzzValidateIngress feeds arbitrary hosts and paths through Translate:
 // it must not panic, and whatever it accepts holds no forbidden character.
 func FuzzValidateIngress(f *testing.F) {
 	seeds := []struct{ host, path string }{
 		{"shop.example.com", "/"}, {"*.wild.example.com", "/api"}, {"", "/a/b/c"},
 		{"evil.com", "/x;} location / {return 200;"}, {"a b", "/"}, {"x.com", "/$host"},
-		{"x.com", "/a\nb"}, {"x.com", "/(a|b)+"}, {"X.COM", "/%2e%2e"}, {"x.com", "relative"},
+		{"x.com", "/a\nb"}, {"x.com", "/(a|b)+"}, {"x.com", "/s(/|$)(.*)"}, {"x.com", "/a{2,3}$"}, {"x.com", "/a{${host}}"}, {"X.COM", "/%2e%2e"}, {"x.com", "relative"},
 	}
 	for _, s := range seeds {
 		for pt := 0; pt < 3; pt++ {
@@ -49,7 +53,9 @@ func FuzzValidateIngress(f *testing.F) {
 				t.Fatalf("host %q accepted", s.Hostname)
 			}
 			for _, l := range s.Locations {
-				if strings.ContainsAny(l.Path, forbidden) || !strings.HasPrefix(l.Path, "/") {
+				// A regex path may hold "$" as an anchor and {n,m}
+				// repetition, and nothing else forbidden.
+				if strings.ContainsAny(regexConstructs.ReplaceAllString(l.Path, ""), forbidden) || !strings.HasPrefix(l.Path, "/") {
 					t.Fatalf("path %q accepted", l.Path)
 				}
 			}

@@ -18,9 +18,7 @@ var (
 	// strictPathPattern is ingress-nginx's strict-validate-path-type rule
 	// for Exact and Prefix paths.
 	strictPathPattern = regexp.MustCompile(`^/[A-Za-z0-9._\-/]*$`)
-	// implementationSpecificPattern also allows the characters regex paths
-	// use, but still none that could end a quoted NGINX string or directive.
-	implementationSpecificPattern = regexp.MustCompile(`^/[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]*$`)
+	// ImplementationSpecific paths follow bus.RegexPathPattern.
 	// serviceNamePattern is a DNS-1035 label; portNamePattern an IANA
 	// service name. Both end up in backend names.
 	serviceNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -76,12 +74,16 @@ func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
 
 func checkPath(p networkingv1.HTTPIngressPath) string {
 	path := pathOf(p)
-	pattern, kind := implementationSpecificPattern, "ImplementationSpecific"
-	if p.PathType != nil && *p.PathType != networkingv1.PathTypeImplementationSpecific {
-		pattern, kind = strictPathPattern, string(*p.PathType)
+	if p.PathType == nil || *p.PathType == networkingv1.PathTypeImplementationSpecific {
+		// Any such path becomes a regex when an Ingress of its host asks
+		// for use-regex or rewrite-target, so it must be a valid one.
+		if err := bus.CheckRegexPath(path); err != nil {
+			return err.Error() + " (ImplementationSpecific paths may become regular expressions)"
+		}
+		return ""
 	}
-	if len(path) > 1024 || !pattern.MatchString(path) {
-		return fmt.Sprintf("%q is not a valid %s path: it must start with '/' and match %s", path, kind, pattern)
+	if len(path) > 1024 || !strictPathPattern.MatchString(path) {
+		return fmt.Sprintf("%q is not a valid %s path: it must start with '/' and match %s", path, *p.PathType, strictPathPattern)
 	}
 	return ""
 }

@@ -1,0 +1,71 @@
+package bus
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Rewrite is the rewrite plugin's group.
+type Rewrite struct {
+	// Target is rewrite-target: the URI sent upstream, in which $1…$9 are
+	// the capture groups of the location's path regex.
+	Target string `json:"target,omitempty"`
+	// UseRegex makes the paths regular expressions. Like ingress-nginx, a
+	// regex location on a server makes every location of that server one.
+	UseRegex bool `json:"useRegex,omitempty"`
+	// AppRoot is app-root: a request for "/" is redirected there with 302.
+	AppRoot string `json:"appRoot,omitempty"`
+	// XForwardedPrefix is sent upstream as the X-Forwarded-Prefix header.
+	XForwardedPrefix string `json:"xForwardedPrefix,omitempty"`
+}
+
+var (
+	// RewriteTargetPattern is a path and query whose only "$" are capture
+	// references $1…$9: "$" followed by a name would read an NGINX
+	// variable, "$0" is not a capture and "${" is refused outright.
+	RewriteTargetPattern = regexp.MustCompile(`^/?(?:[A-Za-z0-9._~!&()*+,=:@%/?-]|\$[1-9])*$`)
+	// URIPathPattern is a path without quotes, backslashes, "$", ";",
+	// braces, spaces or "?" (app-root, x-forwarded-prefix).
+	URIPathPattern = regexp.MustCompile(`^/[A-Za-z0-9._~!&()*+,=:@%/-]*$`)
+)
+
+func (r *Rewrite) validate() error {
+	if r == nil {
+		return nil
+	}
+	if len(r.Target) > 1024 || len(r.AppRoot) > 1024 || len(r.XForwardedPrefix) > 1024 {
+		return fmt.Errorf("a value is over 1024 bytes")
+	}
+	if r.Target != "" && !RewriteTargetPattern.MatchString(r.Target) {
+		return fmt.Errorf("target holds a character that is not allowed (only $1-$9 may use $; no quotes, backslashes, ;, braces or spaces)")
+	}
+	if r.AppRoot != "" && (!URIPathPattern.MatchString(r.AppRoot) || r.AppRoot == "/") {
+		return fmt.Errorf("appRoot is not a path other than / without quotes, backslashes, $, ;, braces, ? or spaces")
+	}
+	if r.XForwardedPrefix != "" && !URIPathPattern.MatchString(r.XForwardedPrefix) {
+		return fmt.Errorf("xForwardedPrefix is not a path without quotes, backslashes, $, ;, braces, ? or spaces")
+	}
+	return nil
+}
+
+// RegexPathPattern is what a path may hold when it is written as a
+// case-insensitive regex location (use-regex, rewrite-target): the
+// ImplementationSpecific characters plus "$" as an anchor (before ")",
+// "|" or at the end, never before a name) and {n}, {n,} or {n,m}
+// repetition. No quote, backslash, ";", space or other brace: the regex is
+// written in double quotes, where NGINX does not interpolate "$".
+var RegexPathPattern = regexp.MustCompile(`^/(?:[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]|\{[0-9]{1,3}(?:,[0-9]{0,3})?\}|\$[)|])*\$?$`)
+
+// CheckRegexPath checks that path matches RegexPathPattern and compiles as
+// a regular expression. Go's RE2 syntax is, for these characters, a subset
+// of NGINX's PCRE: what compiles here compiles there, so a path can never
+// make `nginx -t` fail.
+func CheckRegexPath(path string) error {
+	if len(path) > 1024 || !RegexPathPattern.MatchString(path) {
+		return fmt.Errorf("%q is not a regex path: it must start with '/' and match %s", path, RegexPathPattern)
+	}
+	if _, err := regexp.Compile(`(?i)^` + path); err != nil {
+		return fmt.Errorf("%q is not a valid regular expression: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package rewrite is the built-in plugin for ingress-nginx's rewrite
+// annotations: rewrite-target, use-regex, app-root and x-forwarded-prefix.
+package rewrite
+
+import (
+	"strconv"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
+)
+
+// Annotation keys, relative to the controller's prefix.
+const (
+	KeyRewriteTarget    = "rewrite-target"
+	KeyUseRegex         = "use-regex"
+	KeyAppRoot          = "app-root"
+	KeyXForwardedPrefix = "x-forwarded-prefix"
+)
+
+const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
+
+// unanchored returns a bus pattern without its ^ and $, for the host's
+// first check (the host anchors it again).
+func unanchored(s string) string { return s[1 : len(s)-1] }
+
+// Plugin implements plugins.Plugin.
+type Plugin struct{}
+
+// New returns the plugin.
+func New() plugins.Plugin { return Plugin{} }
+
+// Describe implements plugins.Plugin.
+func (Plugin) Describe() plugins.Description {
+	return plugins.Description{
+		Name: "rewrite",
+		Doc:  "URI rewriting with regex paths, the application root redirect and X-Forwarded-Prefix, as ingress-nginx.",
+		Annotations: []plugins.Annotation{
+			{Key: KeyRewriteTarget, Pattern: unanchored(bus.RewriteTargetPattern.String()), Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
+				Doc: "The URI sent upstream; $1-$9 are the path regex's capture groups. It makes the host's paths regular expressions, as use-regex does."},
+			{Key: KeyUseRegex, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
+				Doc: "Treat the paths as case-insensitive regular expressions anchored at the start. As in ingress-nginx, every path of the host then becomes one."},
+			{Key: KeyAppRoot, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Redirect a request for / to this path with 302."},
+			{Key: KeyXForwardedPrefix, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+				Doc: "Send this path upstream as the X-Forwarded-Prefix request header."},
+		},
+	}
+}
+
+// Apply implements plugins.Plugin.
+func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
+	results := make([]plugins.Result, 0, len(batch))
+	for _, in := range batch {
+		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
+		r.Features.Rewrite, r.Errors = Parse(in.Annotations)
+		results = append(results, r)
+	}
+	return results
+}
+
+// Parse turns one Ingress's rewrite annotations into the Rewrite group
+// (nil when they change nothing) and the problems found.
+func Parse(a map[string]string) (*bus.Rewrite, []plugins.Error) {
+	var errs []plugins.Error
+	rw := &bus.Rewrite{}
+	if v, ok := a[KeyUseRegex]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, plugins.Errorf(KeyUseRegex, "%q is not true or false", cut(v)))
+		}
+		rw.UseRegex = b
+	}
+	if v, ok := a[KeyRewriteTarget]; ok {
+		if v == "" || !bus.RewriteTargetPattern.MatchString(v) {
+			errs = append(errs, plugins.Errorf(KeyRewriteTarget,
+				"%q is not a path whose only $ are capture references $1-$9 (no quotes, backslashes, ;, braces or spaces)", cut(v)))
+		} else {
+			rw.Target = v
+		}
+	}
+	if v, ok := a[KeyAppRoot]; ok {
+		if !bus.URIPathPattern.MatchString(v) || v == "/" {
+			errs = append(errs, plugins.Errorf(KeyAppRoot,
+				"%q is not a path other than / (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
+		} else {
+			rw.AppRoot = v
+		}
+	}
+	if v, ok := a[KeyXForwardedPrefix]; ok {
+		if !bus.URIPathPattern.MatchString(v) {
+			errs = append(errs, plugins.Errorf(KeyXForwardedPrefix,
+				"%q is not a path (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
+		} else {
+			rw.XForwardedPrefix = v
+		}
+	}
+	if *rw == (bus.Rewrite{}) {
+		return nil, errs
+	}
+	return rw, errs
+}
+
+func cut(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "…"
+	}
+	return v
+}

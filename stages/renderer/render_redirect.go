@@ -1,0 +1,174 @@
+package renderer
+
+// Rendering of the redirect and rewrite feature groups
+// (bus/features_redirect.go, bus/features_rewrite.go).
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// regexServer reports whether any location of the server asks for regex
+// paths: ingress-nginx then makes every location of the host a regex.
+func regexServer(locs []bus.Location) bool {
+	for _, l := range locs {
+		if rw := rewriteOf(l.Features); rw != nil && (rw.UseRegex || (rw.Target != "" && rw.Target != l.Path)) {
+			return true
+		}
+	}
+	return false
+}
+
+func rewriteOf(f *bus.Features) *bus.Rewrite {
+	if f == nil {
+		return nil
+	}
+	return f.Rewrite
+}
+
+// regexLocations renders every path as `location ~* "^path"`, Exact and
+// Prefix alike and Prefix not split, ordered as ingress-nginx orders them
+// (longest path first, then lexically descending), since NGINX takes the
+// first regex location that matches.
+func regexLocations(locs []bus.Location) ([]locationView, error) {
+	var out []locationView
+	seen := map[string]bool{}
+	for _, l := range locs {
+		if err := bus.CheckRegexPath(l.Path); err != nil {
+			return nil, fmt.Errorf("location %q: %w", l.Path, err)
+		}
+		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
+			return nil, fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
+		}
+		if err := l.Features.Validate(); err != nil {
+			return nil, fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
+		}
+		// Exact and Prefix of one path are one regex: the first wins, as
+		// NGINX would refuse a duplicate location.
+		if seen[l.Path] {
+			continue
+		}
+		seen[l.Path] = true
+		v := locationView{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features, sortPath: l.Path}
+		if rw := rewriteOf(l.Features); rw != nil && rw.Target != "" && rw.Target != l.Path {
+			v.RewriteRegex = "^" + l.Path
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b locationView) int {
+		if c := cmp.Compare(len(b.sortPath), len(a.sortPath)); c != 0 {
+			return c
+		}
+		return strings.Compare(b.sortPath, a.sortPath)
+	})
+	return out, nil
+}
+
+// wwwRedirect returns the host whose requests from-to-www-redirect sends
+// to s: www.<host> for a bare host, <host> for www.<host>. There is none
+// for the catch-all and wildcard hosts, and none when a server for that
+// host exists: ingress-nginx then skips the redirect too.
+func wwwRedirect(s *bus.Server, hostExists func(string) bool) string {
+	wanted := false
+	for _, l := range s.Locations {
+		if l.Features != nil && l.Features.Redirect != nil && l.Features.Redirect.FromToWWW {
+			wanted = true
+			break
+		}
+	}
+	if !wanted || s.Hostname == bus.DefaultServerName || strings.HasPrefix(s.Hostname, "*.") {
+		return ""
+	}
+	from := wwwCounterpart(s.Hostname)
+	if !hostPattern.MatchString(from) || (hostExists != nil && hostExists(from)) {
+		return ""
+	}
+	return from
+}
+
+// wwwCounterpart is www.<host> for <host>, and <host> for www.<host>.
+func wwwCounterpart(host string) string {
+	if rest, ok := strings.CutPrefix(host, "www."); ok {
+		return rest
+	}
+	return "www." + host
+}
+
+// indexHost records which model key serves a hostname and marks the
+// server of its www counterpart for rendering: that server's redirect
+// server appears or goes with this one.
+func (r *Renderer) indexHost(host, key string, add bool) {
+	if add {
+		r.hosts[host] = key
+	} else if r.hosts[host] == key {
+		delete(r.hosts, host)
+	}
+	if other, ok := r.hosts[wwwCounterpart(host)]; ok {
+		r.dirty.servers[other] = true
+	}
+}
+
+func (r *Renderer) hostExists(host string) bool {
+	_, ok := r.hosts[host]
+	return ok
+}
+
+// locationArgPattern is a location's argument: a path matching
+// bus.RegexPathPattern, with "^" in front for a regex location, or with
+// "/" appended for a Prefix one. "$" is never followed by a name.
+var locationArgPattern = regexp.MustCompile(`^\^?/(?:[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]|\{[0-9]{1,3}(?:,[0-9]{0,3})?\}|\$[)|/])*\$?$`)
+
+// locationArg writes a location's path or regex in double quotes. Unlike
+// quote it lets "$" and {n,m} through: NGINX never interpolates variables
+// in a location's argument, and regex paths need "$" as an anchor. Quotes,
+// backslashes, ";", spaces and other braces are refused.
+func locationArg(s string) (string, error) {
+	if !locationArgPattern.MatchString(s) || strings.ContainsAny(s, "\"\\\r\n\x00") {
+		return "", fmt.Errorf("refusing to write location %q into nginx.conf", s)
+	}
+	return `"` + s + `"`, nil
+}
+
+// rewriteTarget writes rewrite-target quoted. Its "$" must reach NGINX,
+// which reads "$1"…"$9" as the regex's captures; the pattern admits "$"
+// only before a digit 1-9, so no variable ("$host", "${x}", "$0") can be
+// named.
+func rewriteTarget(s string) (string, error) {
+	if len(s) > 1024 || !bus.RewriteTargetPattern.MatchString(s) || strings.ContainsAny(s, "\"\\\r\n\x00") {
+		return "", fmt.Errorf("refusing to write rewrite target %q into nginx.conf", s)
+	}
+	return `"` + s + `"`, nil
+}
+
+// luaLocation is the Lua table literal a location passes to
+// switchyard.ingress.rewrite: fixed words only, decided from the redirect
+// group and, where it is silent, the ConfigMap.
+func luaLocation(settings bus.Settings, f *bus.Features) string {
+	ssl, force, preserve := settings.SSLRedirect, false, false
+	if f != nil && f.Redirect != nil {
+		if f.Redirect.SSLRedirect != nil {
+			ssl = *f.Redirect.SSLRedirect
+		}
+		force, preserve = f.Redirect.ForceSSLRedirect, f.Redirect.PreserveTrailingSlash
+	}
+	return fmt.Sprintf("{ ssl_redirect = %t, force_ssl_redirect = %t, preserve_trailing_slash = %t }", ssl, force, preserve)
+}
+
+// rewriteRegex writes the rewrite directive's regex: the location's own
+// regex, case-insensitive like the location. NGINX does not interpolate
+// variables in it.
+func rewriteRegex(s string) (string, error) {
+	if !strings.HasPrefix(s, "^") {
+		return "", fmt.Errorf("refusing rewrite regex %q: not anchored", s)
+	}
+	arg, err := locationArg(s)
+	if err != nil {
+		return "", err
+	}
+	return `"(?i)` + arg[1:], nil
+}

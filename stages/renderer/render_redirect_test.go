@@ -1,0 +1,101 @@
+package renderer
+
+import (
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+func TestRegexLocationsOrder(t *testing.T) {
+	locs := []bus.Location{
+		{Path: "/", PathType: bus.PathPrefix, Backend: "b"},
+		{Path: "/api", PathType: bus.PathExact, Backend: "b"},
+		{Path: "/api", PathType: bus.PathPrefix, Backend: "b"},
+		{Path: "/bpi", PathType: bus.PathPrefix, Backend: "b"},
+		{Path: "/a(.*)", PathType: "ImplementationSpecific", Backend: "b",
+			Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/$1"}}},
+	}
+	views, err := nginxLocations(locs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range views {
+		got = append(got, v.Modifier+v.Path+" "+v.RewriteRegex)
+	}
+	want := []string{"~* ^/a(.*) ^/a(.*)", "~* ^/bpi ", "~* ^/api ", "~* ^/ "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("locations\n%q\nwant\n%q", got, want)
+	}
+
+	// A rewrite-target equal to the path asks for nothing, as in
+	// ingress-nginx: the server keeps prefix locations.
+	locs = []bus.Location{{Path: "/x", PathType: bus.PathPrefix, Backend: "b",
+		Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}}}
+	if views, _ := nginxLocations(locs); len(views) != 2 || views[0].Modifier != "" {
+		t.Fatalf("target equal to the path made regex locations: %+v", views)
+	}
+}
+
+func TestFromToWWWFollowsTheOtherHost(t *testing.T) {
+	r := NewRenderer(DefaultConfig())
+	bare := &bus.Server{Hostname: "shop.example.com", Locations: []bus.Location{{Path: "/", PathType: bus.PathPrefix, Backend: "b",
+		Features: &bus.Features{Redirect: &bus.Redirect{FromToWWW: true}}}}}
+	r.SetServer("server.shop", bare)
+	if _, errs := r.Flush(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	file := ServerFile("shop.example.com")
+	redirect := `server_name "www.shop.example.com";`
+	if !strings.Contains(r.Artifacts().Files[file], redirect) || !strings.Contains(r.Artifacts().Files[file], `redirect_to_host("shop.example.com")`) {
+		t.Fatalf("no www redirect server:\n%s", r.Artifacts().Files[file])
+	}
+	// A real www host appears: the redirect server goes, in the same flush.
+	r.SetServer("server.www", &bus.Server{Hostname: "www.shop.example.com", Locations: []bus.Location{{Path: "/", PathType: bus.PathPrefix, Backend: "b"}}})
+	out, errs := r.Flush()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, ok := out.Puts[fileKey(file)]; !ok || strings.Contains(r.Artifacts().Files[file], redirect) {
+		t.Fatalf("the redirect server stayed:\n%s", r.Artifacts().Files[file])
+	}
+	// And it comes back when the www host goes.
+	r.SetServer("server.www", nil)
+	if _, errs := r.Flush(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !strings.Contains(r.Artifacts().Files[file], redirect) {
+		t.Fatal("the redirect server did not come back")
+	}
+	// A www host redirects from the bare one; wildcards get none.
+	if got := wwwRedirect(&bus.Server{Hostname: "www.blog.example.com", Locations: bare.Locations}, nil); got != "blog.example.com" {
+		t.Fatalf("www host: %q", got)
+	}
+	if got := wwwRedirect(&bus.Server{Hostname: "*.example.com", Locations: bare.Locations}, nil); got != "" {
+		t.Fatalf("wildcard host: %q", got)
+	}
+}
+
+func TestWritersRefuse(t *testing.T) {
+	for _, s := range []string{`/a"`, "/a\\", "/$host", "/a b", "/a;", "/{x}", "^/a$b"} {
+		if _, err := locationArg(s); err == nil {
+			t.Errorf("locationArg accepted %q", s)
+		}
+	}
+	for _, s := range []string{"/$host", "/${1}", "/$0", `/"`, "/a b", "/x$"} {
+		if _, err := rewriteTarget(s); err == nil {
+			t.Errorf("rewriteTarget accepted %q", s)
+		}
+	}
+	if got, err := rewriteRegex("^/a(/|$)(.*)"); err != nil || got != `"(?i)^/a(/|$)(.*)"` {
+		t.Errorf("rewriteRegex = %s, %v", got, err)
+	}
+	if _, err := rewriteRegex("/a"); err == nil {
+		t.Error("rewriteRegex accepted an unanchored regex")
+	}
+	got := luaLocation(bus.Settings{SSLRedirect: true}, &bus.Features{Redirect: &bus.Redirect{SSLRedirect: new(bool), ForceSSLRedirect: true}})
+	if got != "{ ssl_redirect = false, force_ssl_redirect = true, preserve_trailing_slash = false }" {
+		t.Errorf("luaLocation = %s", got)
+	}
+}
