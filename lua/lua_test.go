@@ -70,6 +70,12 @@ http {
     init_worker_by_lua_block {
         require("switchyard.balancer").init_worker()
     }
+    header_filter_by_lua_block {
+        require("switchyard.balancer").header_filter()
+    }
+    log_by_lua_block {
+        require("switchyard.balancer").log()
+    }
 
     upstream upstream_balancer {
         server 0.0.0.1; # placeholder, balancer_by_lua sets the peer
@@ -633,7 +639,7 @@ var loadedRE = regexp.MustCompile(`\[notice\] (\d+)#\d+: .*loaded backends versi
 func (dp *dataPlane) testTimerSync(t *testing.T) {
 	eps, _ := startBackends(t, "timer", 1)
 	// The 201 text carries the version number to look for in the log.
-	body, _ := json.Marshal([]backend{{Name: "default-timer-80", Endpoints: eps, LoadBalance: "ewma"}})
+	body, _ := json.Marshal([]backend{{Name: "default-timer-80", Endpoints: eps, LoadBalance: "least_conn"}})
 	status, resp := dp.configRequest("POST", "/configuration/backends", string(body))
 	posted := time.Now()
 	if status != 201 {
@@ -663,7 +669,7 @@ func (dp *dataPlane) testTimerSync(t *testing.T) {
 	if r := dp.get("/", "default-timer-80"); r.status != 200 {
 		t.Errorf("unknown load-balance: status %d", r.status)
 	}
-	if !strings.Contains(dp.errorLog(), `unknown load-balance "ewma"`) {
+	if !strings.Contains(dp.errorLog(), `unknown load-balance "least_conn"`) {
 		t.Errorf("no warning about the unknown load-balance")
 	}
 }
