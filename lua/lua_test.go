@@ -165,6 +165,12 @@ func TestDataPlane(t *testing.T) {
 	t.Run("dict full answers 507", dp.testBackendsDictFull)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)
+	t.Run("ewma prefers the fast endpoint", dp.testEWMA)
+	t.Run("chash keeps keys on their endpoint", dp.testCHash)
+	t.Run("chashsubset spreads a key over its subset", dp.testCHashSubset)
+	t.Run("sticky cookie attributes and stickiness", dp.testStickyCookie)
+	t.Run("sticky persistent vs balanced on scale", dp.testStickyModes)
+	t.Run("sticky change on failure", dp.testStickyChangeOnFailure)
 	t.Run("certificates by SNI", dp.testCertificates)
 	t.Run("invalid certificates are rejected", dp.testInvalidCertificates)
 
@@ -410,6 +416,9 @@ type backend struct {
 	Service     map[string]string `json:"service,omitempty"`
 	Endpoints   []endpoint        `json:"endpoints"`
 	LoadBalance string            `json:"load-balance,omitempty"`
+	// Balancing settings, in ingress-nginx's shape (see balancing_test.go).
+	UpstreamHashBy  map[string]any `json:"upstreamHashByConfig,omitempty"`
+	SessionAffinity map[string]any `json:"sessionAffinityConfig,omitempty"`
 }
 
 // startBackends starts n HTTP servers that answer with their own id.

@@ -25,7 +25,9 @@ local ngx_log = ngx.log
 local ERR = ngx.ERR
 local ngx_var = ngx.var
 local ngx_time = ngx.time
-local cookie_time = ngx.cookie_time
+-- RFC 1123 dates ("Sun, 06 Nov 1994 08:49:37 GMT"), which RFC 6265 prefers to
+-- the two-digit years of ngx.cookie_time.
+local http_time = ngx.http_time
 local setmetatable = setmetatable
 local tonumber = tonumber
 local tostring = tostring
@@ -124,7 +126,7 @@ function _M.cookie_line(cfg, value, user_agent)
         parts[#parts + 1] = "Domain=" .. cfg.domain
     end
     if cfg.expires then
-        parts[#parts + 1] = "Expires=" .. cookie_time(ngx_time() + cfg.expires)
+        parts[#parts + 1] = "Expires=" .. http_time(ngx_time() + cfg.expires)
     end
     if cfg.maxage then
         parts[#parts + 1] = "Max-Age=" .. cfg.maxage
