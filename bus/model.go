@@ -62,6 +62,10 @@ type Backend struct {
 	// Endpoints are the ready endpoints; an empty list makes NGINX answer 503.
 	Endpoints   []Endpoint `json:"endpoints"`
 	LoadBalance string     `json:"load-balance,omitempty"`
+	// Balancing settings (backend_balancing.go): consistent hashing and
+	// cookie affinity, which win over LoadBalance as in ingress-nginx.
+	UpstreamHashByConfig  *UpstreamHashByConfig  `json:"upstreamHashByConfig,omitempty"`
+	SessionAffinityConfig *SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
 	// ExternalName and ExternalPort are set for a Service of type
 	// ExternalName: NGINX resolves the name when it proxies.
 	ExternalName string `json:"externalName,omitempty"`

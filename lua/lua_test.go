@@ -70,6 +70,12 @@ http {
     init_worker_by_lua_block {
         require("switchyard.balancer").init_worker()
     }
+    header_filter_by_lua_block {
+        require("switchyard.balancer").header_filter()
+    }
+    log_by_lua_block {
+        require("switchyard.balancer").log()
+    }
 
     upstream upstream_balancer {
         server 0.0.0.1; # placeholder, balancer_by_lua sets the peer
@@ -161,6 +167,12 @@ func TestDataPlane(t *testing.T) {
 	t.Run("dict full answers 507", dp.testBackendsDictFull)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)
+	t.Run("ewma prefers the fast endpoint", dp.testEWMA)
+	t.Run("chash keeps keys on their endpoint", dp.testCHash)
+	t.Run("chashsubset spreads a key over its subset", dp.testCHashSubset)
+	t.Run("sticky cookie attributes and stickiness", dp.testStickyCookie)
+	t.Run("sticky persistent vs balanced on scale", dp.testStickyModes)
+	t.Run("sticky change on failure", dp.testStickyChangeOnFailure)
 	t.Run("certificates by SNI", dp.testCertificates)
 	t.Run("invalid certificates are rejected", dp.testInvalidCertificates)
 	t.Run("canary by header, cookie and weight", dp.testCanary)
@@ -414,6 +426,9 @@ type backend struct {
 	// Canary fields, ingress-nginx's shape.
 	AlternativeBackends  []string       `json:"alternativeBackends,omitempty"`
 	TrafficShapingPolicy map[string]any `json:"trafficShapingPolicy,omitempty"`
+	// Balancing settings, in ingress-nginx's shape (see balancing_test.go).
+	UpstreamHashBy  map[string]any `json:"upstreamHashByConfig,omitempty"`
+	SessionAffinity map[string]any `json:"sessionAffinityConfig,omitempty"`
 }
 
 // startBackends starts n HTTP servers that answer with their own id.
@@ -643,7 +658,7 @@ var loadedRE = regexp.MustCompile(`\[notice\] (\d+)#\d+: .*loaded backends versi
 func (dp *dataPlane) testTimerSync(t *testing.T) {
 	eps, _ := startBackends(t, "timer", 1)
 	// The 201 text carries the version number to look for in the log.
-	body, _ := json.Marshal([]backend{{Name: "default-timer-80", Endpoints: eps, LoadBalance: "ewma"}})
+	body, _ := json.Marshal([]backend{{Name: "default-timer-80", Endpoints: eps, LoadBalance: "least_conn"}})
 	status, resp := dp.configRequest("POST", "/configuration/backends", string(body))
 	posted := time.Now()
 	if status != 201 {
@@ -673,7 +688,7 @@ func (dp *dataPlane) testTimerSync(t *testing.T) {
 	if r := dp.get("/", "default-timer-80"); r.status != 200 {
 		t.Errorf("unknown load-balance: status %d", r.status)
 	}
-	if !strings.Contains(dp.errorLog(), `unknown load-balance "ewma"`) {
+	if !strings.Contains(dp.errorLog(), `unknown load-balance "least_conn"`) {
 		t.Errorf("no warning about the unknown load-balance")
 	}
 }
@@ -1070,24 +1085,6 @@ func must(t *testing.T, err error) {
 }
 
 // getWith is get with extra request headers.
-func (dp *dataPlane) getWith(path, backend string, headers map[string]string) proxyResponse {
-	dp.t.Helper()
-	req, err := http.NewRequest("GET", "http://"+dp.httpAddr+path, nil)
-	must(dp.t, err)
-	req.Header.Set("X-Test-Backend", backend)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := dp.proxy.Do(req)
-	if err != nil {
-		dp.t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return proxyResponse{resp.StatusCode, string(data), resp.Header.Get("X-Backend"), resp.Header.Get("X-Worker-Pid"),
-		resp.Header.Get("X-Alternative")}
-}
-
 // testCanary posts a primary with a canary alternative and checks the
 // routing order of ingress-nginx's balancer: header, cookie, weight.
 func (dp *dataPlane) testCanary(t *testing.T) {
@@ -1102,7 +1099,7 @@ func (dp *dataPlane) testCanary(t *testing.T) {
 		t.Helper()
 		// Several requests: both workers, and weight 0/100 never flips.
 		for range 6 {
-			r := dp.getWith("/c", "default-stable-80", headers)
+			r, _ := dp.getWith(t, "/c", "default-stable-80", headers)
 			if r.status != 200 || r.backend != wantBackend {
 				t.Fatalf("%s: got %d from %q (%s), want %s", what, r.status, r.backend, r.body, wantBackend)
 			}
@@ -1141,7 +1138,7 @@ func (dp *dataPlane) testCanary(t *testing.T) {
 	post(map[string]any{"weight": 1, "weightTotal": 4})
 	canary := 0
 	for range 400 {
-		if r := dp.getWith("/c", "default-stable-80", nil); r.backend == "canary-0" {
+		if r, _ := dp.getWith(t, "/c", "default-stable-80", nil); r.backend == "canary-0" {
 			canary++
 		}
 	}

@@ -47,6 +47,11 @@ local DEFAULT_ALGORITHM = "round_robin"
 -- switchyard.balancer_round_robin and are registered here.
 local algorithms = {
     round_robin = require("switchyard.balancer_round_robin"),
+    ewma = require("switchyard.balancer_ewma"),
+    chash = require("switchyard.balancer_chash"),
+    chashsubset = require("switchyard.balancer_chashsubset"),
+    sticky_balanced = require("switchyard.balancer_sticky_balanced"),
+    sticky_persistent = require("switchyard.balancer_sticky_persistent"),
 }
 
 -- name -> balancer instance; instance.algorithm records which implementation
@@ -55,7 +60,17 @@ local backends = {}
 -- Version loaded into `backends`; nil until something was published.
 local loaded_version
 
+-- As in ingress-nginx, cookie affinity wins over upstream-hash-by, which
+-- wins over load-balance.
 local function algorithm_for(backend)
+    local affinity = backend.sessionAffinityConfig
+    if type(affinity) == "table" and affinity.name == "cookie" then
+        return affinity.mode == "persistent" and "sticky_persistent" or "sticky_balanced"
+    end
+    local hash = backend.upstreamHashByConfig
+    if type(hash) == "table" and type(hash["upstream-hash-by"]) == "string" and hash["upstream-hash-by"] ~= "" then
+        return hash["upstream-hash-by-subset"] == true and "chashsubset" or "chash"
+    end
     local name = backend["load-balance"]
     if name == nil or name == "" then
         return DEFAULT_ALGORITHM
@@ -136,7 +151,13 @@ local function build(list)
         local name = type(backend) == "table" and backend.name
         if type(name) == "string" then
             local algorithm = algorithm_for(backend)
-            local prepared = { name = name, endpoints = prepare_endpoints(backend) }
+            local prepared = {
+                name = name,
+                endpoints = prepare_endpoints(backend),
+                -- Read (and checked again) by the algorithms that use them.
+                upstreamHashByConfig = backend.upstreamHashByConfig,
+                sessionAffinityConfig = backend.sessionAffinityConfig,
+            }
             local instance = backends[name]
             if instance and instance.algorithm == algorithm then
                 -- Same backend, same algorithm: keep its state (rotation
@@ -309,7 +330,12 @@ function _M.rewrite()
         ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")
         return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    ngx.ctx.switchyard = { backend = backend, name = name, tries = 0 }
+    local state = { backend = backend, name = name, tries = 0 }
+    ngx.ctx.switchyard = state
+    -- Algorithms that answer with a header (sticky cookies) choose here.
+    if backend.rewrite then
+        backend:rewrite(state)
+    end
 end
 
 -- Ends the request from the balancer phase. On stock nginx (no OpenResty
@@ -382,6 +408,25 @@ function _M.balance()
 
     ngx_log(ERR, "switchyard: backend ", state.name, " has no usable endpoint")
     return unavailable()
+end
+
+-- header_filter_by_lua (http level in nginx.conf.tmpl): lets the request's
+-- algorithm change response headers after the balancer phase, e.g. the new
+-- cookie of a sticky session that change-on-failure moved.
+function _M.header_filter()
+    local state = ngx.ctx.switchyard
+    if state and state.backend.header_filter then
+        state.backend:header_filter(state)
+    end
+end
+
+-- log_by_lua (http level in nginx.conf.tmpl): feeds the upstream timings of
+-- the request to its algorithm (EWMA scores).
+function _M.log()
+    local state = ngx.ctx.switchyard
+    if state and state.backend.log then
+        state.backend:log(state)
+    end
 end
 
 return _M

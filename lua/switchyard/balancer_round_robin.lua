@@ -7,6 +7,14 @@
 --   instance:balance(attempt) -> endpoint ({address=, port=}) or nil
 -- `attempt` is a per-request table that survives retries of that request;
 -- an implementation may keep there what it picked before.
+-- Optional, called by switchyard.balancer with the same per-request table:
+--   instance:rewrite(attempt)        rewrite phase, before any balance();
+--                                    may set response headers (sticky)
+--   instance:header_filter(attempt)  header_filter_by_lua (sticky cookie
+--                                    after change-on-failure)
+--   instance:log(attempt)            log_by_lua (EWMA response times)
+-- backend.upstreamHashByConfig and backend.sessionAffinityConfig are passed
+-- as the controller sent them; an implementation checks what it uses.
 -- backend.endpoints is an array of {address = string, port = number}.
 
 local math_random = math.random

@@ -247,6 +247,15 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
+	if err := b.Validate(); err != nil {
+		// The annotations stage should have rejected these settings; the
+		// backend still serves, round robin, rather than 503.
+		*errs = append(*errs, fmt.Errorf("render backend %q: balancing settings ignored: %w", b.Name, err))
+		b = b.WithoutBalancing()
+		r.out.Backends[name] = b
+	}
+	// Everything else goes to Lua as it is: the balancer reads the
+	// balancing settings in ingress-nginx's JSON shape.
 	data, _ := json.Marshal(b)
 	out.Puts[key] = data
 }
