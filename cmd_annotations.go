@@ -26,11 +26,7 @@ func annotationsCommand(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	descs := make([]plugins.Description, 0, len(builtin.Names()))
-	for _, name := range builtin.Names() {
-		p, _ := builtin.Get(name)
-		descs = append(descs, p.Describe())
-	}
+	descs := builtin.Descriptions()
 	if *pluginDir != "" {
 		third, err := describeDir(*pluginDir)
 		if err != nil {

@@ -242,7 +242,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			return nil, fmt.Errorf("find the switchyard binary for its built-in plugins: %w", err)
 		}
 		return annotations.New(conn, annotations.Config{
-			Prefix: o.annotationsPrefix, Builtins: builtin.Names(), Self: self, PluginDir: o.pluginDir,
+			Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: self, PluginDir: o.pluginDir,
 		}, log), nil
 	case bus.StageRenderer:
 		cfg, err := o.rendererConfig()

@@ -37,3 +37,13 @@ func Get(name string) (plugins.Plugin, bool) {
 	}
 	return newPlugin(), true
 }
+
+// Descriptions describes every built-in plugin, in name order, without
+// starting one: the host knows what each owns even if its process fails.
+func Descriptions() []plugins.Description {
+	descs := make([]plugins.Description, 0, len(registry))
+	for _, name := range Names() {
+		descs = append(descs, registry[name]().Describe())
+	}
+	return descs
+}

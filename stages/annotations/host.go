@@ -24,6 +24,12 @@ type PluginSource struct {
 	// path in --plugin-dir.
 	Name    string
 	Command func() *exec.Cmd
+	// Known is what a built-in plugin owns, known without starting it: if
+	// its process cannot start, its annotations still have an owner, and
+	// the Ingresses using them fail closed instead of being served as if
+	// the annotations were not there (an auth annotation ignored is an
+	// open door). Nil for third-party plugins.
+	Known *plugins.Description
 }
 
 // HostConfig configures the plugin host.
@@ -97,17 +103,24 @@ func (h *Host) Start(ctx context.Context) map[string]*ownedKey {
 	for _, src := range h.cfg.Sources {
 		p := &hosted{source: src}
 		if err := h.launch(ctx, p); err != nil {
-			h.log.Error("plugin refused", zap.String("plugin", src.Name), zap.Error(err))
-			continue
+			if src.Known == nil {
+				h.log.Error("plugin refused", zap.String("plugin", src.Name), zap.Error(err))
+				continue
+			}
+			h.log.Error("built-in plugin did not start; its annotations fail closed until it does",
+				zap.String("plugin", src.Name), zap.Error(err))
+			p.desc = *src.Known
 		}
 		if err := h.claim(p, owners, names); err != nil {
-			p.client.Kill()
+			p.stop()
 			h.log.Error("plugin refused", zap.String("plugin", src.Name), zap.Error(err))
 			continue
 		}
 		h.plugins = append(h.plugins, p)
-		h.log.Info("plugin started", zap.String("plugin", p.desc.Name), zap.String("source", src.Name),
-			zap.Int("annotations", len(p.desc.Annotations)), zap.Int("pid", p.client.Pid()))
+		if p.client != nil {
+			h.log.Info("plugin started", zap.String("plugin", p.desc.Name), zap.String("source", src.Name),
+				zap.Int("annotations", len(p.desc.Annotations)), zap.Int("pid", p.client.Pid()))
+		}
 	}
 	for _, p := range h.plugins {
 		h.wg.Add(1)
@@ -267,8 +280,8 @@ func (p *hosted) healthy() bool {
 	return client != nil && !client.Exited() && client.Ping() == nil
 }
 
-// markDown drops p's client after a failed call, so the supervisor
-// restarts it at its next tick.
+// stop kills p's process, if any; the supervisor starts a new one at its
+// next tick unless the host is stopping.
 func (p *hosted) stop() {
 	p.mu.Lock()
 	client := p.client

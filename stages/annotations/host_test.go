@@ -349,3 +349,26 @@ func TestHostCallTimeout(t *testing.T) {
 		t.Fatalf("problems %+v, want %s saying the deadline was exceeded", info.Problems, ReasonPluginUnavailable)
 	}
 }
+
+// TestHostBuiltinThatCannotStartFailsClosed: a built-in plugin whose
+// process does not start still owns its annotations (the host knows them
+// from the binary), so an Ingress using them answers 503 instead of being
+// served as if the annotation were absent.
+func TestHostBuiltinThatCannotStartFailsClosed(t *testing.T) {
+	desc := testPlugins["header"].Describe()
+	f := startHost(t, HostConfig{HealthInterval: time.Hour, Sources: []PluginSource{{
+		Name: "builtin header", Known: &desc,
+		Command: func() *exec.Cmd { return exec.Command("/nonexistent/switchyard-plugin") },
+	}}})
+	if f.owners[headerKey] == nil {
+		t.Fatalf("the key of the plugin that did not start has no owner: %v", f.owners)
+	}
+	out := update(t, f.ann, f.ctx, change{}.ingress("ns", "guarded", map[string]string{headerKey: "one"}))
+	feats, ok := served(t, out, "guarded")
+	if !ok || feats == nil || feats.Deny == nil || feats.Deny.Status != 503 {
+		t.Fatalf("served %v with %+v, want Deny 503", ok, feats)
+	}
+	if info := infoOf(t, out, "ns", "guarded"); len(info.Problems) == 0 || info.Problems[0].Reason != ReasonPluginUnavailable {
+		t.Fatalf("problems %+v, want %s", info.Problems, ReasonPluginUnavailable)
+	}
+}

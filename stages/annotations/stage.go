@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
 )
 
 // DefaultPrefix is ingress-nginx's annotation prefix.
@@ -29,8 +30,8 @@ type Config struct {
 	// Prefix is --annotations-prefix.
 	Prefix string
 	// Builtins are the plugins this binary serves (`switchyard plugin
-	// NAME`); Self is the binary's path.
-	Builtins []string
+	// NAME`), with what each owns; Self is the binary's path.
+	Builtins []plugins.Description
 	Self     string
 	// PluginDir holds third-party plugin binaries (--plugin-dir).
 	PluginDir string
@@ -42,9 +43,9 @@ type Config struct {
 // executable file in PluginDir, in name order.
 func (c Config) Sources() ([]PluginSource, error) {
 	var sources []PluginSource
-	for _, name := range c.Builtins {
-		sources = append(sources, PluginSource{Name: "builtin " + name, Command: func() *exec.Cmd {
-			return exec.Command(c.Self, "plugin", name)
+	for _, desc := range c.Builtins {
+		sources = append(sources, PluginSource{Name: "builtin " + desc.Name, Known: &desc, Command: func() *exec.Cmd {
+			return exec.Command(c.Self, "plugin", desc.Name)
 		}})
 	}
 	if c.PluginDir == "" {
