@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"switchyard.dev/switchyard/plugins/plugintest"
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
@@ -45,17 +46,7 @@ func TestParse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, errs := Parse(tc.ann)
-			var errKeys, warnKeys []string
-			for _, e := range errs {
-				if e.Message == "" {
-					t.Errorf("error for %s has no message", e.Key)
-				}
-				if e.Warning {
-					warnKeys = append(warnKeys, e.Key)
-				} else {
-					errKeys = append(errKeys, e.Key)
-				}
-			}
+			errKeys, warnKeys := plugintest.ErrorKeys(t, errs)
 			if !reflect.DeepEqual(errKeys, tc.errKeys) || !reflect.DeepEqual(warnKeys, tc.warnKeys) {
 				t.Fatalf("errors %v warnings %v, want %v %v (%+v)", errKeys, warnKeys, tc.errKeys, tc.warnKeys, errs)
 			}

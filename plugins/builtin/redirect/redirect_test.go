@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"switchyard.dev/switchyard/plugins/plugintest"
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
@@ -56,17 +57,7 @@ func TestParse(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Parse = %+v, want %+v", got, tt.want)
 			}
-			var errKeys, warnKeys []string
-			for _, e := range errs {
-				if e.Message == "" {
-					t.Errorf("error for %s without a message", e.Key)
-				}
-				if e.Warning {
-					warnKeys = append(warnKeys, e.Key)
-				} else {
-					errKeys = append(errKeys, e.Key)
-				}
-			}
+			errKeys, warnKeys := plugintest.ErrorKeys(t, errs)
 			if !reflect.DeepEqual(errKeys, tt.errKeys) || !reflect.DeepEqual(warnKeys, tt.warnKeys) {
 				t.Fatalf("errors %v warnings %v, want %v %v (%+v)", errKeys, warnKeys, tt.errKeys, tt.warnKeys, errs)
 			}
