@@ -4,11 +4,11 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"switchyard.dev/switchyard/plugins/plugintest"
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 func ptr[T any](v T) *T { return &v }
