@@ -36,6 +36,11 @@ func traceCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// The header says "listening": the server has the subscription once
+	// the flush returns, so nothing published after it is missed.
+	if err := nc.Flush(); err != nil {
+		return fmt.Errorf("subscribe on %s: %w", *natsURL, err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("%-12s %-11s %-10s %-10s %s\n", "TIME", "STAGE", "GEN", "LATENCY", "SUBJECT / KEY")

@@ -77,7 +77,12 @@ func TestTraceShowsEveryStage(t *testing.T) {
 	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr)
 
 	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--count", "40")
-	time.Sleep(300 * time.Millisecond) // let trace subscribe
+	harness.WaitFor(t, 10*time.Second, "trace to subscribe", func() error {
+		if !strings.Contains(trace.Output.String(), "SUBJECT / KEY") {
+			return fmt.Errorf("no header yet")
+		}
+		return nil
+	})
 	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 	harness.WaitFor(t, 10*time.Second, "the traced Ingress", func() error {
 		r, err := sy.Get("traced.example.com", "/")
