@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin/switchyard
 STATE_DIR ?= $(CURDIR)/.state
-FUZZTIME  ?= 8s
+FUZZTIME  ?= 4s
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
                 lua-resty-lrucache lua-cjson libnginx-mod-stream curl
