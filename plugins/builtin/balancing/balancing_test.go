@@ -58,7 +58,7 @@ func TestParse(t *testing.T) {
 			want:     &bus.Balancing{AffinityCanaryBehavior: "sticky", Affinity: cookieAffinity("balanced", bus.CookieSessionAffinity{})},
 			warnings: []string{KeyAffinityCanaryBehavior}},
 		{name: "conditional none without None", ann: map[string]string{KeyAffinity: "cookie", KeyCookieConditionalNone: "true", KeyCookieSameSite: "Lax"},
-			want: &bus.Balancing{Affinity: cookieAffinity("balanced", bus.CookieSessionAffinity{SameSite: "Lax", ConditionalSameSiteNone: true})},
+			want:     &bus.Balancing{Affinity: cookieAffinity("balanced", bus.CookieSessionAffinity{SameSite: "Lax", ConditionalSameSiteNone: true})},
 			warnings: []string{KeyCookieConditionalNone}},
 		{name: "cookie keys without affinity", ann: map[string]string{KeyCookieName: "x", KeyAffinityMode: "persistent"},
 			warnings: []string{KeyAffinityMode, KeyCookieName}},
