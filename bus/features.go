@@ -28,6 +28,8 @@ type Features struct {
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 	Redirect  *Redirect  `json:"redirect,omitempty"` // features_redirect.go
 	Rewrite   *Rewrite   `json:"rewrite,omitempty"`  // features_rewrite.go
+	// Balancing goes onto the Ingress's backends, not its locations.
+	Balancing *Balancing `json:"balancing,omitempty"` // features_balancing.go
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -88,6 +90,9 @@ func (f *Features) Validate() error {
 	if err := f.Rewrite.validate(); err != nil {
 		return fmt.Errorf("rewrite: %w", err)
 	}
+	if err := f.Balancing.validate(); err != nil {
+		return fmt.Errorf("balancing: %w", err)
+	}
 	return nil
 }
 
@@ -125,6 +130,9 @@ func (f *Features) Merge(other *Features) error {
 		return err
 	}
 	if err := mergeGroup("rewrite", &f.Rewrite, other.Rewrite); err != nil {
+		return err
+	}
+	if err := mergeGroup("balancing", &f.Balancing, other.Balancing); err != nil {
 		return err
 	}
 	return nil

@@ -41,6 +41,11 @@ type Settings struct {
 
 	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
 	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
+
+	// LoadBalance is load-balance: round_robin or ewma, for every backend
+	// whose Ingresses set no load-balance annotation. It reaches the Lua
+	// balancer on each backend (annotations stage), never nginx.conf.
+	LoadBalance string `json:"loadBalance"`
 }
 
 // SettingsKey is the model key of the controller settings.
@@ -65,5 +70,6 @@ func DefaultSettings() Settings {
 		CustomHTTPErrors:   []int{},
 		LimitReqStatusCode: 503, LimitConnStatusCode: 503,
 		AnnotationsRiskLevel: "High",
+		LoadBalance:          LoadBalanceRoundRobin,
 	}
 }

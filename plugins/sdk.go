@@ -171,4 +171,9 @@ type (
 	RateLimit    = bus.RateLimit
 	Redirect     = bus.Redirect
 	Rewrite      = bus.Rewrite
+	// Balancing group (plugin balancing).
+	Balancing             = bus.Balancing
+	UpstreamHashByConfig  = bus.UpstreamHashByConfig
+	SessionAffinityConfig = bus.SessionAffinityConfig
+	CookieSessionAffinity = bus.CookieSessionAffinity
 )

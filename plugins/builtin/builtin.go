@@ -9,6 +9,7 @@ import (
 
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
+	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
@@ -24,6 +25,7 @@ var registry = map[string]func() plugins.Plugin{
 	"ratelimit": ratelimit.New,
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,
+	"balancing": balancing.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

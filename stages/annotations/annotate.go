@@ -41,8 +41,9 @@ type Annotator struct {
 	// failed holds, per plugin, the Ingresses that failed closed because
 	// the plugin did not answer; they are applied again when it is back.
 	failed map[*hosted]map[string]bool
-	// canary links servers' canaries to backends (canary.go).
-	canary *canaryIndex
+	// backends is the backend overlay: canary and balancing fields added
+	// to the translated backends (backends.go).
+	backends *backendOverlay
 	// secrets holds the Secrets annotations name (translator kind
 	// secret), by "namespace/name", for the plugins' SecretRef keys. They
 	// stop here: the renderer never sees them.
@@ -56,12 +57,15 @@ type ingressResult struct {
 	rejected bool
 }
 
+// equal says whether r and o render the same locations. Balancing is left
+// out: it goes to the backends (balancing.go), so a change of it alone
+// must not re-render servers.
 func (r *ingressResult) equal(o *ingressResult) bool {
 	if r == nil || o == nil {
 		return r == o
 	}
-	a, _ := json.Marshal(r.features)
-	b, _ := json.Marshal(o.features)
+	a, _ := json.Marshal(withoutBalancing(r.features))
+	b, _ := json.Marshal(withoutBalancing(o.features))
 	return r.rejected == o.rejected && string(a) == string(b) && slices.Equal(r.problems, o.problems)
 }
 
@@ -72,8 +76,8 @@ func NewAnnotator(owners map[string]*ownedKey, prefix string, call callFunc) *An
 		servers: map[string]*bus.Server{}, ingresses: map[string]*bus.IngressInfo{},
 		settings: bus.DefaultSettings(), results: map[string]*ingressResult{},
 		serversOf: map[string]map[string]bool{}, failed: map[*hosted]map[string]bool{},
-		canary:  newCanaryIndex(),
-		secrets: map[string]map[string][]byte{},
+		backends: newBackendOverlay(),
+		secrets:  map[string]map[string][]byte{},
 	}
 }
 
@@ -126,7 +130,7 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		a.unindex(key)
 		if data == nil {
 			delete(a.servers, key)
-			a.canary.setServer(key, nil)
+			a.backends.setServer(key, nil)
 			return nil
 		}
 		s := new(bus.Server)
@@ -135,14 +139,13 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		}
 		a.servers[key] = s
 		a.index(key)
-		a.canary.setServer(key, s)
+		a.backends.setServer(key, s)
 	case bus.KindBackend:
-		// Backends pass through, with canary fields added (canary.go).
-		_, parts, _ := bus.SplitKey(key)
+		// Backends pass through the overlay (backends.go).
 		if len(parts) != 1 {
 			return fmt.Errorf("backend key %q: want one name", key)
 		}
-		a.canary.setBackend(parts[0], data)
+		a.backends.setBackend(parts[0], data)
 	case bus.KindIngress:
 		info := new(bus.IngressInfo)
 		if data != nil {
@@ -181,6 +184,9 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 				for id := range a.ingresses {
 					dirty[id] = true
 				}
+			}
+			if settings.LoadBalance != a.settings.LoadBalance {
+				a.backends.touchAll() // the default of every backend changed
 			}
 			a.settings = settings
 		}
@@ -310,7 +316,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
 		value := info.Annotations[key]
 		owner := a.owners[key]
-		if canary && (owner == nil || owner.plugin.desc.Name != canaryPlugin) {
+		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
 			continue // a canary Ingress ignores its other annotations, as in ingress-nginx
 		}
 		if owner == nil {
@@ -532,7 +538,7 @@ func (a *Annotator) annotatedServer(s *bus.Server) *bus.Server {
 			continue
 		}
 		if res != nil {
-			loc.Features = res.features
+			loc.Features = withoutBalancing(res.features)
 		}
 		annotated.Locations = append(annotated.Locations, loc)
 	}
@@ -550,11 +556,16 @@ func hasRoot(locs []bus.Location) bool {
 
 func (a *Annotator) annotatedInfo(id string, info *bus.IngressInfo) *bus.IngressInfo {
 	res := a.results[id]
-	if res == nil || len(res.problems) == 0 {
+	warnings := a.balancingWarnings(id)
+	if (res == nil || len(res.problems) == 0) && len(warnings) == 0 {
 		return info
 	}
 	annotated := *info
-	annotated.Problems = append(slices.Clone(info.Problems), res.problems...)
-	annotated.Rejected = info.Rejected || res.rejected
+	annotated.Problems = slices.Clone(info.Problems)
+	if res != nil {
+		annotated.Problems = append(annotated.Problems, res.problems...)
+		annotated.Rejected = info.Rejected || res.rejected
+	}
+	annotated.Problems = append(annotated.Problems, warnings...)
 	return &annotated
 }

@@ -107,6 +107,9 @@ var settingParsers = map[string]settingParser{
 	"allow-snippet-annotations": boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
+	// The global algorithm, as in ingress-nginx's ConfigMap: the hashing
+	// and sticky balancers need per-backend settings, so only these two.
+	"load-balance": patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
 }
 
 var (
@@ -126,6 +129,8 @@ var (
 	// split the directive. '$' is allowed only to start a variable: NGINX
 	// refuses a lone '$' or an unclosed "${" and the reload would fail.
 	logFormatPattern = regexp.MustCompile(`^([^$'\\\x00-\x1f\x7f]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
+
+	loadBalancePattern = regexp.MustCompile(`^(?:round_robin|ewma)$`)
 
 	sslProtocols = []string{"TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"}
 	riskLevels   = []string{"Low", "Medium", "High", "Critical"}
