@@ -37,6 +37,11 @@ local _M = {}
 local function respond(status, text, content_type)
     ngx.status = status
     ngx.header["Content-Type"] = content_type or "text/plain; charset=utf-8"
+    -- The sizes of the dicts this worker writes to: after a reload that
+    -- resized them, the applier pushes again until a new worker (with the
+    -- new, empty dicts) has taken the payload.
+    ngx.header["X-Switchyard-Dicts"] = ngx.shared.switchyard_config:capacity() .. ","
+        .. ngx.shared.switchyard_certs:capacity()
     if text then
         ngx_print(text)
     end

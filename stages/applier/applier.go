@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -216,12 +217,18 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyRe
 		}
 	}
 	if configReady && !fresh {
+		resized := dictSizes(s.running.files[MainFile]) != dictSizes(d.Files[MainFile])
 		if err := s.nginx.reload(); err != nil {
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
 			s.lastReload = time.Now()
 			res.Reloaded = true
+			if resized {
+				// New dict sizes are new, empty dicts: what was pushed
+				// before the reload stayed with the old workers.
+				errs = append(errs, s.repush(ctx, d)...)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -230,6 +237,39 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyRe
 	s.log.Info("applied", zap.Uint64("generation", meta.Generation), zap.Bool("reloaded", res.Reloaded),
 		zap.Bool("reloadPending", res.ReloadPending), zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
 	return res
+}
+
+// repush sends the dynamic part to the workers of a reload that resized
+// the Lua dicts, making sure the workers with the new dicts took it.
+func (s *Stage) repush(ctx context.Context, d Desired) []error {
+	dicts := dictSizes(d.Files[MainFile])
+	var errs []error
+	if err := s.control.postTo(ctx, "/configuration/backends", d.backendsPayload(), dicts); err != nil {
+		errs = append(errs, fmt.Errorf("push backends after resizing the dicts: %w", err))
+	}
+	body, err := d.certificatesPayload()
+	if err == nil {
+		err = s.control.postTo(ctx, "/configuration/certificates", body, dicts)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("push certificates after resizing the dicts: %w", err))
+	}
+	s.log.Info("lua dicts resized; dynamic configuration pushed again", zap.String("dicts", dicts))
+	return errs
+}
+
+// dictRe finds the Lua dict declarations the renderer writes.
+var dictRe = regexp.MustCompile(`lua_shared_dict (switchyard_config|switchyard_certs) ([0-9]+[kmg]?);`)
+
+// dictSizes reads the sizes of the config and certificate dicts declared
+// in nginx.conf as "<bytes>,<bytes>", the way the Lua endpoint reports its
+// own (X-Switchyard-Dicts).
+func dictSizes(conf string) string {
+	sizes := map[string]int64{}
+	for _, m := range dictRe.FindAllStringSubmatch(conf, -1) {
+		sizes[m[1]], _ = bus.ParseSize(m[2])
+	}
+	return fmt.Sprintf("%d,%d", sizes["switchyard_config"], sizes["switchyard_certs"])
 }
 
 // untilReloadSlot is how long a reload must still wait.

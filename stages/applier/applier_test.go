@@ -90,7 +90,10 @@ func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
 
 // config is a small nginx.conf in the shape the renderer writes: the Lua
 // endpoint on the socket, and one server answering body on the port.
-func (r *rig) config(body string) string {
+func (r *rig) config(body string) string { return r.configWithDict(body, "4m") }
+
+// configWithDict is config with the given size of the backends dict.
+func (r *rig) configWithDict(body, dict string) string {
 	return fmt.Sprintf(`load_module /usr/lib/nginx/modules/ndk_http_module.so;
 load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
 worker_processes 2;
@@ -99,7 +102,7 @@ error_log stderr notice;
 events { worker_connections 1024; }
 http {
     lua_package_path "$prefix/lua/?.lua;;";
-    lua_shared_dict switchyard_config 4m;
+    lua_shared_dict switchyard_config %s;
     lua_shared_dict switchyard_certs 1m;
     init_worker_by_lua_block { require("switchyard.balancer").init_worker() }
     client_body_temp_path tmp/client_body;
@@ -111,7 +114,7 @@ http {
     server { listen unix:%s; location / { content_by_lua_block { require("switchyard.configuration").call() } } }
     server { listen 127.0.0.1:%d; location / { return 200 "%s"; } }
 }
-`, r.socket, r.port, body)
+`, dict, r.socket, r.port, body)
 }
 
 func (r *rig) publish(files map[string]string, backends ...bus.Backend) {
@@ -333,5 +336,30 @@ func TestReloadCoalescing(t *testing.T) {
 	}
 	if reloads == 0 {
 		t.Fatal("no reload at all")
+	}
+}
+
+// TestDictResizePushesAgain: a reload that resizes the Lua dicts gives the
+// new workers new, empty dicts; the applier pushes the dynamic part again,
+// to a worker with the new sizes, so the backends are not lost.
+func TestDictResizePushesAgain(t *testing.T) {
+	r := newRig(t, -1)
+	backend := bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: "127.0.0.1", Port: "9"}}}
+	r.publish(map[string]string{"nginx.conf": r.config("small")}, backend)
+	if res := r.result(); res.Error != "" {
+		t.Fatalf("first apply: %+v", res)
+	}
+	r.publish(map[string]string{"nginx.conf": r.configWithDict("large", "8m")}, backend)
+	if res := r.result(); res.Error != "" || !res.Reloaded {
+		t.Fatalf("resizing apply: %+v", res)
+	}
+	harness.WaitFor(t, 10*time.Second, "the resized configuration", func() error {
+		if got := r.get(); got != "large" {
+			return fmt.Errorf("served %q", got)
+		}
+		return nil
+	})
+	if got := r.storedBackends(); !strings.Contains(got, `"ns-web-80"`) {
+		t.Fatalf("after the resize the new workers have no backends: %s", got)
 	}
 }

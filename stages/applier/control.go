@@ -32,8 +32,21 @@ func newControlClient(socket string) *controlClient {
 // worker may not accept yet. The error never quotes the body (it may hold
 // private keys), only NGINX's short answer.
 func (c *controlClient) post(ctx context.Context, path string, body []byte) error {
+	return c.postTo(ctx, path, body, "")
+}
+
+// postTo is post, but only a worker whose dicts have the sizes dicts
+// ("<config bytes>,<certs bytes>", as nginx.conf declares them) counts:
+// after a reload that resized them, an old worker may still answer, and
+// what it stores goes to dicts the new workers do not see. Empty dicts
+// takes any worker.
+func (c *controlClient) postTo(ctx context.Context, path string, body []byte, dicts string) error {
 	var last error
-	for attempt, wait := 0, 25*time.Millisecond; attempt < 6; attempt, wait = attempt+1, wait*2 {
+	attempts := 6
+	if dicts != "" {
+		attempts = 12 // old workers stop accepting within moments of a reload
+	}
+	for attempt, wait := 0, 25*time.Millisecond; attempt < attempts; attempt, wait = attempt+1, min(wait*2, 500*time.Millisecond) {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
@@ -41,7 +54,11 @@ func (c *controlClient) post(ctx context.Context, path string, body []byte) erro
 			case <-time.After(wait):
 			}
 		}
-		last = c.postOnce(ctx, path, body)
+		var got string
+		got, last = c.postOnce(ctx, path, body)
+		if last == nil && dicts != "" && got != dicts {
+			last = fmt.Errorf("POST %s: answered by a worker with dicts of %s bytes, want %s", path, got, dicts)
+		}
 		if last == nil {
 			return nil
 		}
@@ -49,22 +66,24 @@ func (c *controlClient) post(ctx context.Context, path string, body []byte) erro
 	return last
 }
 
-func (c *controlClient) postOnce(ctx context.Context, path string, body []byte) error {
+// postOnce sends the payload once and returns the answering worker's dict
+// sizes.
+func (c *controlClient) postOnce(ctx context.Context, path string, body []byte) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchyard"+path, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
+		return "", fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
 	}
-	return nil
+	return resp.Header.Get("X-Switchyard-Dicts"), nil
 }
 
 // waitReady polls /healthz until the endpoint answers, NGINX exits, or the

@@ -20,7 +20,8 @@ import (
 // to the prefix or to the configuration directory, so the rendered files
 // never name a machine-specific path.
 const (
-	ConfDir     = "conf"      // live configuration: nginx.conf, servers/
+	ConfDir     = "conf" // live configuration: nginx.conf, servers/
+	MainFile    = "nginx.conf"
 	NextConfDir = "conf.next" // candidate, tested with nginx -t before the swap
 	OldConfDir  = "conf.old"
 	SSLDir      = "ssl" // default certificate, referenced as ../ssl from conf

@@ -36,6 +36,10 @@ type Renderer struct {
 	// hosts maps each server's hostname to its model key: a
 	// from-to-www-redirect server depends on its counterpart's absence.
 	hosts map[string]string
+	// sizes tracks the Lua payloads, and dicts the shared dict sizes
+	// nginx.conf was last rendered with (dictsize.go).
+	sizes payloadSizes
+	dicts struct{ config, certs string }
 }
 
 type renderDirty struct {
@@ -59,6 +63,7 @@ func NewRenderer(cfg Config) *Renderer {
 		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
 		dirty: newRenderDirty(),
 		zones: newZoneIndex(),
+		sizes: newPayloadSizes(),
 	}
 	r.dirty.main = true
 	return r
@@ -158,13 +163,28 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	r.dirty = newRenderDirty()
 	out := bus.Output{Puts: map[string][]byte{}}
 	var errs []error
-	if d.main {
-		main, err := execute("nginx.conf.tmpl", mainView{Config: r.cfg, Settings: r.settings})
+	// The payloads first: their sizes decide nginx.conf's dict sizes.
+	for name := range d.backends {
+		r.flushBackend(name, &out, &errs)
+	}
+	for id := range d.certs {
+		r.flushCertificate(id, &out)
+	}
+	resized, err := r.sizeDicts()
+	if err != nil {
+		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
+	}
+	if d.main || resized {
+		cfg := r.cfg
+		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
+		main, err := execute("nginx.conf.tmpl", mainView{Config: cfg, Settings: r.settings})
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}
 		r.out.Files[MainFile] = main
 		putFile(&out, MainFile, main)
+	}
+	if d.main {
 		// Server files depend on the settings too (redirects, HSTS, HTTP/2).
 		for key := range r.servers {
 			d.servers[key] = true
@@ -178,14 +198,36 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	if err := r.flushZones(&out); err != nil {
 		errs = append(errs, fmt.Errorf("render %s: %w", ZonesFile, err))
 	}
-	for name := range d.backends {
-		r.flushBackend(name, &out, &errs)
-	}
-	for id := range d.certs {
-		r.flushCertificate(id, &out)
-	}
 	slices.Sort(out.Deletes)
 	return out, errs
+}
+
+// sizeDicts grows the shared dicts to fit the payloads (never shrinking
+// them) and reports whether a size changed.
+func (r *Renderer) sizeDicts() (bool, error) {
+	config, err := dictSize(r.sizes.backendTotal, r.cfg.ConfigDictSize)
+	if err != nil {
+		return false, fmt.Errorf("config dict: %w", err)
+	}
+	certs, err := dictSize(r.sizes.certTotal, r.cfg.CertDictSize)
+	if err != nil {
+		return false, fmt.Errorf("certificate dict: %w", err)
+	}
+	config, certs = larger(config, r.dicts.config), larger(certs, r.dicts.certs)
+	changed := config != r.dicts.config || certs != r.dicts.certs
+	r.dicts.config, r.dicts.certs = config, certs
+	return changed, nil
+}
+
+// larger returns the larger of two NGINX sizes; an empty one is the
+// smallest.
+func larger(a, b string) string {
+	na, _ := bus.ParseSize(a)
+	nb, _ := bus.ParseSize(b)
+	if nb > na {
+		return b
+	}
+	return a
 }
 
 func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
@@ -244,6 +286,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		}
 	}
 	if !ok {
+		setSize(r.sizes.backends, &r.sizes.backendTotal, name, 0)
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
@@ -257,6 +300,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 	// Everything else goes to Lua as it is: the balancer reads the
 	// balancing settings in ingress-nginx's JSON shape.
 	data, _ := json.Marshal(b)
+	setSize(r.sizes.backends, &r.sizes.backendTotal, name, len(data))
 	out.Puts[key] = data
 }
 
@@ -269,12 +313,14 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	cert := r.certs[id]
 	if cert == nil || len(hosts) == 0 {
 		delete(r.out.Certificates, id)
+		setSize(r.sizes.certs, &r.sizes.certTotal, id, 0)
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
 	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
 	r.out.Certificates[id] = lc
 	data, _ := json.Marshal(lc)
+	setSize(r.sizes.certs, &r.sizes.certTotal, id, len(data))
 	out.Puts[key] = data
 }
 
