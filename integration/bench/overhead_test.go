@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +39,7 @@ func TestBenchOverhead(t *testing.T) {
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
 
-	targets := []benchTarget{{"switchyard (Lua balancer)", sy.HTTPAddr}, {"plain NGINX (static upstream)", plain.httpAddr}}
+	targets := []benchTarget{{"switchyard (Lua balancer)", sy.HTTPAddr, sy.MasterPID(t)}, {"plain NGINX (static upstream)", plain.httpAddr, plain.master}}
 	runs := alternate(targets, f.host, 3, 5*time.Second)
 	syAll, plainAll := runs[0], runs[1]
 	var rep strings.Builder
@@ -48,8 +49,8 @@ func TestBenchOverhead(t *testing.T) {
 		fmt.Fprintf(&rep, "%-36s %s\n", targets[i].name, r)
 	}
 	throughput := syAll.rps() / plainAll.rps()
-	fmt.Fprintf(&rep, "throughput ratio switchyard / plain: %.2f (target >= 0.9: %s); p99 ratio: %.2f\n",
-		throughput, met(throughput >= 0.9), ratio(syAll.quantile(0.99), plainAll.quantile(0.99)))
+	fmt.Fprintf(&rep, "throughput ratio switchyard / plain: %.2f (target >= 0.9: %s); p99 ratio: %.2f; NGINX CPU per request plain / switchyard: %.2f\n",
+		throughput, met(throughput >= 0.9), ratio(syAll.quantile(0.99), plainAll.quantile(0.99)), ratio(plainAll.cpuPerRequest(), syAll.cpuPerRequest()))
 	t.Log(rep.String())
 	if syAll.failed > 0 {
 		t.Errorf("%d requests failed through switchyard", syAll.failed)
@@ -84,29 +85,29 @@ func TestBenchOverheadHooks(t *testing.T) {
 		{"without rewrite_by_lua", dropBlocks("rewrite_by_lua_block")},
 		{"balancer_by_lua only", dropBlocks("rewrite_by_lua_block", "header_filter_by_lua_block", "log_by_lua_block")},
 	}
-	targets := []benchTarget{{"switchyard", sy.HTTPAddr}}
+	targets := []benchTarget{{"switchyard", sy.HTTPAddr, sy.MasterPID(t)}}
 	for _, v := range variants {
 		s := startScratch(t, nginx, sy, "lua", v.edit)
 		s.copyDynamic(t, sy)
 		waitScratch(t, s, f.host)
-		targets = append(targets, benchTarget{v.name, s.httpAddr})
+		targets = append(targets, benchTarget{v.name, s.httpAddr, s.master})
 	}
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
-	targets = append(targets, benchTarget{"plain NGINX (static upstream)", plain.httpAddr})
+	targets = append(targets, benchTarget{"plain NGINX (static upstream)", plain.httpAddr, plain.master})
 
 	const rounds = 3
 	per := 4 * time.Second
 	runs := alternate(targets, f.host, rounds, per)
 	full, plainRun := runs[1], runs[len(runs)-1]
-	gap := plainRun.rps() - full.rps()
+	gap := float64(full.cpuPerRequest() - plainRun.cpuPerRequest())
 	var rep strings.Builder
 	fmt.Fprintf(&rep, "\n%s\noverhead by hook: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100),
 		overheadClients, rounds, per)
 	for i, r := range runs {
 		share := ""
 		if i >= 2 && i < len(runs)-1 && gap > 0 {
-			share = fmt.Sprintf("  (%.0f%% of the gap to plain)", 100*(r.rps()-full.rps())/gap)
+			share = fmt.Sprintf("  (saves %.0f%% of the CPU gap to plain)", 100*float64(full.cpuPerRequest()-r.cpuPerRequest())/gap)
 		}
 		fmt.Fprintf(&rep, "%-36s %s; ratio to plain %.2f%s\n", targets[i].name, r, r.rps()/plainRun.rps(), share)
 	}
@@ -176,7 +177,12 @@ func TestPlainConfig(t *testing.T) {
 
 const overheadClients = 16
 
-type benchTarget struct{ name, addr string }
+// benchTarget is one NGINX under load; master is its master process, whose
+// workers' CPU time is measured.
+type benchTarget struct {
+	name, addr string
+	master     int
+}
 
 // alternate loads each target in turn, rounds times, so that a change of
 // the machine's load during the run hits every target alike.
@@ -184,7 +190,10 @@ func alternate(targets []benchTarget, host string, rounds int, per time.Duration
 	runs := make([][]closedLoop, len(targets))
 	for range rounds {
 		for i, target := range targets {
-			runs[i] = append(runs[i], runClosedLoop(target.addr, host, overheadClients, per))
+			before := workersCPU(target.master)
+			run := runClosedLoop(target.addr, host, overheadClients, per)
+			run.cpu = workersCPU(target.master) - before
+			runs[i] = append(runs[i], run)
 		}
 	}
 	merged := make([]closedLoop, len(targets))
@@ -200,13 +209,48 @@ type closedLoop struct {
 	series
 	elapsed time.Duration
 	failed  int
+	cpu     time.Duration // CPU time of the NGINX workers during the run
+}
+
+// cpuPerRequest is the NGINX workers' CPU time per answered request. On a
+// shared machine it is steadier than throughput: other processes' load
+// slows the run down, but hardly changes what one request costs NGINX.
+func (c closedLoop) cpuPerRequest() time.Duration {
+	if len(c.samples) == 0 {
+		return 0
+	}
+	return c.cpu / time.Duration(len(c.samples))
+}
+
+// workersCPU sums user and system CPU time of master's child processes
+// (the NGINX workers), from /proc.
+func workersCPU(master int) time.Duration {
+	entries, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces: fields count from after ")".
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 13 || fields[1] != strconv.Itoa(master) {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		ticks += utime + stime
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 func (c closedLoop) rps() float64 { return float64(len(c.samples)) / c.elapsed.Seconds() }
 
 func (c closedLoop) String() string {
-	return fmt.Sprintf("%.0f requests/s, failed=%d, median=%s p99=%s", c.rps(), c.failed,
-		c.quantile(0.5).Round(10*time.Microsecond), c.quantile(0.99).Round(10*time.Microsecond))
+	return fmt.Sprintf("%.0f requests/s, failed=%d, median=%s p99=%s, NGINX CPU %.1fµs/request", c.rps(), c.failed,
+		c.quantile(0.5).Round(10*time.Microsecond), c.quantile(0.99).Round(10*time.Microsecond),
+		float64(c.cpuPerRequest().Nanoseconds())/1e3)
 }
 
 func runClosedLoop(addr, host string, clients int, d time.Duration) closedLoop {
@@ -248,6 +292,7 @@ func mergeLoops(runs []closedLoop) closedLoop {
 		all.samples = append(all.samples, r.samples...)
 		all.elapsed += r.elapsed
 		all.failed += r.failed
+		all.cpu += r.cpu
 	}
 	return all
 }
@@ -256,6 +301,7 @@ func mergeLoops(runs []closedLoop) closedLoop {
 // edited configuration.
 type scratch struct {
 	prefix, httpAddr, socket string
+	master                   int
 }
 
 // luaEdit rewrites one `*_by_lua_block { ... }` directive of the rendered
@@ -418,6 +464,7 @@ func startScratch(t *testing.T, nginx string, sy *harness.Switchyard, kind strin
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the %s copy: %v", kind, err)
 	}
+	s.master = cmd.Process.Pid
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT)
 		_ = cmd.Wait()
