@@ -112,6 +112,33 @@ http {
             proxy_pass http://upstream_balancer;
         }
 
+        # The renderer passes the location's backend name to the rewrite
+        # hook; it wins over $proxy_upstream_name.
+        location /named/ {
+            set $proxy_upstream_name $http_x_test_backend;
+            rewrite_by_lua_block {
+                require("switchyard.balancer").rewrite("default-named-80")
+            }
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://upstream_balancer;
+        }
+
+        # Which hosts ssl-redirect and HSTS treat as having TLS: "host=a/b"
+        # per host, a from configured_for, b from configured_for_lower of
+        # the lower-cased host.
+        location = /tls-hosts {
+            content_by_lua_block {
+                local certificate = require("switchyard.certificate")
+                local out = {}
+                for host in ngx.var.arg_hosts:gmatch("[^,]+") do
+                    out[#out + 1] = host .. "=" .. tostring(certificate.configured_for(host)) .. "/"
+                        .. tostring(certificate.configured_for_lower(host:lower()))
+                end
+                ngx.print(table.concat(out, ","))
+            }
+        }
+
         # balancer_by_lua without the rewrite hook
         location /no-rewrite/ {
             set $proxy_upstream_name $http_x_test_backend;
@@ -166,6 +193,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("large body through temp file", dp.testLargeBody)
 	t.Run("dict full answers 507", dp.testBackendsDictFull)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
+	t.Run("backend name passed to the rewrite hook", dp.testNamedRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)
 	t.Run("ewma prefers the fast endpoint", dp.testEWMA)
 	t.Run("chash keeps keys on their endpoint", dp.testCHash)
@@ -175,6 +203,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("sticky change on failure", dp.testStickyChangeOnFailure)
 	t.Run("certificates by SNI", dp.testCertificates)
 	t.Run("invalid certificates are rejected", dp.testInvalidCertificates)
+	t.Run("TLS hosts for ssl-redirect and HSTS", dp.testTLSHosts)
 	t.Run("canary by header, cookie and weight", dp.testCanary)
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)
 
@@ -842,6 +871,22 @@ func (dp *dataPlane) testNoRewrite(t *testing.T) {
 	}
 }
 
+func (dp *dataPlane) testNamedRewrite(t *testing.T) {
+	eps, ids := startBackends(t, "named", 1)
+	otherEps, _ := startBackends(t, "named-other", 1)
+	dp.postBackends(backend{Name: "default-named-80", Endpoints: eps}, backend{Name: "default-other-80", Endpoints: otherEps})
+	for _, header := range []string{"", "default-other-80", "default-missing-80"} {
+		if r := dp.get("/named/x", header); r.status != 200 || r.backend != ids[0] {
+			t.Errorf("X-Test-Backend %q: %d %q, want the named backend %s", header, r.status, r.backend, ids[0])
+		}
+	}
+	// The name is still checked against the published backends.
+	dp.postBackends(backend{Name: "default-other-80", Endpoints: otherEps})
+	if r := dp.get("/named/x", "default-other-80"); r.status != 503 {
+		t.Errorf("named backend removed: %d %q, want 503", r.status, r.backend)
+	}
+}
+
 func (dp *dataPlane) testConfigNotProxied(t *testing.T) {
 	eps, ids := startBackends(t, "app", 1)
 	dp.postBackends(backend{Name: "default-app-80", Endpoints: eps})
@@ -981,6 +1026,60 @@ func (dp *dataPlane) testCertificates(t *testing.T) {
 	for range 4 {
 		if got := dp.handshake(t, "a.example.test"); !got.Equal(a2) {
 			t.Fatalf("after 507 got serial %v, want the previous %v", got.SerialNumber, a2.SerialNumber)
+		}
+	}
+}
+
+// tlsHosts asks both workers (fresh connections) which hosts have TLS.
+func (dp *dataPlane) tlsHosts(t *testing.T, hosts string) string {
+	t.Helper()
+	var first string
+	for i := range 4 {
+		r := dp.get("/tls-hosts?hosts="+hosts, "")
+		if r.status != 200 {
+			t.Fatalf("/tls-hosts: %d %s", r.status, r.body)
+		}
+		if i > 0 && r.body != first {
+			t.Fatalf("workers disagree: %q vs %q", first, r.body)
+		}
+		first = r.body
+	}
+	return first
+}
+
+func (dp *dataPlane) testTLSHosts(t *testing.T) {
+	_, aPEM := newCert(t, "a.example.test", nil)
+	_, wildPEM := newCert(t, "*.wild.example.test", nil)
+	hosts := "a.example.test,A.Example.Test,x.wild.example.test,wild.example.test,a.b.wild.example.test,b.example.test"
+	steps := []struct {
+		name string
+		cfg  certConfig
+		want string
+	}{
+		{"exact and wildcard", certConfig{
+			Certificates: map[string]string{"default/a": aPEM, "default/wild": wildPEM},
+			Servers:      map[string]string{"a.example.test": "default/a", "*.wild.example.test": "default/wild"},
+		}, "a.example.test=true/true,A.Example.Test=true/true,x.wild.example.test=true/true,wild.example.test=false/false," +
+			"a.b.wild.example.test=false/false,b.example.test=false/false"},
+		// Without a wildcard name the miss path skips the suffix lookup;
+		// the answer must not change.
+		{"exact only", certConfig{
+			Certificates: map[string]string{"default/a": aPEM},
+			Servers:      map[string]string{"a.example.test": "default/a"},
+		}, "a.example.test=true/true,A.Example.Test=true/true,x.wild.example.test=false/false,wild.example.test=false/false," +
+			"a.b.wild.example.test=false/false,b.example.test=false/false"},
+		{"wildcard only", certConfig{
+			Certificates: map[string]string{"default/wild": wildPEM},
+			Servers:      map[string]string{"*.wild.example.test": "default/wild"},
+		}, "a.example.test=false/false,A.Example.Test=false/false,x.wild.example.test=true/true,wild.example.test=false/false," +
+			"a.b.wild.example.test=false/false,b.example.test=false/false"},
+	}
+	for _, step := range steps {
+		if status, text := dp.postCertificates(step.cfg); status != 201 {
+			t.Fatalf("%s: POST certificates: %d %s", step.name, status, text)
+		}
+		if got := dp.tlsHosts(t, hosts); got != step.want {
+			t.Errorf("%s:\n got %s\nwant %s", step.name, got, step.want)
 		}
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -284,157 +282,6 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
-}
-
-// TestBenchOverhead compares, in one run, throughput and p99 latency through
-// Switchyard's NGINX (Lua balancer) with a plain NGINX whose static upstream
-// holds the same two echo backends, both with 2 workers and upstream
-// keep-alive, loaded alternately by the same closed-loop client.
-func TestBenchOverhead(t *testing.T) {
-	requireBench(t)
-	nginx := harness.Nginx(t)
-	f := newFixture(t)
-	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
-	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
-	waitServed(t, sy, f.host, "", 30*time.Second)
-	plainAddr := startPlainNginx(t, nginx, f.portA, f.portB)
-
-	const rounds, concurrency = 3, 16
-	per := 5 * time.Second
-	var syRuns, plainRuns []closedLoop
-	for range rounds {
-		syRuns = append(syRuns, runClosedLoop(sy.HTTPAddr, f.host, concurrency, per))
-		plainRuns = append(plainRuns, runClosedLoop(plainAddr, f.host, concurrency, per))
-	}
-	syAll, plainAll := mergeLoops(syRuns), mergeLoops(plainRuns)
-	var rep strings.Builder
-	fmt.Fprintf(&rep, "\n%s\noverhead: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100), concurrency, rounds, per)
-	fmt.Fprintf(&rep, "%-28s %s\n", "switchyard (Lua balancer)", syAll)
-	fmt.Fprintf(&rep, "%-28s %s\n", "plain NGINX (static upstream)", plainAll)
-	throughput := syAll.rps() / plainAll.rps()
-	fmt.Fprintf(&rep, "throughput ratio switchyard / plain: %.2f (target >= 0.9: %s); p99 ratio: %.2f\n",
-		throughput, met(throughput >= 0.9), ratio(syAll.quantile(0.99), plainAll.quantile(0.99)))
-	t.Log(rep.String())
-	if syAll.failed > 0 {
-		t.Errorf("%d requests failed through switchyard", syAll.failed)
-	}
-}
-
-// closedLoop is one closed-loop load run: each client sends its next
-// request as soon as the last one is answered.
-type closedLoop struct {
-	series
-	elapsed time.Duration
-	failed  int
-}
-
-func (c closedLoop) rps() float64 { return float64(len(c.samples)) / c.elapsed.Seconds() }
-
-func (c closedLoop) String() string {
-	return fmt.Sprintf("%.0f requests/s, failed=%d, median=%s p99=%s", c.rps(), c.failed,
-		c.quantile(0.5).Round(10*time.Microsecond), c.quantile(0.99).Round(10*time.Microsecond))
-}
-
-func runClosedLoop(addr, host string, clients int, d time.Duration) closedLoop {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	defer client.CloseIdleConnections()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	out := closedLoop{series: series{name: addr}}
-	begin := time.Now()
-	deadline := begin.Add(d)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var local []time.Duration
-			failed := 0
-			for time.Now().Before(deadline) {
-				start := time.Now()
-				if err := getOnce(client, addr, host); err != nil {
-					failed++
-					continue
-				}
-				local = append(local, time.Since(start))
-			}
-			mu.Lock()
-			out.samples = append(out.samples, local...)
-			out.failed += failed
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	out.elapsed = time.Since(begin)
-	return out
-}
-
-func mergeLoops(runs []closedLoop) closedLoop {
-	var all closedLoop
-	for _, r := range runs {
-		all.samples = append(all.samples, r.samples...)
-		all.elapsed += r.elapsed
-		all.failed += r.failed
-	}
-	return all
-}
-
-// startPlainNginx runs a plain NGINX with a static upstream of the two
-// backends, the proxy settings Switchyard renders (HTTP/1.1 upstream
-// keep-alive, forwarded headers, an access log) and no Lua.
-func startPlainNginx(t *testing.T, nginx string, ports ...int) string {
-	port := harness.FreePort(t)
-	var servers strings.Builder
-	for _, p := range ports {
-		fmt.Fprintf(&servers, "        server 127.0.0.1:%d;\n", p)
-	}
-	conf := fmt.Sprintf(`worker_processes 2;
-pid nginx.pid;
-error_log stderr warn;
-daemon off;
-events { worker_connections 4096; }
-http {
-    access_log logs/access.log;
-    client_body_temp_path tmp/client_body;
-    proxy_temp_path tmp/proxy;
-    fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi;
-    scgi_temp_path tmp/scgi;
-    upstream plain {
-%s        keepalive 320;
-    }
-    server {
-        listen 127.0.0.1:%d;
-        location / {
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_buffering off;
-            proxy_pass http://plain;
-        }
-    }
-}
-`, servers.String(), port)
-	prefix := harness.Prefix(t, map[string]string{"plain.conf": conf})
-	for _, d := range []string{"logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(nginx, "-p", prefix+"/", "-c", filepath.Join(prefix, "conf", "plain.conf"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT)
-		_ = cmd.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	harness.WaitFor(t, 10*time.Second, "plain nginx", func() error { return getOnce(http.DefaultClient, addr, "x") })
-	return addr
 }
 
 // TestBenchEndpointAllWorkers reports the time from an EndpointSlice change

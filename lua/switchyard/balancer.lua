@@ -59,6 +59,13 @@ local algorithms = {
 local backends = {}
 -- Version loaded into `backends`; nil until something was published.
 local loaded_version
+-- Whether any loaded backend has a header_filter or log hook. Every
+-- response runs those phases (they are set at http level); when no backend
+-- needs them, which is the common case (round robin, chash), they return
+-- before touching ngx.ctx. A request whose backend was replaced by a sync
+-- in between may skip its hook: the instance it would feed is gone anyway.
+local any_header_filter = false
+local any_log = false
 
 -- As in ingress-nginx, cookie affinity wins over upstream-hash-by, which
 -- wins over load-balance.
@@ -144,9 +151,12 @@ local function set_canary(instance, backend)
     instance.traffic_shaping = prepare_policy(backend.trafficShapingPolicy)
 end
 
+-- Returns the instances by name, their count and whether any of them has a
+-- header_filter and a log hook.
 local function build(list)
     local result = {}
     local count = 0
+    local header_filter, log = false, false
     for _, backend in ipairs(list) do
         local name = type(backend) == "table" and backend.name
         if type(name) == "string" then
@@ -170,9 +180,15 @@ local function build(list)
             set_canary(instance, backend)
             result[name] = instance
             count = count + 1
+            if instance.header_filter then
+                header_filter = true
+            end
+            if instance.log then
+                log = true
+            end
         end
     end
-    return result, count
+    return result, count, header_filter, log
 end
 
 -- Loads the published backends when their version differs from the loaded
@@ -199,7 +215,7 @@ local function sync()
     end
 
     local count
-    backends, count = build(list)
+    backends, count, any_header_filter, any_log = build(list)
     ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " backends)")
 end
 
@@ -304,16 +320,19 @@ local function canary_for(backend)
     return nil
 end
 
--- rewrite_by_lua: resolves $proxy_upstream_name to a backend, answering 503
--- when it is unknown or has no endpoints. The instance is kept in ngx.ctx so
--- the balancer phase uses the backend checked here even if a sync runs in
--- between.
-function _M.rewrite()
+-- rewrite_by_lua: resolves the location's backend to an instance, answering
+-- 503 when it is unknown or has no endpoints. The renderer passes the
+-- backend's name as a literal (the same value it sets $proxy_upstream_name
+-- to, for the access log), which saves a variable read per request; without
+-- it, $proxy_upstream_name names the backend. The instance is kept in
+-- ngx.ctx so the balancer phase uses the backend checked here even if a
+-- sync runs in between.
+function _M.rewrite(name)
     sync()
     if loaded_version == nil then
         wait_for_first_configuration()
     end
-    local name = ngx_var.proxy_upstream_name
+    name = name or ngx_var.proxy_upstream_name
     local backend = name and backends[name]
     if not backend then
         ngx_log(INFO, "switchyard: no backend named \"", tostring(name), "\"")
@@ -414,6 +433,9 @@ end
 -- algorithm change response headers after the balancer phase, e.g. the new
 -- cookie of a sticky session that change-on-failure moved.
 function _M.header_filter()
+    if not any_header_filter then
+        return
+    end
     local state = ngx.ctx.switchyard
     if state and state.backend.header_filter then
         state.backend:header_filter(state)
@@ -423,6 +445,9 @@ end
 -- log_by_lua (http level in nginx.conf.tmpl): feeds the upstream timings of
 -- the request to its algorithm (EWMA scores).
 function _M.log()
+    if not any_log then
+        return
+    end
     local state = ngx.ctx.switchyard
     if state and state.backend.log then
         state.backend:log(state)

@@ -189,6 +189,10 @@ function _M.class(mode)
         self.name = backend.name
         self.endpoints = backend.endpoints
         self.cookie = _M.cookie_config(backend)
+        -- Only change-on-failure sets a cookie after the balancer phase;
+        -- without it this instance has no header_filter hook, so
+        -- switchyard.balancer can skip that phase for every response.
+        self.header_filter = self.cookie.change_on_failure and class.header_filter or false
         local signature = util.signature(backend.endpoints)
         if signature ~= self.signature then
             self.signature = signature

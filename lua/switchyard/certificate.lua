@@ -32,6 +32,9 @@ local tostring = tostring
 local str_lower = string.lower
 local str_find = string.find
 local str_sub = string.sub
+local str_byte = string.byte
+local pairs = pairs
+local STAR = str_byte("*")
 
 local _M = {}
 
@@ -43,9 +46,12 @@ local CACHE_SIZE = 2000
 
 local cache = assert(lrucache.new(CACHE_SIZE))
 
--- Hostname map of the version `servers_version`, decoded once per version.
+-- Hostname map of the version `servers_version`, decoded once per version,
+-- and whether it has any wildcard name: without one, a miss needs no
+-- suffix string (ingress.rewrite asks for every request).
 local servers = {}
 local servers_version
+local servers_wildcard = false
 
 -- set_priv_key fails on a key that does not match the certificate, and by
 -- then clear_certs has removed the default certificate, so the handshake would
@@ -95,7 +101,14 @@ local function load_servers(dict, version)
         -- between reading the version and the map, and is retried next time.
         return nil, "cannot read hostname map of version " .. version .. ": " .. tostring(err)
     end
-    servers, servers_version = map, version
+    local wildcard = false
+    for name in pairs(map) do
+        if type(name) == "string" and str_byte(name, 1) == STAR then
+            wildcard = true
+            break
+        end
+    end
+    servers, servers_version, servers_wildcard = map, version, wildcard
     return servers
 end
 
@@ -105,6 +118,9 @@ local function lookup(map, host)
     local id = map[host]
     if id then
         return id
+    end
+    if not servers_wildcard and map == servers then
+        return nil
     end
     local dot = str_find(host, ".", 1, true)
     if dot and dot > 1 then
@@ -204,13 +220,27 @@ end
 -- so adding TLS to a host needs no reload. One shared dict read when
 -- nothing changed.
 function _M.configured_for(host)
+    if not host then
+        return false
+    end
+    return _M.configured_for_lower(str_lower(host))
+end
+
+-- configured_for for a host that is already lower case, as NGINX's $host
+-- always is: the per-request path of ingress.rewrite. O(1): one shared dict
+-- read (a number) and one table lookup, allocation-free unless a wildcard
+-- certificate is published.
+function _M.configured_for_lower(host)
+    if not host then
+        return false
+    end
     local dict = ngx_shared.switchyard_certs
     local version = dict:get(VERSION_KEY)
-    if not version or not host then
+    if not version then
         return false
     end
     local map = load_servers(dict, version)
-    return map ~= nil and lookup(map, str_lower(host)) ~= nil
+    return map ~= nil and lookup(map, host) ~= nil
 end
 
 function _M.call()

@@ -23,38 +23,44 @@ function _M.configure(c)
     config = c
 end
 
--- What a location without redirect annotations does.
-local default_location = { ssl_redirect = true, force_ssl_redirect = false, preserve_trailing_slash = false }
-
--- Whether a plain HTTP request must go to HTTPS, as ingress-nginx's
--- redirect_to_https: force-ssl-redirect always does; ssl-redirect only
--- when the host has TLS.
-local function redirect_to_https(loc, has_tls)
-    if not config.https or ngx_var.pass_access_scheme ~= "http" then
-        return false
+-- rewrite_by_lua, before the balancer: redirect plain HTTP to HTTPS
+-- (ssl-redirect, force-ssl-redirect) or mark an HTTPS response for HSTS.
+-- The renderer passes the location's choices, and for a server of one
+-- exact name that name, as literals, so a request allocates nothing here
+-- and reads no variable it can do without. Called without arguments it
+-- behaves like a location without redirect annotations (ssl-redirect on)
+-- and reads $host.
+--
+-- Every request of a proxied location runs this, so the common case, a
+-- host without TLS and without force-ssl-redirect, is one shared dict read
+-- (a number) and one table lookup: neither a redirect nor HSTS applies to
+-- it, whatever the scheme.
+function _M.rewrite(ssl_redirect, force_ssl_redirect, preserve_trailing_slash, host)
+    if ssl_redirect == nil then
+        ssl_redirect = true
     end
-    if loc.force_ssl_redirect then
-        return true
+    host = host or ngx_var.host
+    local has_tls = certificate.configured_for_lower(host)
+    if not has_tls and not force_ssl_redirect then
+        return
     end
-    return loc.ssl_redirect and has_tls
-end
-
--- rewrite_by_lua, before the balancer: redirect or mark for HSTS. loc is
--- the location's redirect choices, written by the renderer as a literal.
-function _M.rewrite(loc)
-    loc = loc or default_location
-    local host = ngx_var.host
-    local has_tls = certificate.configured_for(host)
-    if redirect_to_https(loc, has_tls) then
+    local scheme = ngx_var.pass_access_scheme
+    if scheme == "http" then
+        -- As ingress-nginx's redirect_to_https: force-ssl-redirect always
+        -- redirects, ssl-redirect only when the host has TLS (it has, or
+        -- this returned above); either needs an HTTPS listener.
+        if not config.https or not (force_ssl_redirect or ssl_redirect) then
+            return
+        end
         local uri = ngx_var.request_uri
         -- ingress-nginx drops a trailing slash unless
         -- preserve-trailing-slash says otherwise.
-        if not loc.preserve_trailing_slash and byte(uri, -1) == SLASH then
+        if not preserve_trailing_slash and byte(uri, -1) == SLASH then
             uri = sub(uri, 1, -2)
         end
         return ngx_redirect("https://" .. host .. config.https_port .. uri, 308)
     end
-    if has_tls and ngx_var.pass_access_scheme == "https" and config.hsts ~= "" then
+    if has_tls and scheme == "https" and config.hsts ~= "" then
         -- add_header Strict-Transport-Security $switchyard_hsts always;
         ngx_var.switchyard_hsts = config.hsts
     end

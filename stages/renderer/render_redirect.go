@@ -145,10 +145,16 @@ func rewriteTarget(s string) (string, error) {
 	return `"` + s + `"`, nil
 }
 
-// luaLocation is the Lua table literal a location passes to
-// switchyard.ingress.rewrite: fixed words only, decided from the redirect
-// group and, where it is silent, the ConfigMap.
-func luaLocation(settings bus.Settings, f *bus.Features) string {
+// luaLocation is the argument list a location of the server for host
+// passes to switchyard.ingress.rewrite (ssl-redirect, force-ssl-redirect,
+// preserve-trailing-slash, host): fixed words only, decided from the
+// redirect group and, where it is silent, the ConfigMap. Literals rather
+// than a table or variables: the block runs on every request, and a table
+// constructor would allocate, a variable read would look up and copy, each
+// time. The host is passed only for a server of one exact name, where
+// $host (lower case, like Ingress hosts) can be nothing else; a wildcard
+// or catch-all server leaves it out and Lua reads $host.
+func luaLocation(settings bus.Settings, f *bus.Features, host string) (string, error) {
 	ssl, force, preserve := settings.SSLRedirect, false, false
 	if f != nil && f.Redirect != nil {
 		if f.Redirect.SSLRedirect != nil {
@@ -156,7 +162,15 @@ func luaLocation(settings bus.Settings, f *bus.Features) string {
 		}
 		force, preserve = f.Redirect.ForceSSLRedirect, f.Redirect.PreserveTrailingSlash
 	}
-	return fmt.Sprintf("{ ssl_redirect = %t, force_ssl_redirect = %t, preserve_trailing_slash = %t }", ssl, force, preserve)
+	args := fmt.Sprintf("%t, %t, %t", ssl, force, preserve)
+	if host == "" || host == bus.DefaultServerName || strings.HasPrefix(host, "*") || host != strings.ToLower(host) {
+		return args, nil
+	}
+	literal, err := luaString(host)
+	if err != nil {
+		return "", err
+	}
+	return args + ", " + literal, nil
 }
 
 // rewriteRegex writes the rewrite directive's regex: the location's own

@@ -94,8 +94,21 @@ func TestWritersRefuse(t *testing.T) {
 	if _, err := rewriteRegex("/a"); err == nil {
 		t.Error("rewriteRegex accepted an unanchored regex")
 	}
-	got := luaLocation(bus.Settings{SSLRedirect: true}, &bus.Features{Redirect: &bus.Redirect{SSLRedirect: new(bool), ForceSSLRedirect: true}})
-	if got != "{ ssl_redirect = false, force_ssl_redirect = true, preserve_trailing_slash = false }" {
-		t.Errorf("luaLocation = %s", got)
+	for _, tt := range []struct {
+		host, want string
+	}{
+		{"shop.example.com", `false, true, false, "shop.example.com"`},
+		// $host varies within these servers: Lua reads it.
+		{"*.example.com", "false, true, false"},
+		{bus.DefaultServerName, "false, true, false"},
+		{"Shop.example.com", "false, true, false"},
+	} {
+		got, err := luaLocation(bus.Settings{SSLRedirect: true}, &bus.Features{Redirect: &bus.Redirect{SSLRedirect: new(bool), ForceSSLRedirect: true}}, tt.host)
+		if err != nil || got != tt.want {
+			t.Errorf("luaLocation(%q) = %s, %v; want %s", tt.host, got, err, tt.want)
+		}
+	}
+	if got, err := luaLocation(bus.Settings{}, nil, `a"b.example.com`); err == nil {
+		t.Errorf("luaLocation accepted a quote in the host: %s", got)
 	}
 }

@@ -1,0 +1,533 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestBenchOverhead compares, in one run, throughput and p99 latency through
+// Switchyard's NGINX (Lua balancer) with a plain NGINX, loaded alternately by
+// the same closed-loop client. The plain NGINX runs Switchyard's own rendered
+// configuration with only the Lua taken out (see plainConfig): the same
+// maps, proxy headers, access log format, timeouts, workers and upstream
+// keep-alive, and a static upstream of the same two echo backends, so the
+// two cannot drift apart and the ratio is the cost of the Lua alone.
+func TestBenchOverhead(t *testing.T) {
+	requireBench(t)
+	nginx := harness.Nginx(t)
+	f := newFixture(t)
+	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
+	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
+	waitServed(t, sy, f.host, "", 30*time.Second)
+	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
+	waitScratch(t, plain, f.host)
+
+	targets := []benchTarget{{"switchyard (Lua balancer)", sy.HTTPAddr, sy.MasterPID(t)}, {"plain NGINX (static upstream)", plain.httpAddr, plain.master}}
+	runs := alternate(targets, f.host, 3, 5*time.Second)
+	syAll, plainAll := runs[0], runs[1]
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "\n%s\noverhead: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100),
+		overheadClients, 3, 5*time.Second)
+	for i, r := range runs {
+		fmt.Fprintf(&rep, "%-36s %s\n", targets[i].name, r)
+	}
+	throughput := syAll.rps() / plainAll.rps()
+	fmt.Fprintf(&rep, "throughput ratio switchyard / plain: %.2f (target >= 0.9: %s); p99 ratio: %.2f; NGINX CPU per request plain / switchyard: %.2f\n",
+		throughput, met(throughput >= 0.9), ratio(syAll.quantile(0.99), plainAll.quantile(0.99)), ratio(plainAll.cpuPerRequest(), syAll.cpuPerRequest()))
+	t.Log(rep.String())
+	if syAll.failed > 0 {
+		t.Errorf("%d requests failed through switchyard", syAll.failed)
+	}
+	if plainAll.failed > 0 {
+		t.Errorf("%d requests failed through plain NGINX", plainAll.failed)
+	}
+}
+
+// TestBenchOverheadHooks attributes the gap between Switchyard and plain
+// NGINX to the Lua hooks: besides both, it runs scratch copies of
+// Switchyard's rendered configuration (with the same backends posted to
+// their own Lua endpoint), each with one hook taken out. The scratch
+// configurations are measurement only: a copy without a hook loses the
+// behaviour that hook carries (redirects, HSTS, EWMA, sticky cookies).
+func TestBenchOverheadHooks(t *testing.T) {
+	requireBench(t)
+	nginx := harness.Nginx(t)
+	f := newFixture(t)
+	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
+	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
+	waitServed(t, sy, f.host, "", 30*time.Second)
+
+	variants := []struct {
+		name string
+		edit luaEdit
+	}{
+		{"copy of switchyard (all hooks)", keepLua},
+		{"without log_by_lua", dropBlocks("log_by_lua_block")},
+		{"without header_filter_by_lua", dropBlocks("header_filter_by_lua_block")},
+		{"without ingress.rewrite", dropIngressRewrite},
+		{"without rewrite_by_lua", dropBlocks("rewrite_by_lua_block")},
+		{"balancer_by_lua only", dropBlocks("rewrite_by_lua_block", "header_filter_by_lua_block", "log_by_lua_block")},
+	}
+	targets := []benchTarget{{"switchyard", sy.HTTPAddr, sy.MasterPID(t)}}
+	for _, v := range variants {
+		s := startScratch(t, nginx, sy, "lua", v.edit)
+		s.copyDynamic(t, sy)
+		waitScratch(t, s, f.host)
+		targets = append(targets, benchTarget{v.name, s.httpAddr, s.master})
+	}
+	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
+	waitScratch(t, plain, f.host)
+	targets = append(targets, benchTarget{"plain NGINX (static upstream)", plain.httpAddr, plain.master})
+
+	const rounds = 3
+	per := 4 * time.Second
+	runs := alternate(targets, f.host, rounds, per)
+	full, plainRun := runs[1], runs[len(runs)-1]
+	gap := float64(full.cpuPerRequest() - plainRun.cpuPerRequest())
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "\n%s\noverhead by hook: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100),
+		overheadClients, rounds, per)
+	for i, r := range runs {
+		share := ""
+		if i >= 2 && i < len(runs)-1 && gap > 0 {
+			share = fmt.Sprintf("  (saves %.0f%% of the CPU gap to plain)", 100*float64(full.cpuPerRequest()-r.cpuPerRequest())/gap)
+		}
+		fmt.Fprintf(&rep, "%-36s %s; ratio to plain %.2f%s\n", targets[i].name, r, r.rps()/plainRun.rps(), share)
+	}
+	t.Log(rep.String())
+	for i, r := range runs {
+		if r.failed > 0 {
+			t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
+		}
+	}
+}
+
+// TestPlainConfig checks the benchmark's baseline itself (it runs without
+// SWITCHYARD_BENCH): the configuration derived from Switchyard's rendered
+// one has no Lua left, passes nginx -t, keeps the access log format and
+// upstream headers, and serves the Ingress from both static endpoints.
+func TestPlainConfig(t *testing.T) {
+	nginx := harness.Nginx(t)
+	f := newFixture(t)
+	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
+	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
+	waitServed(t, sy, f.host, "", 30*time.Second)
+	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
+	waitScratch(t, plain, f.host)
+
+	err := filepath.WalkDir(filepath.Join(plain.prefix, "conf"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if regexp.MustCompile(`(?m)^[^#]*lua`).Match(data) {
+			t.Errorf("%s still mentions Lua:\n%s", path, data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join(plain.prefix, "conf", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"log_format upstreaminfo", "proxy_set_header X-Request-ID $req_id",
+		fmt.Sprintf("server 127.0.0.1:%d;", f.portA), fmt.Sprintf("server 127.0.0.1:%d;", f.portB)} {
+		if !bytes.Contains(conf, []byte(want)) {
+			t.Errorf("plain nginx.conf lacks %q", want)
+		}
+	}
+	pods := map[string]bool{}
+	client := harness.NewClient()
+	for i := 0; i < 20 && len(pods) < 2; i++ {
+		r, err := harness.Do(client, http.MethodGet, "http://"+plain.httpAddr+"/", f.host, nil)
+		if err != nil || r.Status != 200 || r.Echo == nil {
+			t.Fatalf("plain NGINX: %+v, %v", r, err)
+		}
+		if r.Echo.Headers["X-Request-Id"] == nil {
+			t.Errorf("plain NGINX sent no X-Request-ID upstream: %v", r.Echo.Headers)
+		}
+		pods[r.Echo.Pod] = true
+	}
+	if len(pods) != 2 {
+		t.Errorf("plain NGINX reached pods %v, want both", pods)
+	}
+}
+
+const overheadClients = 16
+
+// benchTarget is one NGINX under load; master is its master process, whose
+// workers' CPU time is measured.
+type benchTarget struct {
+	name, addr string
+	master     int
+}
+
+// alternate loads each target in turn, rounds times, so that a change of
+// the machine's load during the run hits every target alike.
+func alternate(targets []benchTarget, host string, rounds int, per time.Duration) []closedLoop {
+	runs := make([][]closedLoop, len(targets))
+	for range rounds {
+		for i, target := range targets {
+			before := workersCPU(target.master)
+			run := runClosedLoop(target.addr, host, overheadClients, per)
+			run.cpu = workersCPU(target.master) - before
+			runs[i] = append(runs[i], run)
+		}
+	}
+	merged := make([]closedLoop, len(targets))
+	for i := range runs {
+		merged[i] = mergeLoops(runs[i])
+	}
+	return merged
+}
+
+// closedLoop is one closed-loop load run: each client sends its next
+// request as soon as the last one is answered.
+type closedLoop struct {
+	series
+	elapsed time.Duration
+	failed  int
+	cpu     time.Duration // CPU time of the NGINX workers during the run
+}
+
+// cpuPerRequest is the NGINX workers' CPU time per answered request. On a
+// shared machine it is steadier than throughput: other processes' load
+// slows the run down, but hardly changes what one request costs NGINX.
+func (c closedLoop) cpuPerRequest() time.Duration {
+	if len(c.samples) == 0 {
+		return 0
+	}
+	return c.cpu / time.Duration(len(c.samples))
+}
+
+// workersCPU sums user and system CPU time of master's child processes
+// (the NGINX workers), from /proc.
+func workersCPU(master int) time.Duration {
+	entries, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name may hold spaces: fields count from after ")".
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 13 || fields[1] != strconv.Itoa(master) {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		ticks += utime + stime
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+func (c closedLoop) rps() float64 { return float64(len(c.samples)) / c.elapsed.Seconds() }
+
+func (c closedLoop) String() string {
+	return fmt.Sprintf("%.0f requests/s, failed=%d, median=%s p99=%s, NGINX CPU %.1fµs/request", c.rps(), c.failed,
+		c.quantile(0.5).Round(10*time.Microsecond), c.quantile(0.99).Round(10*time.Microsecond),
+		float64(c.cpuPerRequest().Nanoseconds())/1e3)
+}
+
+func runClosedLoop(addr, host string, clients int, d time.Duration) closedLoop {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := closedLoop{series: series{name: addr}}
+	begin := time.Now()
+	deadline := begin.Add(d)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			failed := 0
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				if err := getOnce(client, addr, host); err != nil {
+					failed++
+					continue
+				}
+				local = append(local, time.Since(start))
+			}
+			mu.Lock()
+			out.samples = append(out.samples, local...)
+			out.failed += failed
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	out.elapsed = time.Since(begin)
+	return out
+}
+
+func mergeLoops(runs []closedLoop) closedLoop {
+	var all closedLoop
+	for _, r := range runs {
+		all.samples = append(all.samples, r.samples...)
+		all.elapsed += r.elapsed
+		all.failed += r.failed
+		all.cpu += r.cpu
+	}
+	return all
+}
+
+// scratch is an NGINX started from a copy of Switchyard's prefix with an
+// edited configuration.
+type scratch struct {
+	prefix, httpAddr, socket string
+	master                   int
+}
+
+// luaEdit rewrites one `*_by_lua_block { ... }` directive of the rendered
+// configuration: it returns the text that replaces the whole block (the
+// block itself to keep it, "" to drop it).
+type luaEdit func(directive, block string) string
+
+func keepLua(_, block string) string { return block }
+
+func dropBlocks(directives ...string) luaEdit {
+	return func(directive, block string) string {
+		for _, d := range directives {
+			if d == directive && !strings.Contains(block, "ngx.exit(404)") {
+				return ""
+			}
+		}
+		return block
+	}
+}
+
+// dropIngressRewrite keeps the balancer's rewrite hook and removes the
+// ssl-redirect/HSTS check before it.
+func dropIngressRewrite(directive, block string) string {
+	if directive != "rewrite_by_lua_block" {
+		return block
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(block, "\n") {
+		if !strings.Contains(line, `require("switchyard.ingress").rewrite(`) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
+// plainConfig is the edit that turns Switchyard's configuration into a
+// plain NGINX one: every Lua block goes (the default server's 404 and the
+// configuration endpoint become a plain return), and the rest of the Lua
+// setup is removed by plainLines.
+func plainConfig(ports ...int) luaEdit {
+	return func(directive, block string) string {
+		indent := block[:len(block)-len(strings.TrimLeft(block, " \t"))]
+		switch {
+		case directive == "content_by_lua_block":
+			return indent + "return 404;\n"
+		case directive == "rewrite_by_lua_block" && strings.Contains(block, "ngx.exit(404)"):
+			return indent + "return 404;\n"
+		case directive == "balancer_by_lua_block":
+			// The static upstream replaces the Lua balancer.
+			var servers strings.Builder
+			for _, p := range ports {
+				fmt.Fprintf(&servers, "%sserver 127.0.0.1:%d;\n", indent, p)
+			}
+			return servers.String()
+		}
+		return ""
+	}
+}
+
+var (
+	luaBlockStart = regexp.MustCompile(`^\s*(\w+_by_lua_block)\s*\{`)
+	// The Lua module's own directives, and the placeholder server of the
+	// Lua upstream, which a plain NGINX does not have.
+	plainDropLine = regexp.MustCompile(`^\s*(load_module\s.*(ndk_http|ngx_http_lua)_module\.so.*|lua_\w+\s.*|server 0\.0\.0\.1;)\s*$`)
+	unixListen    = regexp.MustCompile(`listen unix:[^;\s]+;`)
+)
+
+// editConfig applies edit to every Lua block of conf. The rendered Lua is
+// brace-balanced on each line, so counting braces finds a block's end.
+func editConfig(conf string, edit luaEdit, plain bool) (string, error) {
+	var out, block strings.Builder
+	directive, depth := "", 0
+	for _, line := range strings.SplitAfter(conf, "\n") {
+		if directive == "" {
+			if m := luaBlockStart.FindStringSubmatch(line); m != nil {
+				directive = m[1]
+			} else {
+				if !(plain && plainDropLine.MatchString(line)) {
+					out.WriteString(line)
+				}
+				continue
+			}
+		}
+		block.WriteString(line)
+		depth += strings.Count(line, "{") - strings.Count(line, "}")
+		if depth == 0 {
+			out.WriteString(edit(directive, block.String()))
+			block.Reset()
+			directive = ""
+		}
+	}
+	if directive != "" {
+		return "", fmt.Errorf("unterminated %s", directive)
+	}
+	return out.String(), nil
+}
+
+// startScratch copies Switchyard's live NGINX prefix, edits every
+// configuration file (Lua blocks, listen addresses, the control socket) and
+// starts NGINX on it. kind "plain" also removes the Lua module's setup.
+func startScratch(t *testing.T, nginx string, sy *harness.Switchyard, kind string, edit luaEdit) *scratch {
+	t.Helper()
+	s := &scratch{prefix: filepath.Join(harness.StateDir(t), "nginx"), httpAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
+	s.socket = filepath.Join(s.prefix, "control.sock")
+	httpsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	src := sy.Prefix()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		dst := filepath.Join(s.prefix, rel)
+		top := strings.Split(rel, string(filepath.Separator))[0]
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case top == "logs" || top == "tmp" || !d.Type().IsRegular():
+			return nil // the copy writes its own logs; sockets and pid files are the live NGINX's
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if top == "conf" && strings.HasSuffix(path, ".conf") {
+			text, err := editConfig(string(data), edit, kind == "plain")
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+			text = strings.ReplaceAll(text, sy.HTTPAddr, s.httpAddr)
+			text = strings.ReplaceAll(text, sy.HTTPSAddr, httpsAddr)
+			text = unixListen.ReplaceAllLiteralString(text, "listen unix:"+s.socket+";")
+			data = []byte(text)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatalf("copying %s: %v", src, err)
+	}
+	for _, d := range []string{"logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(s.prefix, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Workers may run as an unprivileged user: let them write the logs and
+	// temp files of the copy, as the applier does for the live prefix.
+	_ = os.Chmod(filepath.Join(s.prefix, "tmp"), 0o777)
+	args := []string{"-p", s.prefix + "/", "-c", "conf/nginx.conf", "-e", "stderr"}
+	if out, err := exec.Command(nginx, append([]string{"-t", "-q"}, args...)...).CombinedOutput(); err != nil {
+		conf, _ := os.ReadFile(filepath.Join(s.prefix, "conf", "nginx.conf"))
+		t.Fatalf("nginx -t of the %s copy: %v\n%s\n%s", kind, err, out, conf)
+	}
+	cmd := exec.Command(nginx, append(args, "-g", "daemon off;")...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the %s copy: %v", kind, err)
+	}
+	s.master = cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGQUIT)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("output of the %s NGINX copy:\n%s", kind, output.String())
+		}
+	})
+	return s
+}
+
+// copyDynamic posts the live Switchyard's backends, and the (empty, in
+// these benchmarks) certificate set, to the copy's Lua endpoint.
+func (s *scratch) copyDynamic(t *testing.T, sy *harness.Switchyard) {
+	t.Helper()
+	live := unixClient(filepath.Join(sy.Prefix(), "control.sock"))
+	copyClient := unixClient(s.socket)
+	var backends []byte
+	harness.WaitFor(t, 10*time.Second, "the copy's Lua endpoint", func() error {
+		var err error
+		if backends == nil {
+			if backends, err = controlCall(live, http.MethodGet, "/configuration/backends", nil); err != nil {
+				return err
+			}
+		}
+		if _, err = controlCall(copyClient, http.MethodPost, "/configuration/backends", backends); err != nil {
+			return err
+		}
+		_, err = controlCall(copyClient, http.MethodPost, "/configuration/certificates", []byte(`{"certificates":{},"servers":{}}`))
+		return err
+	})
+}
+
+func unixClient(socket string) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+}
+
+func controlCall(client *http.Client, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest(method, "http://switchyard"+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode, data)
+	}
+	return data, nil
+}
+
+func waitScratch(t *testing.T, s *scratch, host string) {
+	t.Helper()
+	harness.WaitFor(t, 10*time.Second, "NGINX copy at "+s.prefix, func() error {
+		return getOnce(http.DefaultClient, s.httpAddr, host)
+	})
+}
