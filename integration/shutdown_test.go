@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// heldBackend answers /hold only when released (or after its timeout), so
+// a test can have requests in flight while switchyard shuts down.
+type heldBackend struct {
+	port    int
+	entered chan struct{}
+	release chan struct{}
+}
+
+func startHeldBackend(t *testing.T) *heldBackend {
+	t.Helper()
+	b := &heldBackend{entered: make(chan struct{}, 8), release: make(chan struct{})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.port = ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			b.entered <- struct{}{}
+			select {
+			case <-b.release:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		fmt.Fprint(w, "done")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return b
+}
+
+func shutdownEnv(t *testing.T, settings map[string]string) (*harness.Switchyard, *heldBackend) {
+	t.Helper()
+	backend := startHeldBackend(t)
+	dir := t.TempDir()
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "service.yaml"), harness.ServiceYAML("default", "held", backend.port))
+	harness.WriteFile(t, filepath.Join(dir, "configmap.yaml"), configMapYAML(settings))
+	harness.WriteFile(t, filepath.Join(dir, "ingress.yaml"), harness.IngressYAML("default", "held", "held.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "held"}))
+	sy := harness.StartSwitchyard(t, dir, "--configmap", configMapName)
+	harness.WaitFor(t, 10*time.Second, "the held backend served", func() error {
+		r, err := sy.Get("held.example.com", "/")
+		if err == nil && r.Status != 200 {
+			err = fmt.Errorf("status %d", r.Status)
+		}
+		return err
+	})
+	return sy, backend
+}
+
+// holdRequest sends GET /hold in the background and waits until the
+// backend has it.
+func holdRequest(t *testing.T, sy *harness.Switchyard, b *heldBackend) <-chan harness.Response {
+	t.Helper()
+	answer := make(chan harness.Response, 1)
+	go func() {
+		r, err := harness.Do(harness.NewClient(), http.MethodGet, "http://"+sy.HTTPAddr+"/hold", "held.example.com", nil)
+		if err != nil {
+			r.Status = -1
+		}
+		answer <- r
+	}()
+	select {
+	case <-b.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the backend")
+	}
+	return answer
+}
+
+// TestShutdownDrainsRequestsInFlight: on SIGINT, NGINX stops accepting
+// connections at once and finishes the request in flight before it exits.
+func TestShutdownDrainsRequestsInFlight(t *testing.T) {
+	sy, backend := shutdownEnv(t, map[string]string{"worker-shutdown-timeout": "30s"})
+	answer := holdRequest(t, sy, backend)
+
+	stopped := make(chan struct{})
+	go func() { sy.Stop(20 * time.Second); close(stopped) }()
+	harness.WaitFor(t, 10*time.Second, "NGINX to stop accepting", func() error {
+		c, err := net.DialTimeout("tcp", sy.HTTPAddr, time.Second)
+		if err == nil {
+			c.Close()
+			return fmt.Errorf("%s still accepts connections", sy.HTTPAddr)
+		}
+		return nil
+	})
+	select {
+	case <-stopped:
+		t.Fatal("switchyard exited with a request in flight")
+	default:
+	}
+	close(backend.release)
+	if r := <-answer; r.Status != 200 || string(r.Body) != "done" {
+		t.Fatalf("the request in flight got %d %q, want 200 done", r.Status, r.Body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("switchyard did not exit after the last request")
+	}
+}
+
+// TestShutdownHonoursWorkerShutdownTimeout: a request that outlives the
+// ConfigMap's worker-shutdown-timeout is cut, and switchyard exits then,
+// not when the request would have ended.
+func TestShutdownHonoursWorkerShutdownTimeout(t *testing.T) {
+	sy, backend := shutdownEnv(t, map[string]string{"worker-shutdown-timeout": "2s"})
+	conf, err := os.ReadFile(filepath.Join(sy.Prefix(), "conf", "nginx.conf"))
+	if err != nil || !strings.Contains(string(conf), "worker_shutdown_timeout 2s;") {
+		t.Fatal("worker-shutdown-timeout 2s is not rendered")
+	}
+	answer := holdRequest(t, sy, backend)
+	begin := time.Now()
+	sy.Stop(20 * time.Second)
+	took := time.Since(begin)
+	if !sy.Exited() {
+		t.Fatal("switchyard did not exit")
+	}
+	if took < 1500*time.Millisecond || took > 10*time.Second {
+		t.Fatalf("switchyard took %v to stop with a request held past worker-shutdown-timeout 2s", took)
+	}
+	if r := <-answer; r.Status == 200 {
+		t.Fatal("the request held past worker-shutdown-timeout completed")
+	}
+}
