@@ -69,6 +69,8 @@ type hosted struct {
 
 	mu     sync.Mutex
 	client *plugins.Client // nil while down
+	// startErr is why the first start failed, if it did.
+	startErr error
 }
 
 // ownedKey is one annotation key with its compiled pattern.
@@ -100,15 +102,15 @@ func NewHost(cfg HostConfig, log *zap.Logger) *Host {
 func (h *Host) Start(ctx context.Context) map[string]*ownedKey {
 	owners := map[string]*ownedKey{}
 	names := map[string]string{}
-	for _, src := range h.cfg.Sources {
-		p := &hosted{source: src}
-		if err := h.launch(ctx, p); err != nil {
+	for i, p := range h.launchAll(ctx) {
+		src := h.cfg.Sources[i]
+		if p.client == nil {
 			if src.Known == nil {
-				h.log.Error("plugin refused", zap.String("plugin", src.Name), zap.Error(err))
+				h.log.Error("plugin refused", zap.String("plugin", src.Name), zap.Error(p.startErr))
 				continue
 			}
 			h.log.Error("built-in plugin did not start; its annotations fail closed until it does",
-				zap.String("plugin", src.Name), zap.Error(err))
+				zap.String("plugin", src.Name), zap.Error(p.startErr))
 			p.desc = *src.Known
 		}
 		if err := h.claim(p, owners, names); err != nil {
@@ -130,6 +132,24 @@ func (h *Host) Start(ctx context.Context) map[string]*ownedKey {
 		}()
 	}
 	return owners
+}
+
+// launchAll starts every plugin at once (each start is a process and a
+// handshake; one after another they would add up at start-up) and returns
+// them in the order of the sources, so ownership is decided in that order.
+func (h *Host) launchAll(ctx context.Context) []*hosted {
+	all := make([]*hosted, len(h.cfg.Sources))
+	var wg sync.WaitGroup
+	for i, src := range h.cfg.Sources {
+		all[i] = &hosted{source: src}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			all[i].startErr = h.launch(ctx, all[i])
+		}()
+	}
+	wg.Wait()
+	return all
 }
 
 // claim records p's keys, refusing a name or key that is taken.

@@ -34,10 +34,10 @@ type Config struct {
 	// writes the same into nginx.conf); it is given the temporary dirs.
 	WorkerUser *WorkerUser
 	// MinReloadInterval spaces reloads: a change that needs one within this
-	// time of the last reload waits for the end of the interval, together
-	// with every change after it, while its dynamic part (endpoints,
-	// certificates) is pushed at once. The first change of a quiet period
-	// reloads at once. Zero means DefaultMinReloadInterval; a negative
+	// time of the last reload waits, together with every change after it,
+	// until changes stop for ReloadQuiet or the interval is over, while its
+	// dynamic part (endpoints, certificates) is pushed at once. The first
+	// change of a quiet period reloads at once. Zero means DefaultMinReloadInterval; a negative
 	// value never holds a reload back.
 	MinReloadInterval time.Duration
 }
@@ -46,6 +46,10 @@ type Config struct {
 // reload a second; every reload starts a generation of workers and drains
 // the old one.
 const DefaultMinReloadInterval = time.Second
+
+// ReloadQuiet is how long a change that must wait for its reload waits when
+// no other change follows it: the burst it might start has not come.
+const ReloadQuiet = 100 * time.Millisecond
 
 // Stage runs the applier.
 type Stage struct {
@@ -114,6 +118,7 @@ func (s *Stage) Run(ctx context.Context) error {
 
 	var current *target
 	var retry, reloadSlot <-chan time.Time
+	reloadNow := false // the reload slot came: reload whatever the interval says
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
 		var nginxDone <-chan struct{}
@@ -140,15 +145,19 @@ func (s *Stage) Run(ctx context.Context) error {
 			}
 		case <-retry:
 		case <-reloadSlot:
-			reloadSlot = nil
+			reloadSlot, reloadNow = nil, true
 		}
 		if current == nil {
 			continue
 		}
-		result := s.apply(ctx, current.desired, current.meta)
+		result := s.apply(ctx, current.desired, current.meta, reloadNow)
+		reloadNow = false
 		s.publishResult(current.meta, result)
-		if result.ReloadPending && reloadSlot == nil {
-			reloadSlot = time.After(s.untilReloadSlot())
+		if result.ReloadPending {
+			// Each change that waits pushes the slot back, until changes
+			// stop for ReloadQuiet or the interval is over: a burst is one
+			// reload at its end, a lone change waits only ReloadQuiet.
+			reloadSlot = time.After(min(ReloadQuiet, s.untilReloadSlot()))
 		}
 		if result.Error != "" {
 			retry = time.After(backoff.next())
@@ -163,12 +172,12 @@ func (s *Stage) Run(ctx context.Context) error {
 // only after nginx -t passes; otherwise the last good configuration keeps
 // running and the dynamic part is still pushed, so endpoint changes flow
 // even while a bad configuration waits to be fixed.
-func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta) bus.ApplyResult {
+func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow bool) bus.ApplyResult {
 	res := bus.ApplyResult{Generation: meta.Generation}
 	var errs []error
 	fresh := s.nginx == nil
 	plan := Decide(s.runningDesired(), d, fresh)
-	if plan.WriteConfig && !fresh && s.untilReloadSlot() > 0 {
+	if plan.WriteConfig && !fresh && !reloadNow && s.untilReloadSlot() > 0 {
 		// Too soon after the last reload: push the dynamic part now and
 		// leave the files for the reload slot, which takes the newest
 		// state then.
