@@ -206,21 +206,29 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	return w.lastGen, nil
 }
 
-// Snapshot is a consistent table as of one commit.
+// Snapshot is what changed in a table up to one commit. The first snapshot
+// a follower gets is Full: Puts holds every entry, and the follower builds
+// its state from it. Every later one holds only the keys put (with their
+// values) and deleted since the previous snapshot. Follow keeps no values
+// itself, so each consumer holds one copy of what it needs, not a second
+// copy of the whole table.
 type Snapshot struct {
 	Meta Meta
-	// Entries maps key to value. It belongs to the follower: read it during
-	// the callback, copy what must outlive it.
-	Entries map[string][]byte
-	// Changed holds the keys put or deleted since the previous snapshot;
-	// nil on the first snapshot, when everything is new.
-	Changed map[string]bool
+	// Full says Puts is the whole table: the follower starts over.
+	Full bool
+	// Puts maps each key put since the previous snapshot to its value.
+	// The follower may keep the values: Follow does not reuse them.
+	Puts map[string][]byte
+	// Deletes lists, sorted, the keys deleted since the previous snapshot.
+	// A key may be listed that the follower never saw (put and deleted
+	// between two snapshots); deleting it must be harmless.
+	Deletes []string
 }
 
-// Follow calls handle with a consistent snapshot of stage's table after each
-// commit, starting with the current state. Commits that arrive while more
-// messages are already waiting are folded into the next one, so a burst of
-// generations costs one call. It returns when ctx ends.
+// Follow calls handle with what changed in stage's table after each commit,
+// starting with the whole current table (see Snapshot). Commits that arrive
+// while more messages are already waiting are folded into the next call,
+// so a burst of generations costs one call. It returns when ctx ends.
 func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.Context, Snapshot) error) error {
 	msgs, stop, err := subscribeTable(ctx, conn, stage)
 	if err != nil {
@@ -228,15 +236,15 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 	}
 	defer stop()
 
-	entries := map[string][]byte{}
-	var changed map[string]bool
+	pending := newTableChanges()
+	delivered := false
 	var meta Meta
 	var flush <-chan time.Time
 	deliver := func() error {
 		flush = nil
-		err := handle(ctx, Snapshot{Meta: meta, Entries: entries, Changed: changed})
-		changed = map[string]bool{}
-		return err
+		snap := pending.snapshot(meta, !delivered)
+		pending, delivered = newTableChanges(), true
+		return handle(ctx, snap)
 	}
 	for {
 		select {
@@ -247,29 +255,51 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 				return err
 			}
 		case m := <-msgs:
-			if m.key == CommitToken {
-				meta = m.meta
-				if m.numPending == 0 {
-					if err := deliver(); err != nil {
-						return err
-					}
-				} else if flush == nil {
-					// More is queued; wait briefly for its commit, but never
-					// hold a complete generation back for long.
-					flush = time.After(20 * time.Millisecond)
-				}
+			if m.key != CommitToken {
+				pending.add(m, !delivered)
 				continue
 			}
-			if m.deleted {
-				delete(entries, m.key)
-			} else {
-				entries[m.key] = m.data
-			}
-			if changed != nil {
-				changed[m.key] = true
+			meta = m.meta
+			if m.numPending == 0 {
+				if err := deliver(); err != nil {
+					return err
+				}
+			} else if flush == nil {
+				// More is queued; wait briefly for its commit, but never
+				// hold a complete generation back for long.
+				flush = time.After(20 * time.Millisecond)
 			}
 		}
 	}
+}
+
+// tableChanges collects the messages between two snapshots: the last value
+// of each key put, and the keys deleted.
+type tableChanges struct {
+	puts    map[string][]byte
+	deletes map[string]bool
+}
+
+func newTableChanges() *tableChanges {
+	return &tableChanges{puts: map[string][]byte{}, deletes: map[string]bool{}}
+}
+
+// add folds one message in. Before the first snapshot the follower has
+// nothing to delete, so a deleted key is only forgotten.
+func (c *tableChanges) add(m tableMsg, initial bool) {
+	if !m.deleted {
+		c.puts[m.key] = m.data
+		delete(c.deletes, m.key)
+		return
+	}
+	delete(c.puts, m.key)
+	if !initial {
+		c.deletes[m.key] = true
+	}
+}
+
+func (c *tableChanges) snapshot(meta Meta, full bool) Snapshot {
+	return Snapshot{Meta: meta, Full: full, Puts: c.puts, Deletes: slices.Sorted(maps.Keys(c.deletes))}
 }
 
 type tableMsg struct {

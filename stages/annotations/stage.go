@@ -32,21 +32,8 @@ func (s *Stage) Run(ctx context.Context) error {
 // value is decoded first, so a producer speaking another schema is caught
 // here and not in the renderer.
 func (s *Stage) annotate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	full := in.Changed == nil
-	keys := in.Changed
-	if full {
-		keys = map[string]bool{}
-		for k := range in.Entries {
-			keys[k] = true
-		}
-	}
-	out := bus.Output{Puts: map[string][]byte{}, Full: full}
-	for key := range keys {
-		data, present := in.Entries[key]
-		if !present {
-			out.Deletes = append(out.Deletes, key)
-			continue
-		}
+	out := bus.Output{Puts: map[string][]byte{}, Deletes: in.Deletes, Full: in.Full}
+	for key, data := range in.Puts {
 		if _, err := bus.ModelFromEntries(map[string][]byte{key: data}); err != nil {
 			return bus.Output{}, err
 		}

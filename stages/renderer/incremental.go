@@ -253,18 +253,18 @@ func hostFromKey(key string) string {
 	return parts[0]
 }
 
-// Update applies changed entries of the annotated model (all of them when
-// changed is nil) and flushes.
-func (r *Renderer) Update(entries map[string][]byte, changed map[string]bool) (bus.Output, []error) {
-	if changed == nil {
-		changed = map[string]bool{}
-		for k := range entries {
-			changed[k] = true
+// Update applies a change of the annotated model, the keys deleted and
+// the keys put with their values, and flushes. Deletes go first, so a
+// server file removed under one key cannot take a new one with it.
+func (r *Renderer) Update(puts map[string][]byte, deletes []string) (bus.Output, []error) {
+	var errs []error
+	for _, key := range deletes {
+		if err := r.applyEntry(key, nil); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	var errs []error
-	for _, key := range slices.Sorted(maps.Keys(changed)) {
-		if err := r.applyEntry(key, entries[key]); err != nil {
+	for _, key := range slices.Sorted(maps.Keys(puts)) {
+		if err := r.applyEntry(key, puts[key]); err != nil {
 			errs = append(errs, err)
 		}
 	}

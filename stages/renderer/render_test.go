@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -105,4 +107,46 @@ func nginxTestArchive(t *testing.T, a *txtar.Archive) {
 		}
 	}
 	harness.NginxTest(t, nginx, harness.Prefix(t, files))
+}
+
+// TestUpdateAppliesChanges feeds the renderer a whole model table, then a
+// deleted server and a changed one, and compares what it holds with a
+// render of the same model from scratch.
+func TestUpdateAppliesChanges(t *testing.T) {
+	cfg := DefaultConfig()
+	m := loadModel(t, "testdata/basic.model.json")
+	entries, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRenderer(cfg)
+	if _, errs := r.Update(entries, nil); len(errs) > 0 {
+		t.Fatalf("whole table: %v", errs)
+	}
+	keys := slices.Sorted(maps.Keys(m.Servers))
+	if len(keys) < 2 {
+		t.Fatalf("basic model has %d servers, want at least 2", len(keys))
+	}
+	gone, changed := keys[0], keys[1]
+	goneFile := fileKey(ServerFile(m.Servers[gone].Hostname))
+	delete(m.Servers, gone)
+	m.Servers[changed].Locations = m.Servers[changed].Locations[:1]
+	data, err := json.Marshal(m.Servers[changed])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs := r.Update(map[string][]byte{changed: data}, []string{gone})
+	if len(errs) > 0 {
+		t.Fatalf("change: %v", errs)
+	}
+	if !slices.Contains(out.Deletes, goneFile) || len(out.Puts) != 1 {
+		t.Fatalf("change output: puts %v, deletes %v", slices.Sorted(maps.Keys(out.Puts)), out.Deletes)
+	}
+	want, errs := Render(cfg, m)
+	if len(errs) > 0 {
+		t.Fatalf("render: %v", errs)
+	}
+	if got, want := txtar.Format(archive(t, r.Artifacts())), txtar.Format(archive(t, want)); !bytes.Equal(got, want) {
+		t.Fatalf("after the change the renderer holds:\n%s\nwant:\n%s", got, want)
+	}
 }

@@ -36,12 +36,11 @@ func (s *Stage) Run(ctx context.Context) error {
 }
 
 func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	full := in.Changed == nil || s.renderer == nil
-	changed := in.Changed
+	full := in.Full || s.renderer == nil
 	if full {
-		s.renderer, changed = NewRenderer(s.cfg), nil
+		s.renderer = NewRenderer(s.cfg)
 	}
-	out, errs := s.renderer.Update(in.Entries, changed)
+	out, errs := s.renderer.Update(in.Puts, in.Deletes)
 	for _, err := range errs {
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}

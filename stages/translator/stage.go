@@ -36,19 +36,17 @@ func (s *Stage) Run(ctx context.Context) error {
 }
 
 func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	changed := in.Changed
-	full := changed == nil || s.translator == nil
+	full := in.Full || s.translator == nil
 	if full {
 		// The first snapshot: start over, and publish the whole table so
 		// that keys left from an earlier run are deleted.
 		s.translator, s.decoded = NewTranslator(s.cfg), map[string]any{}
-		changed = map[string]bool{}
-		for key := range in.Entries {
-			changed[key] = true
-		}
 	}
-	for key := range changed {
-		s.apply(key, in.Entries)
+	for _, key := range in.Deletes {
+		s.remove(key)
+	}
+	for key, data := range in.Puts {
+		s.set(key, data)
 	}
 	delta := s.translator.Flush()
 	s.report(delta)
@@ -67,24 +65,24 @@ func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error
 	return out, nil
 }
 
-// apply feeds one changed key to the translator. An object that does not
+// set feeds one put object to the translator. An object that does not
 // decode is left out (and reported), as if it were deleted.
-func (s *Stage) apply(key string, entries map[string][]byte) {
-	data, present := entries[key]
-	var obj any
-	if present {
-		var err error
-		if obj, err = decodeEntry(key, data); err != nil {
-			s.log.Error("object left out", zap.String("key", key), zap.Error(err))
-		}
+func (s *Stage) set(key string, data []byte) {
+	obj, err := decodeEntry(key, data)
+	if err != nil {
+		s.log.Error("object left out", zap.String("key", key), zap.Error(err))
+		s.remove(key)
+		return
 	}
-	if old, ok := s.decoded[key]; ok && obj == nil {
+	s.translator.Set(obj)
+	s.decoded[key] = obj
+}
+
+// remove takes a deleted object out of the translator, if it was in.
+func (s *Stage) remove(key string) {
+	if old, ok := s.decoded[key]; ok {
 		s.translator.Delete(old)
 		delete(s.decoded, key)
-	}
-	if obj != nil {
-		s.translator.Set(obj)
-		s.decoded[key] = obj
 	}
 }
 
