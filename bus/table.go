@@ -1,8 +1,8 @@
 package bus
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,15 +27,22 @@ type Commit struct {
 	Keys int `json:"keys"`
 }
 
-// Writer publishes one stage's table. It remembers what it published, so an
-// unchanged value is never sent again.
+// Writer publishes one stage's table. It remembers a digest of what it
+// published, so an unchanged value is never sent again without the writer
+// keeping a copy of every value.
 type Writer struct {
 	conn      *Conn
 	stage     string
-	published map[string][]byte // what the table holds, as sent
+	published map[string]digest // what the table holds, by key
 	loaded    bool
 	lastGen   uint64
 }
+
+// digest identifies a published value. It must be the same in every
+// process: Load computes it from what an earlier process published.
+type digest [sha256.Size]byte
+
+func digestOf(data []byte) digest { return sha256.Sum256(data) }
 
 // NewWriter returns a writer for stage's table.
 func NewWriter(conn *Conn, stage string) *Writer {
@@ -132,17 +139,16 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 	return nil
 }
 
-// put sends a value unless it equals the published one. Comparing the
-// bytes (not a hash) makes an unchanged value that shares its slice with
-// the last publish cost nothing.
+// put sends a value unless it equals the published one.
 func (b *batch) put(key string, data []byte) error {
-	if old, ok := b.w.published[key]; ok && bytes.Equal(old, data) {
+	sum := digestOf(data)
+	if old, ok := b.w.published[key]; ok && old == sum {
 		return nil
 	}
 	if err := b.send(key, data, b.header); err != nil {
 		return err
 	}
-	b.w.published[key] = data
+	b.w.published[key] = sum
 	b.changed++
 	return nil
 }
@@ -201,7 +207,10 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	w.published = entries
+	w.published = make(map[string]digest, len(entries))
+	for key, data := range entries {
+		w.published[key] = digestOf(data)
+	}
 	w.loaded, w.lastGen = true, meta.Generation
 	return w.lastGen, nil
 }
