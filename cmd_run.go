@@ -32,6 +32,9 @@ func runCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := o.setMemoryLimit(log); err != nil {
+		return err
+	}
 	if o.nginxBinary, err = exec.LookPath(o.nginxBinary); err != nil {
 		return fmt.Errorf("--nginx-binary: %w (run make deps)", err)
 	}
@@ -49,6 +52,14 @@ func runCommand(args []string) error {
 	if url := embedded.ClientURL(); url != "" {
 		log.Info("bus listening", zap.String("url", url))
 	}
+	memConn, err := embedded.Connect("switchyard-memory")
+	if err != nil {
+		return err
+	}
+	go func() {
+		releaseMemoryAfterStartup(ctx, memConn, log)
+		memConn.Close()
+	}()
 	err = runStages(ctx, &o, embedded, bus.Stages, log)
 	log.Info("stopped")
 	return err
