@@ -73,7 +73,7 @@ func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]
 	if _, err := w.Load(ctx); err != nil {
 		return 0, err
 	}
-	b := w.batch(meta)
+	b := w.batch(ctx, meta)
 	for _, key := range slices.Sorted(maps.Keys(puts)) {
 		if err := b.put(key, puts[key]); err != nil {
 			return b.changed, err
@@ -84,7 +84,7 @@ func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]
 			return b.changed, err
 		}
 	}
-	return b.commit(ctx, first, len(w.published))
+	return b.commit(first, len(w.published))
 }
 
 // Publish makes the table equal to entries: it puts every changed value,
@@ -97,7 +97,7 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 	if _, err := w.Load(ctx); err != nil {
 		return 0, err
 	}
-	b := w.batch(meta)
+	b := w.batch(ctx, meta)
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
 		if err := b.put(key, entries[key]); err != nil {
 			return b.changed, err
@@ -111,11 +111,18 @@ func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]by
 			return b.changed, err
 		}
 	}
-	return b.commit(ctx, first, len(entries))
+	return b.commit(first, len(entries))
 }
+
+// maxInFlight bounds how many messages of a batch await their ack. The
+// client keeps each message (its payload too) until it is acked, and fails
+// a publish once 4,000 are outstanding; a whole table at start-up is tens
+// of thousands of messages, so the batch waits for its acks every so often.
+const maxInFlight = 256
 
 // batch collects the messages of one generation and their acks.
 type batch struct {
+	ctx     context.Context
 	w       *Writer
 	meta    Meta
 	header  nats.Header
@@ -123,13 +130,19 @@ type batch struct {
 	changed int
 }
 
-func (w *Writer) batch(meta Meta) *batch {
-	return &batch{w: w, meta: meta, header: meta.Header()}
+func (w *Writer) batch(ctx context.Context, meta Meta) *batch {
+	return &batch{ctx: ctx, w: w, meta: meta, header: meta.Header()}
 }
 
 func (b *batch) send(key string, data []byte, h nats.Header) error {
 	if len(data) > MaxPayload-4096 {
 		return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", b.w.stage, key, len(data), MaxPayload)
+	}
+	if len(b.futures) >= maxInFlight {
+		if err := waitAcks(b.ctx, b.futures); err != nil {
+			return err
+		}
+		b.futures = b.futures[:0]
 	}
 	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: b.w.subject(key), Data: data, Header: h})
 	if err != nil {
@@ -169,7 +182,7 @@ func (b *batch) delete(key string) error {
 
 // commit closes the generation, unless nothing changed (the first publish
 // always commits, so consumers start).
-func (b *batch) commit(ctx context.Context, first bool, keys int) (int, error) {
+func (b *batch) commit(first bool, keys int) (int, error) {
 	if b.changed == 0 && !first {
 		return 0, nil
 	}
@@ -178,7 +191,7 @@ func (b *batch) commit(ctx context.Context, first bool, keys int) (int, error) {
 		return b.changed, err
 	}
 	b.w.lastGen = b.meta.Generation
-	return b.changed, waitAcks(ctx, b.futures)
+	return b.changed, waitAcks(b.ctx, b.futures)
 }
 
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {

@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -153,5 +154,26 @@ func next(t *testing.T, c <-chan Snapshot) Snapshot {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no snapshot")
 		return Snapshot{}
+	}
+}
+
+// TestPublishLargeTable publishes a table far larger than the client's
+// limit of outstanding async publishes in one generation, as the first
+// publish of every stage does at scale, and reads it back whole.
+func TestPublishLargeTable(t *testing.T) {
+	conn := startBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	entries := map[string][]byte{}
+	for i := range 10_000 {
+		entries[Key(KindBackend, fmt.Sprintf("b-%d", i))] = []byte(fmt.Sprintf(`{"name":"b-%d"}`, i))
+	}
+	w := NewWriter(conn, StageTranslator)
+	if n, err := w.Publish(ctx, Meta{Generation: 1}, entries); err != nil || n != len(entries) {
+		t.Fatalf("publish: %d %v", n, err)
+	}
+	got, meta, err := ReadTable(ctx, conn, StageTranslator)
+	if err != nil || meta.Generation != 1 || !maps.EqualFunc(got, entries, bytes.Equal) {
+		t.Fatalf("read back %d of %d entries, generation %d: %v", len(got), len(entries), meta.Generation, err)
 	}
 }
