@@ -85,8 +85,9 @@ func startBus(o *options) (*bus.Embedded, error) {
 		return nil, fmt.Errorf("--state-dir: %w", err)
 	}
 	storeDir := filepath.Join(o.stateDir, "bus")
-	// The bus keeps state in memory; a leftover store from an earlier run
-	// must not resurrect objects that are gone.
+	// The bus's tables are rebuilt from the sources at every start; a
+	// leftover store from an earlier run must not resurrect objects that
+	// are gone.
 	if err := os.RemoveAll(storeDir); err != nil {
 		return nil, err
 	}
