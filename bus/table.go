@@ -38,11 +38,16 @@ type Writer struct {
 	lastGen   uint64
 }
 
-// digest identifies a published value. It must be the same in every
-// process: Load computes it from what an earlier process published.
-type digest [sha256.Size]byte
+// digest identifies a published value: the first 128 bits of its SHA-256,
+// so that two values of one key never share one by chance. It must be the
+// same in every process: Load computes it from what an earlier process
+// published.
+type digest [16]byte
 
-func digestOf(data []byte) digest { return sha256.Sum256(data) }
+func digestOf(data []byte) digest {
+	sum := sha256.Sum256(data)
+	return digest(sum[:16])
+}
 
 // NewWriter returns a writer for stage's table.
 func NewWriter(conn *Conn, stage string) *Writer {

@@ -154,10 +154,15 @@ func publishObjects(ctx context.Context, w *bus.Writer, meta bus.Meta, last, obj
 	return w.PublishDelta(ctx, meta, puts, deletes)
 }
 
-// merge unions object sets; a later set wins a key both hold.
+// merge unions object sets; a later set wins a key both hold. With one
+// source, its set is returned as is: sets are never changed once sent, and
+// a copy of tens of thousands of keys is not free.
 func merge(sets ...map[string][]byte) map[string][]byte {
 	if len(sets) == 2 && sets[0] == nil {
 		return sets[1]
+	}
+	if len(sets) == 2 && sets[1] == nil {
+		return sets[0]
 	}
 	out := map[string][]byte{}
 	for _, set := range sets {
