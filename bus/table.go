@@ -55,34 +55,46 @@ func NewWriter(conn *Conn, stage string) *Writer {
 }
 
 // Output is one generation of a stage's table: either the whole table
-// (Full), or the keys put and deleted since the last generation.
+// (Full), or the keys put and deleted since the last generation. A key is
+// put either already encoded (Puts) or as a value the writer encodes as
+// JSON when it sends it (Values), so that a whole table is never held
+// encoded at once; a key is in one of the two, not both.
 type Output struct {
 	Puts    map[string][]byte
+	Values  map[string]any
 	Deletes []string
 	Full    bool
 }
 
-// Apply publishes an Output; see Publish and PublishDelta.
+// Apply publishes an Output: it puts every changed value, deletes the given
+// keys (with Full, every key the output does not hold), and then commits
+// the generation in meta. It returns how many keys changed. Nothing is sent
+// when nothing changed, except for the first publish, which always commits
+// so consumers start.
 func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
-	if out.Full {
-		return w.Publish(ctx, meta, out.Puts)
-	}
-	return w.PublishDelta(ctx, meta, out.Puts, out.Deletes)
-}
-
-// PublishDelta puts and deletes the given keys only, then commits: a change
-// to one key costs one message, whatever the size of the table.
-func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]byte, deletes []string) (int, error) {
 	meta.Stage = w.stage
 	first := !w.loaded
 	if _, err := w.Load(ctx); err != nil {
 		return 0, err
 	}
 	b := w.batch(ctx, meta)
-	for _, key := range slices.Sorted(maps.Keys(puts)) {
-		if err := b.put(key, puts[key]); err != nil {
+	for _, key := range slices.Sorted(maps.Keys(out.Puts)) {
+		if err := b.put(key, out.Puts[key]); err != nil {
 			return b.changed, err
 		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(out.Values)) {
+		data, err := json.Marshal(out.Values[key])
+		if err != nil {
+			return b.changed, fmt.Errorf("publish %s %s: encode: %w", w.stage, key, err)
+		}
+		if err := b.put(key, data); err != nil {
+			return b.changed, err
+		}
+	}
+	deletes := out.Deletes
+	if out.Full {
+		deletes = w.keysNotIn(out)
 	}
 	for _, key := range deletes {
 		if err := b.delete(key); err != nil {
@@ -92,31 +104,28 @@ func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]
 	return b.commit(first, len(w.published))
 }
 
-// Publish makes the table equal to entries: it puts every changed value,
-// deletes every key that is gone, and then commits the generation in meta.
-// It returns how many keys changed. Nothing is sent when nothing changed,
-// except for the first publish, which always commits so consumers start.
-func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
-	meta.Stage = w.stage
-	first := !w.loaded
-	if _, err := w.Load(ctx); err != nil {
-		return 0, err
-	}
-	b := w.batch(ctx, meta)
-	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		if err := b.put(key, entries[key]); err != nil {
-			return b.changed, err
-		}
-	}
+// keysNotIn lists, sorted, the published keys a whole-table output drops.
+func (w *Writer) keysNotIn(out Output) []string {
+	var gone []string
 	for _, key := range slices.Sorted(maps.Keys(w.published)) {
-		if _, ok := entries[key]; ok {
-			continue
-		}
-		if err := b.delete(key); err != nil {
-			return b.changed, err
+		_, put := out.Puts[key]
+		_, encoded := out.Values[key]
+		if !put && !encoded {
+			gone = append(gone, key)
 		}
 	}
-	return b.commit(first, len(entries))
+	return gone
+}
+
+// PublishDelta puts and deletes the given keys only, then commits: a change
+// to one key costs one message, whatever the size of the table.
+func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]byte, deletes []string) (int, error) {
+	return w.Apply(ctx, meta, Output{Puts: puts, Deletes: deletes})
+}
+
+// Publish makes the table equal to entries; see Apply.
+func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
+	return w.Apply(ctx, meta, Output{Puts: entries, Full: true})
 }
 
 // maxInFlight bounds how many messages of a batch await their ack. The

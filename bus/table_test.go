@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -175,5 +176,39 @@ func TestPublishLargeTable(t *testing.T) {
 	got, meta, err := ReadTable(ctx, conn, StageTranslator)
 	if err != nil || meta.Generation != 1 || !maps.EqualFunc(got, entries, bytes.Equal) {
 		t.Fatalf("read back %d of %d entries, generation %d: %v", len(got), len(entries), meta.Generation, err)
+	}
+}
+
+// TestApplyEncodesValues publishes values the writer encodes itself, mixed
+// with encoded puts: a whole-table output deletes what it no longer holds,
+// and an unchanged value is not resent.
+func TestApplyEncodesValues(t *testing.T) {
+	conn := startBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := NewWriter(conn, StageRenderer)
+	first := Output{Full: true,
+		Puts:   map[string][]byte{"file.a": []byte(`{"path":"a"}`)},
+		Values: map[string]any{"backend.b": &Backend{Name: "b"}, "backend.gone": &Backend{Name: "gone"}},
+	}
+	if n, err := w.Apply(ctx, Meta{Generation: 1}, first); err != nil || n != 3 {
+		t.Fatalf("first apply: %d %v", n, err)
+	}
+	second := Output{Full: true, Values: map[string]any{"file.a": RenderedFile{Path: "a"}, "backend.b": &Backend{Name: "b"}}}
+	if n, err := w.Apply(ctx, Meta{Generation: 2}, second); err != nil || n != 2 {
+		t.Fatalf("second apply: %d changed (want file.a re-encoded and backend.gone deleted), %v", n, err)
+	}
+	got, _, err := ReadTable(ctx, conn, StageRenderer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for key, v := range second.Values {
+		if want[key], err = json.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("table %q, want %q", got, want)
 	}
 }

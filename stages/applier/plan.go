@@ -95,6 +95,9 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 		} else {
 			delete(t.broken, key)
 		}
+		// Let each message go once decoded: the first snapshot is the
+		// whole table.
+		delete(snap.Puts, key)
 	}
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(t.broken)) {

@@ -138,12 +138,13 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 }
 
 // Flush renders what changed since the last Flush and returns it as the
-// renderer's table change. A server that fails a check is left out and
-// reported; every other server is still rendered.
+// renderer's table change, values not yet encoded (the writer encodes each
+// as it sends it). A server that fails a check is left out and reported;
+// every other server is still rendered.
 func (r *Renderer) Flush() (bus.Output, []error) {
 	d := r.dirty
 	r.dirty = newRenderDirty()
-	out := bus.Output{Puts: map[string][]byte{}}
+	out := bus.Output{Values: map[string]any{}}
 	var errs []error
 	if d.main {
 		main, err := execute("nginx.conf.tmpl", mainView{Config: r.cfg, Settings: r.settings})
@@ -215,8 +216,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
-	data, _ := json.Marshal(b)
-	out.Puts[key] = data
+	out.Values[key] = b
 }
 
 // flushCertificate re-derives one certificate's payload: its PEM and the
@@ -233,15 +233,13 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	}
 	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
 	r.out.Certificates[id] = lc
-	data, _ := json.Marshal(lc)
-	out.Puts[key] = data
+	out.Values[key] = lc
 }
 
 func fileKey(path string) string { return bus.Key(bus.KindFile, path) }
 
 func putFile(out *bus.Output, path, content string) {
-	data, _ := json.Marshal(bus.RenderedFile{Path: path, Content: content})
-	out.Puts[fileKey(path)] = data
+	out.Values[fileKey(path)] = bus.RenderedFile{Path: path, Content: content}
 }
 
 // hostFromKey reads the hostname back from a server's model key.
@@ -255,7 +253,9 @@ func hostFromKey(key string) string {
 
 // Update applies a change of the annotated model, the keys deleted and
 // the keys put with their values, and flushes. Deletes go first, so a
-// server file removed under one key cannot take a new one with it.
+// server file removed under one key cannot take a new one with it. It
+// empties puts as it goes, so that each value can be collected once
+// decoded: the first change is the whole model.
 func (r *Renderer) Update(puts map[string][]byte, deletes []string) (bus.Output, []error) {
 	var errs []error
 	for _, key := range deletes {
@@ -267,6 +267,7 @@ func (r *Renderer) Update(puts map[string][]byte, deletes []string) (bus.Output,
 		if err := r.applyEntry(key, puts[key]); err != nil {
 			errs = append(errs, err)
 		}
+		delete(puts, key)
 	}
 	out, flushErrs := r.Flush()
 	return out, append(errs, flushErrs...)

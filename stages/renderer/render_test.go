@@ -139,8 +139,8 @@ func TestUpdateAppliesChanges(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("change: %v", errs)
 	}
-	if !slices.Contains(out.Deletes, goneFile) || len(out.Puts) != 1 {
-		t.Fatalf("change output: puts %v, deletes %v", slices.Sorted(maps.Keys(out.Puts)), out.Deletes)
+	if !slices.Contains(out.Deletes, goneFile) || len(out.Values) != 1 {
+		t.Fatalf("change output: puts %v, deletes %v", slices.Sorted(maps.Keys(out.Values)), out.Deletes)
 	}
 	want, errs := Render(cfg, m)
 	if len(errs) > 0 {

@@ -2,7 +2,6 @@ package renderer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,40 +47,25 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 		return bus.Output{}, errors.Join(errs...)
 	}
 	if full {
-		entries, err := s.renderer.Artifacts().Entries()
-		return bus.Output{Puts: entries, Full: true}, err
+		return bus.Output{Values: s.renderer.Artifacts().Values(), Full: true}, nil
 	}
 	return out, nil
 }
 
-// Entries encodes the artifacts as the renderer's table.
-func (a Artifacts) Entries() (map[string][]byte, error) {
-	entries := map[string][]byte{}
-	put := func(key string, v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", key, err)
-		}
-		entries[key] = data
-		return nil
-	}
+// Values lists the artifacts as the renderer's table, not yet encoded.
+func (a Artifacts) Values() map[string]any {
+	values := make(map[string]any, len(a.Files)+len(a.Backends)+len(a.Certificates))
 	for path, content := range a.Files {
-		if err := put(fileKey(path), bus.RenderedFile{Path: path, Content: content}); err != nil {
-			return nil, err
-		}
+		values[fileKey(path)] = bus.RenderedFile{Path: path, Content: content}
 	}
 	for name, b := range a.Backends {
-		if err := put(bus.Key(bus.KindBackend, name), b); err != nil {
-			return nil, err
-		}
+		values[bus.Key(bus.KindBackend, name)] = b
 	}
 	for id, c := range a.Certificates {
 		ns, name, _ := strings.Cut(id, "/")
-		if err := put(bus.Key(bus.KindCertificate, ns, name), c); err != nil {
-			return nil, err
-		}
+		values[bus.Key(bus.KindCertificate, ns, name)] = c
 	}
-	return entries, nil
+	return values
 }
 
 // Validate checks the operator's settings before they reach nginx.conf.

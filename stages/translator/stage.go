@@ -2,7 +2,6 @@ package translator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -47,22 +46,18 @@ func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error
 	}
 	for key, data := range in.Puts {
 		s.set(key, data)
+		// Let each message go once decoded: the first snapshot is every
+		// object, and holding them all while decoding doubles the peak.
+		delete(in.Puts, key)
 	}
 	delta := s.translator.Flush()
 	s.report(delta)
+	// The writer encodes each value as it sends it, so the model is never
+	// held encoded at once; nothing changes the model until it is sent.
 	if full {
-		entries, err := s.translator.Model().Entries()
-		return bus.Output{Puts: entries, Full: true}, err
+		return bus.Output{Values: s.translator.Model().Values(), Full: true}, nil
 	}
-	out := bus.Output{Puts: make(map[string][]byte, len(delta.Puts)), Deletes: delta.Deletes}
-	for key, v := range delta.Puts {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return bus.Output{}, fmt.Errorf("encode %s: %w", key, err)
-		}
-		out.Puts[key] = data
-	}
-	return out, nil
+	return bus.Output{Values: delta.Puts, Deletes: delta.Deletes}, nil
 }
 
 // set feeds one put object to the translator. An object that does not
