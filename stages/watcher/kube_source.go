@@ -86,8 +86,8 @@ var (
 // what the pipeline serves.
 func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithNamespace(s.namespace), informers.WithTransform(dropManagedFields))
-	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(dropManagedFields))
+		informers.WithNamespace(s.namespace), informers.WithTransform(s.encodeForCache))
+	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(s.encodeForCache))
 	watch := []struct {
 		informer cache.SharedIndexInformer
 		kind     kubeKind
@@ -149,7 +149,7 @@ func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
 			}
 		}
 		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-			informers.WithNamespace(ns), informers.WithTransform(dropManagedFields))
+			informers.WithNamespace(ns), informers.WithTransform(s.encodeForCache))
 	}
 	return s.cmFactory
 }
@@ -186,32 +186,108 @@ func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 	}
 }
 
-// set stores an object as the manifests source would publish it.
-func (s *KubeSource) set(kind kubeKind, obj any) {
-	o, meta, ok := unwrap(obj)
+// cachedObject is what the informers keep of a watched object: the JSON
+// the bus carries (as the manifests source would publish it) and the little
+// the source reads besides. Encoding objects as they arrive, in the
+// informers' transform, holds the cluster's objects once, as bytes, instead
+// of both typed in the informer caches and encoded here.
+type cachedObject struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta // namespace and name only: the informers' keys
+	data              []byte
+	tlsSecrets        []string // an Ingress's TLS Secrets, "namespace/name"
+}
+
+// DeepCopyObject shares the contents, which are never changed.
+func (o *cachedObject) DeepCopyObject() runtime.Object {
+	c := *o
+	return &c
+}
+
+// encodeForCache is the informers' transform. Objects of the watched kinds
+// become cachedObjects; Namespaces, an object that does not encode (set
+// reports it) and an object already encoded pass through.
+func (s *KubeSource) encodeForCache(obj any) (any, error) {
+	kind, ok := watchedKind(obj)
 	if !ok {
-		return
+		return dropManagedFields(obj)
+	}
+	o := obj.(runtime.Object)
+	meta, err := metaOf(o)
+	if err != nil {
+		return obj, nil
+	}
+	ns, name := meta.GetNamespace(), meta.GetName()
+	var refs []string
+	if ing, ok := o.(*networkingv1.Ingress); ok {
+		refs = tlsSecrets(ing)
 	}
 	data, err := canonicalJSON(kind, o)
 	if err != nil {
-		s.log.Warn("object left out", zap.String("kind", kind.gvk.Kind), zap.String("name", meta.GetNamespace()+"/"+meta.GetName()), zap.Error(err))
+		return dropManagedFields(obj)
+	}
+	return &cachedObject{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kind.gvk.GroupVersion().String(), Kind: kind.gvk.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		data:       data, tlsSecrets: refs,
+	}, nil
+}
+
+// watchedKind is the kind of a typed object the source publishes.
+func watchedKind(obj any) (kubeKind, bool) {
+	switch obj.(type) {
+	case *networkingv1.Ingress:
+		return kindIngress, true
+	case *networkingv1.IngressClass:
+		return kindIngressClass, true
+	case *corev1.Service:
+		return kindService, true
+	case *discoveryv1.EndpointSlice:
+		return kindEndpointSlice, true
+	case *corev1.Secret:
+		return kindSecret, true
+	case *corev1.ConfigMap:
+		return kindConfigMap, true
+	}
+	return kubeKind{}, false
+}
+
+// set stores an object as the manifests source would publish it.
+func (s *KubeSource) set(kind kubeKind, obj any) {
+	o, ok := obj.(*cachedObject)
+	if !ok {
+		s.reportUnencoded(kind, obj)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch kind {
 	case kindSecret:
-		s.secrets[meta.GetNamespace()+"/"+meta.GetName()] = data
+		s.secrets[o.Namespace+"/"+o.Name] = o.data
 	case kindConfigMap:
-		s.configs[meta.GetNamespace()+"/"+meta.GetName()] = data
+		s.configs[o.Namespace+"/"+o.Name] = o.data
 	default:
-		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
-		s.objects[key] = data
-		if ing, ok := o.(*networkingv1.Ingress); ok {
-			s.secretRefs[key] = tlsSecrets(ing)
+		key := bus.ObjectKey(kind.token, o.Namespace, o.Name)
+		s.objects[key] = o.data
+		if kind == kindIngress {
+			s.secretRefs[key] = o.tlsSecrets
 		}
 	}
 	s.markDirty()
+}
+
+// reportUnencoded logs an object the transform could not encode: it is
+// left out, and an earlier version of it stays published.
+func (s *KubeSource) reportUnencoded(kind kubeKind, obj any) {
+	o, meta, ok := unwrap(obj)
+	if !ok {
+		return
+	}
+	_, err := canonicalJSON(kind, o)
+	if err == nil {
+		err = fmt.Errorf("%T was not encoded by the informer transform", obj)
+	}
+	s.log.Warn("object left out", zap.String("kind", kind.gvk.Kind), zap.String("name", meta.GetNamespace()+"/"+meta.GetName()), zap.Error(err))
 }
 
 func tlsSecrets(ing *networkingv1.Ingress) []string {
@@ -303,9 +379,10 @@ func (s *KubeSource) desired() map[string][]byte {
 // canonicalJSON encodes an object as the manifests source does: the typed
 // struct with apiVersion and kind, without the fields that change on every
 // write (resourceVersion, managedFields) or that Switchyard itself writes
-// (Ingress status), so our own status updates do not loop back.
+// (Ingress status), so our own status updates do not loop back. It clears
+// those fields in o: the informers' transform may change the objects it
+// is given, and keeps only the encoding.
 func canonicalJSON(kind kubeKind, o runtime.Object) ([]byte, error) {
-	o = o.DeepCopyObject()
 	o.GetObjectKind().SetGroupVersionKind(kind.gvk)
 	meta, err := metaOf(o)
 	if err != nil {
