@@ -25,8 +25,12 @@ type Renderer struct {
 	// certHosts indexes which hosts name each certificate, so a changed
 	// certificate does not scan every server.
 	certHosts map[string]map[string]bool
-	out       Artifacts
-	dirty     renderDirty
+	// files are the paths of the files rendered. Their text goes out with
+	// the change that rendered it and is not kept: the applier holds it,
+	// and every file is rendered again when the settings change.
+	files map[string]bool
+	out   Artifacts // backends and certificates only
+	dirty renderDirty
 }
 
 type renderDirty struct {
@@ -45,23 +49,23 @@ func NewRenderer(cfg Config) *Renderer {
 	r := &Renderer{
 		cfg: cfg, settings: bus.DefaultSettings(),
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
-		certHosts: map[string]map[string]bool{},
-		out:       Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
-		dirty:     newRenderDirty(),
+		certHosts: map[string]map[string]bool{}, files: map[string]bool{},
+		out:   Artifacts{Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		dirty: newRenderDirty(),
 	}
 	r.dirty.main = true
 	return r
 }
 
-// Artifacts is everything currently rendered. It is shared: read only.
-func (r *Renderer) Artifacts() Artifacts { return r.out }
+// Rendered says whether the file at path is part of the configuration.
+func (r *Renderer) Rendered(path string) bool { return r.files[path] }
 
 // SetServer adds, replaces (or with nil removes) the server under key.
 func (r *Renderer) SetServer(key string, s *bus.Server) {
 	if old := r.servers[key]; old != nil {
 		r.indexCert(old, false)
 		if s == nil || old.Hostname != s.Hostname {
-			delete(r.out.Files, ServerFile(old.Hostname))
+			delete(r.files, ServerFile(old.Hostname))
 		}
 	}
 	if s == nil {
@@ -151,7 +155,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}
-		r.out.Files[MainFile] = main
+		r.files[MainFile] = true
 		putFile(&out, MainFile, main)
 		// Server files depend on the settings too (redirects, HSTS, HTTP/2).
 		for key := range r.servers {
@@ -183,11 +187,11 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	path := ServerFile(s.Hostname)
 	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
 	if err != nil {
-		delete(r.out.Files, path)
+		delete(r.files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
-	r.out.Files[path] = text
+	r.files[path] = true
 	putFile(out, path, text)
 	return nil
 }

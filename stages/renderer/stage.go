@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -43,29 +42,13 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 	for _, err := range errs {
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
-	if _, ok := s.renderer.Artifacts().Files[MainFile]; !ok {
+	if !s.renderer.Rendered(MainFile) {
 		return bus.Output{}, errors.Join(errs...)
 	}
-	if full {
-		return bus.Output{Values: s.renderer.Artifacts().Values(), Full: true}, nil
-	}
+	// A new renderer's first change is everything it renders: the whole
+	// table, which replaces what an earlier run left.
+	out.Full = full
 	return out, nil
-}
-
-// Values lists the artifacts as the renderer's table, not yet encoded.
-func (a Artifacts) Values() map[string]any {
-	values := make(map[string]any, len(a.Files)+len(a.Backends)+len(a.Certificates))
-	for path, content := range a.Files {
-		values[fileKey(path)] = bus.RenderedFile{Path: path, Content: content}
-	}
-	for name, b := range a.Backends {
-		values[bus.Key(bus.KindBackend, name)] = b
-	}
-	for id, c := range a.Certificates {
-		ns, name, _ := strings.Cut(id, "/")
-		values[bus.Key(bus.KindCertificate, ns, name)] = c
-	}
-	return values
 }
 
 // Validate checks the operator's settings before they reach nginx.conf.
