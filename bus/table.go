@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -365,9 +366,12 @@ func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan table
 		if err != nil {
 			return
 		}
+		// Consumers keep keys and values (a whole table, at start-up).
+		// Copies let the rest go at once: the key is a slice of the
+		// subject, the payload shares a buffer with the headers.
 		msg := tableMsg{
-			key:        strings.TrimPrefix(m.Subject(), prefix),
-			data:       m.Data(),
+			key:        strings.Clone(strings.TrimPrefix(m.Subject(), prefix)),
+			data:       bytes.Clone(m.Data()),
 			deleted:    m.Headers().Get(HeaderOp) == OpDelete,
 			meta:       MetaFromHeader(m.Headers()),
 			numPending: md.NumPending,
