@@ -18,11 +18,11 @@ import (
 // defaultMemoryLimit is the Go runtime's soft memory limit when neither
 // --memory-limit nor GOMEMLIMIT sets one. It is sized for the design target
 // (the all-in-one under 300 MB resident at 10,000 Ingresses): the binary's
-// own pages take about 50 MB of that. Without a limit the heap grows to
+// own pages take about 50 MiB besides. Without a limit the heap grows to
 // twice what is live before a collection, which at that scale is most of
 // the budget spent on garbage. The limit is soft: a larger cluster costs
 // more GC CPU, never an out-of-memory kill.
-const defaultMemoryLimit = "240MiB"
+const defaultMemoryLimit = "220MiB"
 
 // memoryUnits are the suffixes GOMEMLIMIT accepts, so one syntax serves both.
 var memoryUnits = []struct {

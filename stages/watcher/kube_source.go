@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -192,11 +193,20 @@ func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 // informers' transform, holds the cluster's objects once, as bytes, instead
 // of both typed in the informer caches and encoded here.
 type cachedObject struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta // namespace and name only: the informers' keys
-	data              []byte
-	tlsSecrets        []string // an Ingress's TLS Secrets, "namespace/name"
+	namespace, name string
+	data            []byte
+	tlsSecrets      []string // an Ingress's TLS Secrets, "namespace/name"
 }
+
+// GetObjectMeta gives the informers the namespace and name they key
+// objects by. It is built on demand: a whole ObjectMeta per cached object
+// would weigh more than most objects' JSON.
+func (o *cachedObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.namespace, Name: o.name}
+}
+
+// GetObjectKind is empty: nothing reads the kind of a cached object.
+func (o *cachedObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // DeepCopyObject shares the contents, which are never changed.
 func (o *cachedObject) DeepCopyObject() runtime.Object {
@@ -226,11 +236,7 @@ func (s *KubeSource) encodeForCache(obj any) (any, error) {
 	if err != nil {
 		return dropManagedFields(obj)
 	}
-	return &cachedObject{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kind.gvk.GroupVersion().String(), Kind: kind.gvk.Kind},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		data:       data, tlsSecrets: refs,
-	}, nil
+	return &cachedObject{namespace: ns, name: name, data: data, tlsSecrets: refs}, nil
 }
 
 // watchedKind is the kind of a typed object the source publishes.
@@ -263,11 +269,11 @@ func (s *KubeSource) set(kind kubeKind, obj any) {
 	defer s.mu.Unlock()
 	switch kind {
 	case kindSecret:
-		s.secrets[o.Namespace+"/"+o.Name] = o.data
+		s.secrets[o.namespace+"/"+o.name] = o.data
 	case kindConfigMap:
-		s.configs[o.Namespace+"/"+o.Name] = o.data
+		s.configs[o.namespace+"/"+o.name] = o.data
 	default:
-		key := bus.ObjectKey(kind.token, o.Namespace, o.Name)
+		key := bus.ObjectKey(kind.token, o.namespace, o.name)
 		s.objects[key] = o.data
 		if kind == kindIngress {
 			s.secretRefs[key] = o.tlsSecrets
@@ -430,10 +436,11 @@ func unwrap(obj any) (runtime.Object, metav1.Object, bool) {
 	return o, meta, true
 }
 
+// metaOf is an object's metadata: its own, or a cachedObject's.
 func metaOf(o runtime.Object) (metav1.Object, error) {
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no object metadata", o)
+	m, err := apimeta.Accessor(o)
+	if err != nil {
+		return nil, fmt.Errorf("%T has no object metadata: %w", o, err)
 	}
 	return m, nil
 }
