@@ -62,7 +62,8 @@ func renderCommand(args []string) error {
 	defer conn.Close()
 	var archive []byte
 	err = bus.Follow(ctx, conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
-		archive, err = renderArchive(snap.Entries)
+		// The first snapshot is the whole table.
+		archive, err = renderArchive(snap.Puts)
 		cancel()
 		return err
 	})

@@ -32,6 +32,9 @@ func runCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := o.setMemoryLimit(log); err != nil {
+		return err
+	}
 	if o.nginxBinary, err = exec.LookPath(o.nginxBinary); err != nil {
 		return fmt.Errorf("--nginx-binary: %w (run make deps)", err)
 	}
@@ -49,6 +52,14 @@ func runCommand(args []string) error {
 	if url := embedded.ClientURL(); url != "" {
 		log.Info("bus listening", zap.String("url", url))
 	}
+	memConn, err := embedded.Connect("switchyard-memory")
+	if err != nil {
+		return err
+	}
+	go func() {
+		releaseMemoryAfterStartup(ctx, memConn, log)
+		memConn.Close()
+	}()
 	err = runStages(ctx, &o, embedded, bus.Stages, log)
 	log.Info("stopped")
 	return err
@@ -74,8 +85,9 @@ func startBus(o *options) (*bus.Embedded, error) {
 		return nil, fmt.Errorf("--state-dir: %w", err)
 	}
 	storeDir := filepath.Join(o.stateDir, "bus")
-	// The bus keeps state in memory; a leftover store from an earlier run
-	// must not resurrect objects that are gone.
+	// The bus's tables are rebuilt from the sources at every start; a
+	// leftover store from an earlier run must not resurrect objects that
+	// are gone.
 	if err := os.RemoveAll(storeDir); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,9 @@ func stageCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := o.setMemoryLimit(log); err != nil {
+		return err
+	}
 	conn, err := bus.Connect(*natsURL, "switchyard-"+name)
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ const MaxPayload = 1 << 20
 type Conn struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
+	// storage is where the streams this connection creates keep their
+	// messages; see EnsureStream.
+	storage jetstream.StorageType
 }
 
 // Connect dials an external NATS server.
@@ -29,16 +32,17 @@ func Connect(url, name string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
 	}
-	return wrap(nc)
+	// An external server's streams live in its memory, not ours.
+	return wrap(nc, jetstream.MemoryStorage)
 }
 
-func wrap(nc *nats.Conn) (*Conn, error) {
+func wrap(nc *nats.Conn, storage jetstream.StorageType) (*Conn, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js}, nil
+	return &Conn{NC: nc, JS: js, storage: storage}, nil
 }
 
 // Close drains the connection.
@@ -50,14 +54,21 @@ func (c *Conn) Close() {
 
 // EnsureStream creates the stream holding one stage's state tables. Producer
 // and consumers both call it with the same settings, so either may start first.
+// A stream's storage cannot change once created, so an existing stream keeps
+// the storage its creator chose.
 func (c *Conn) EnsureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
 		Name:              StreamName(stage),
 		Subjects:          []string{StageSubject(stage) + ".>"},
 		MaxMsgsPerSubject: 1,
 		MaxMsgSize:        MaxPayload,
-		Storage:           jetstream.MemoryStorage,
+		Storage:           c.storage,
 		Discard:           jetstream.DiscardOld,
+	}
+	if existing, err := c.JS.Stream(ctx, cfg.Name); err == nil {
+		cfg.Storage = existing.CachedInfo().Config.Storage
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
 	s, err := c.JS.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
@@ -119,7 +130,12 @@ func (e *Embedded) Connect(name string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("in-process nats connection: %w", err)
 	}
-	return wrap(nc)
+	// The embedded server's streams would otherwise hold every stage's
+	// table in this process's heap, a copy of each message with its
+	// headers: at 10,000 Ingresses the largest single use of memory. On
+	// disk (under --state-dir, emptied at start) they cost a page cache
+	// the kernel can reclaim, and JetStream keeps recent blocks cached.
+	return wrap(nc, jetstream.FileStorage)
 }
 
 // ClientURL is the TCP URL when the server listens, or "".

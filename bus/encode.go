@@ -5,42 +5,39 @@ import (
 	"fmt"
 )
 
-// Entries encodes the model as table entries, one per key. The model's map
-// keys are already table keys (Key(KindServer, host), …).
-func (m Model) Entries() (map[string][]byte, error) {
-	entries := make(map[string][]byte, len(m.Servers)+len(m.Backends)+len(m.Certificates)+len(m.Ingresses))
-	if err := encodeInto(entries, m.Servers); err != nil {
-		return nil, err
-	}
-	if err := encodeInto(entries, m.Backends); err != nil {
-		return nil, err
-	}
-	if err := encodeInto(entries, m.Certificates); err != nil {
-		return nil, err
-	}
-	if err := encodeInto(entries, m.Ingresses); err != nil {
-		return nil, err
-	}
-	if err := encodeInto(entries, m.Secrets); err != nil {
-		return nil, err
-	}
+// Values lists the model as table values by key, not yet encoded. The
+// model's map keys are already table keys (Key(KindServer, host), …).
+func (m Model) Values() map[string]any {
+	values := make(map[string]any, len(m.Servers)+len(m.Backends)+len(m.Certificates)+len(m.Ingresses)+1)
+	addValues(values, m.Servers)
+	addValues(values, m.Backends)
+	addValues(values, m.Certificates)
+	addValues(values, m.Ingresses)
+	addValues(values, m.Secrets)
 	if m.Settings != nil {
-		if err := encodeInto(entries, map[string]*Settings{SettingsKey: m.Settings}); err != nil {
-			return nil, err
-		}
+		values[SettingsKey] = m.Settings
 	}
-	return entries, nil
+	return values
 }
 
-func encodeInto[V any](entries map[string][]byte, values map[string]V) error {
+func addValues[V any](values map[string]any, from map[string]V) {
+	for key, v := range from {
+		values[key] = v
+	}
+}
+
+// Entries encodes the model as table entries, one per key.
+func (m Model) Entries() (map[string][]byte, error) {
+	values := m.Values()
+	entries := make(map[string][]byte, len(values))
 	for key, v := range values {
 		data, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", key, err)
+			return nil, fmt.Errorf("encode %s: %w", key, err)
 		}
 		entries[key] = data
 	}
-	return nil
+	return entries, nil
 }
 
 // ModelFromEntries decodes a model table. Unknown kinds are an error: they

@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,14 +28,26 @@ type Commit struct {
 	Keys int `json:"keys"`
 }
 
-// Writer publishes one stage's table. It remembers what it published, so an
-// unchanged value is never sent again.
+// Writer publishes one stage's table. It remembers a digest of what it
+// published, so an unchanged value is never sent again without the writer
+// keeping a copy of every value.
 type Writer struct {
 	conn      *Conn
 	stage     string
-	published map[string][]byte // what the table holds, as sent
+	published map[string]digest // what the table holds, by key
 	loaded    bool
 	lastGen   uint64
+}
+
+// digest identifies a published value: the first 128 bits of its SHA-256,
+// so that two values of one key never share one by chance. It must be the
+// same in every process: Load computes it from what an earlier process
+// published.
+type digest [16]byte
+
+func digestOf(data []byte) digest {
+	sum := sha256.Sum256(data)
+	return digest(sum[:16])
 }
 
 // NewWriter returns a writer for stage's table.
@@ -43,72 +56,88 @@ func NewWriter(conn *Conn, stage string) *Writer {
 }
 
 // Output is one generation of a stage's table: either the whole table
-// (Full), or the keys put and deleted since the last generation.
+// (Full), or the keys put and deleted since the last generation. A key is
+// put either already encoded (Puts) or as a value the writer encodes as
+// JSON when it sends it (Values), so that a whole table is never held
+// encoded at once; a key is in one of the two, not both.
 type Output struct {
 	Puts    map[string][]byte
+	Values  map[string]any
 	Deletes []string
 	Full    bool
 }
 
-// Apply publishes an Output; see Publish and PublishDelta.
+// Apply publishes an Output: it puts every changed value, deletes the given
+// keys (with Full, every key the output does not hold), and then commits
+// the generation in meta. It returns how many keys changed. Nothing is sent
+// when nothing changed, except for the first publish, which always commits
+// so consumers start.
 func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
-	if out.Full {
-		return w.Publish(ctx, meta, out.Puts)
-	}
-	return w.PublishDelta(ctx, meta, out.Puts, out.Deletes)
-}
-
-// PublishDelta puts and deletes the given keys only, then commits: a change
-// to one key costs one message, whatever the size of the table.
-func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]byte, deletes []string) (int, error) {
 	meta.Stage = w.stage
 	first := !w.loaded
 	if _, err := w.Load(ctx); err != nil {
 		return 0, err
 	}
-	b := w.batch(meta)
-	for _, key := range slices.Sorted(maps.Keys(puts)) {
-		if err := b.put(key, puts[key]); err != nil {
+	b := w.batch(ctx, meta)
+	for _, key := range slices.Sorted(maps.Keys(out.Puts)) {
+		if err := b.put(key, out.Puts[key]); err != nil {
 			return b.changed, err
 		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(out.Values)) {
+		data, err := json.Marshal(out.Values[key])
+		if err != nil {
+			return b.changed, fmt.Errorf("publish %s %s: encode: %w", w.stage, key, err)
+		}
+		if err := b.put(key, data); err != nil {
+			return b.changed, err
+		}
+	}
+	deletes := out.Deletes
+	if out.Full {
+		deletes = w.keysNotIn(out)
 	}
 	for _, key := range deletes {
 		if err := b.delete(key); err != nil {
 			return b.changed, err
 		}
 	}
-	return b.commit(ctx, first, len(w.published))
+	return b.commit(first, len(w.published))
 }
 
-// Publish makes the table equal to entries: it puts every changed value,
-// deletes every key that is gone, and then commits the generation in meta.
-// It returns how many keys changed. Nothing is sent when nothing changed,
-// except for the first publish, which always commits so consumers start.
-func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
-	meta.Stage = w.stage
-	first := !w.loaded
-	if _, err := w.Load(ctx); err != nil {
-		return 0, err
-	}
-	b := w.batch(meta)
-	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		if err := b.put(key, entries[key]); err != nil {
-			return b.changed, err
-		}
-	}
+// keysNotIn lists, sorted, the published keys a whole-table output drops.
+func (w *Writer) keysNotIn(out Output) []string {
+	var gone []string
 	for _, key := range slices.Sorted(maps.Keys(w.published)) {
-		if _, ok := entries[key]; ok {
-			continue
-		}
-		if err := b.delete(key); err != nil {
-			return b.changed, err
+		_, put := out.Puts[key]
+		_, encoded := out.Values[key]
+		if !put && !encoded {
+			gone = append(gone, key)
 		}
 	}
-	return b.commit(ctx, first, len(entries))
+	return gone
 }
+
+// PublishDelta puts and deletes the given keys only, then commits: a change
+// to one key costs one message, whatever the size of the table.
+func (w *Writer) PublishDelta(ctx context.Context, meta Meta, puts map[string][]byte, deletes []string) (int, error) {
+	return w.Apply(ctx, meta, Output{Puts: puts, Deletes: deletes})
+}
+
+// Publish makes the table equal to entries; see Apply.
+func (w *Writer) Publish(ctx context.Context, meta Meta, entries map[string][]byte) (int, error) {
+	return w.Apply(ctx, meta, Output{Puts: entries, Full: true})
+}
+
+// maxInFlight bounds how many messages of a batch await their ack. The
+// client keeps each message (its payload too) until it is acked, and fails
+// a publish once 4,000 are outstanding; a whole table at start-up is tens
+// of thousands of messages, so the batch waits for its acks every so often.
+const maxInFlight = 256
 
 // batch collects the messages of one generation and their acks.
 type batch struct {
+	ctx     context.Context
 	w       *Writer
 	meta    Meta
 	header  nats.Header
@@ -116,13 +145,19 @@ type batch struct {
 	changed int
 }
 
-func (w *Writer) batch(meta Meta) *batch {
-	return &batch{w: w, meta: meta, header: meta.Header()}
+func (w *Writer) batch(ctx context.Context, meta Meta) *batch {
+	return &batch{ctx: ctx, w: w, meta: meta, header: meta.Header()}
 }
 
 func (b *batch) send(key string, data []byte, h nats.Header) error {
 	if len(data) > MaxPayload-4096 {
 		return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", b.w.stage, key, len(data), MaxPayload)
+	}
+	if len(b.futures) >= maxInFlight {
+		if err := waitAcks(b.ctx, b.futures); err != nil {
+			return err
+		}
+		b.futures = b.futures[:0]
 	}
 	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: b.w.subject(key), Data: data, Header: h})
 	if err != nil {
@@ -132,17 +167,16 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 	return nil
 }
 
-// put sends a value unless it equals the published one. Comparing the
-// bytes (not a hash) makes an unchanged value that shares its slice with
-// the last publish cost nothing.
+// put sends a value unless it equals the published one.
 func (b *batch) put(key string, data []byte) error {
-	if old, ok := b.w.published[key]; ok && bytes.Equal(old, data) {
+	sum := digestOf(data)
+	if old, ok := b.w.published[key]; ok && old == sum {
 		return nil
 	}
 	if err := b.send(key, data, b.header); err != nil {
 		return err
 	}
-	b.w.published[key] = data
+	b.w.published[key] = sum
 	b.changed++
 	return nil
 }
@@ -163,7 +197,7 @@ func (b *batch) delete(key string) error {
 
 // commit closes the generation, unless nothing changed (the first publish
 // always commits, so consumers start).
-func (b *batch) commit(ctx context.Context, first bool, keys int) (int, error) {
+func (b *batch) commit(first bool, keys int) (int, error) {
 	if b.changed == 0 && !first {
 		return 0, nil
 	}
@@ -172,7 +206,7 @@ func (b *batch) commit(ctx context.Context, first bool, keys int) (int, error) {
 		return b.changed, err
 	}
 	b.w.lastGen = b.meta.Generation
-	return b.changed, waitAcks(ctx, b.futures)
+	return b.changed, waitAcks(b.ctx, b.futures)
 }
 
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
@@ -201,26 +235,37 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if err != nil {
 		return 0, err
 	}
-	w.published = entries
+	w.published = make(map[string]digest, len(entries))
+	for key, data := range entries {
+		w.published[key] = digestOf(data)
+	}
 	w.loaded, w.lastGen = true, meta.Generation
 	return w.lastGen, nil
 }
 
-// Snapshot is a consistent table as of one commit.
+// Snapshot is what changed in a table up to one commit. The first snapshot
+// a follower gets is Full: Puts holds every entry, and the follower builds
+// its state from it. Every later one holds only the keys put (with their
+// values) and deleted since the previous snapshot. Follow keeps no values
+// itself, so each consumer holds one copy of what it needs, not a second
+// copy of the whole table.
 type Snapshot struct {
 	Meta Meta
-	// Entries maps key to value. It belongs to the follower: read it during
-	// the callback, copy what must outlive it.
-	Entries map[string][]byte
-	// Changed holds the keys put or deleted since the previous snapshot;
-	// nil on the first snapshot, when everything is new.
-	Changed map[string]bool
+	// Full says Puts is the whole table: the follower starts over.
+	Full bool
+	// Puts maps each key put since the previous snapshot to its value.
+	// The follower may keep the values: Follow does not reuse them.
+	Puts map[string][]byte
+	// Deletes lists, sorted, the keys deleted since the previous snapshot.
+	// A key may be listed that the follower never saw (put and deleted
+	// between two snapshots); deleting it must be harmless.
+	Deletes []string
 }
 
-// Follow calls handle with a consistent snapshot of stage's table after each
-// commit, starting with the current state. Commits that arrive while more
-// messages are already waiting are folded into the next one, so a burst of
-// generations costs one call. It returns when ctx ends.
+// Follow calls handle with what changed in stage's table after each commit,
+// starting with the whole current table (see Snapshot). Commits that arrive
+// while more messages are already waiting are folded into the next call,
+// so a burst of generations costs one call. It returns when ctx ends.
 func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.Context, Snapshot) error) error {
 	msgs, stop, err := subscribeTable(ctx, conn, stage)
 	if err != nil {
@@ -228,15 +273,15 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 	}
 	defer stop()
 
-	entries := map[string][]byte{}
-	var changed map[string]bool
+	pending := newTableChanges()
+	delivered := false
 	var meta Meta
 	var flush <-chan time.Time
 	deliver := func() error {
 		flush = nil
-		err := handle(ctx, Snapshot{Meta: meta, Entries: entries, Changed: changed})
-		changed = map[string]bool{}
-		return err
+		snap := pending.snapshot(meta, !delivered)
+		pending, delivered = newTableChanges(), true
+		return handle(ctx, snap)
 	}
 	for {
 		select {
@@ -247,29 +292,51 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 				return err
 			}
 		case m := <-msgs:
-			if m.key == CommitToken {
-				meta = m.meta
-				if m.numPending == 0 {
-					if err := deliver(); err != nil {
-						return err
-					}
-				} else if flush == nil {
-					// More is queued; wait briefly for its commit, but never
-					// hold a complete generation back for long.
-					flush = time.After(20 * time.Millisecond)
-				}
+			if m.key != CommitToken {
+				pending.add(m, !delivered)
 				continue
 			}
-			if m.deleted {
-				delete(entries, m.key)
-			} else {
-				entries[m.key] = m.data
-			}
-			if changed != nil {
-				changed[m.key] = true
+			meta = m.meta
+			if m.numPending == 0 {
+				if err := deliver(); err != nil {
+					return err
+				}
+			} else if flush == nil {
+				// More is queued; wait briefly for its commit, but never
+				// hold a complete generation back for long.
+				flush = time.After(20 * time.Millisecond)
 			}
 		}
 	}
+}
+
+// tableChanges collects the messages between two snapshots: the last value
+// of each key put, and the keys deleted.
+type tableChanges struct {
+	puts    map[string][]byte
+	deletes map[string]bool
+}
+
+func newTableChanges() *tableChanges {
+	return &tableChanges{puts: map[string][]byte{}, deletes: map[string]bool{}}
+}
+
+// add folds one message in. Before the first snapshot the follower has
+// nothing to delete, so a deleted key is only forgotten.
+func (c *tableChanges) add(m tableMsg, initial bool) {
+	if !m.deleted {
+		c.puts[m.key] = m.data
+		delete(c.deletes, m.key)
+		return
+	}
+	delete(c.puts, m.key)
+	if !initial {
+		c.deletes[m.key] = true
+	}
+}
+
+func (c *tableChanges) snapshot(meta Meta, full bool) Snapshot {
+	return Snapshot{Meta: meta, Full: full, Puts: c.puts, Deletes: slices.Sorted(maps.Keys(c.deletes))}
 }
 
 type tableMsg struct {
@@ -299,9 +366,12 @@ func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan table
 		if err != nil {
 			return
 		}
+		// Consumers keep keys and values (a whole table, at start-up).
+		// Copies let the rest go at once: the key is a slice of the
+		// subject, the payload shares a buffer with the headers.
 		msg := tableMsg{
-			key:        strings.TrimPrefix(m.Subject(), prefix),
-			data:       m.Data(),
+			key:        strings.Clone(strings.TrimPrefix(m.Subject(), prefix)),
+			data:       bytes.Clone(m.Data()),
 			deleted:    m.Headers().Get(HeaderOp) == OpDelete,
 			meta:       MetaFromHeader(m.Headers()),
 			numPending: md.NumPending,

@@ -54,8 +54,8 @@ func TestBenchIncremental(t *testing.T) {
 		feed(rd, delta)
 		out, errs := rd.Flush()
 		one.samples = append(one.samples, time.Since(begin))
-		if len(errs) > 0 || len(out.Puts) == 0 {
-			t.Fatalf("change %d: %v, %d keys rendered", i, errs, len(out.Puts))
+		if len(errs) > 0 || len(out.Values) == 0 {
+			t.Fatalf("change %d: %v, %d keys rendered", i, errs, len(out.Values))
 		}
 	}
 

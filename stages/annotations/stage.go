@@ -93,10 +93,10 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer host.Wait()
 
 	r := &runner{
-		annotator: host.NewAnnotator(owners),
-		writer:    bus.NewWriter(s.conn, bus.StageAnnotations),
-		log:       s.log,
-		reported:  map[string][]bus.Problem{},
+		newAnnotator: func() *Annotator { return host.NewAnnotator(owners) },
+		writer:       bus.NewWriter(s.conn, bus.StageAnnotations),
+		log:          s.log,
+		reported:     map[string][]bus.Problem{},
 	}
 	go r.retryRecovered(ctx, host.Recovered())
 	return bus.Follow(ctx, s.conn, bus.StageTranslator, r.follow)
@@ -105,12 +105,13 @@ func (s *Stage) Run(ctx context.Context) error {
 // runner publishes the annotator's output; the follow callback and the
 // retries after a plugin restart take turns.
 type runner struct {
-	mu        sync.Mutex
-	annotator *Annotator
-	writer    *bus.Writer
-	log       *zap.Logger
-	last      bus.Meta
-	started   bool
+	mu           sync.Mutex
+	annotator    *Annotator
+	newAnnotator func() *Annotator
+	writer       *bus.Writer
+	log          *zap.Logger
+	last         bus.Meta
+	started      bool
 	// reported remembers each Ingress's problems as last logged, so they
 	// are logged when they change (the translator logs its own; these are
 	// the plugins' and the host's, which nothing else logs when there is
@@ -122,24 +123,24 @@ func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start := time.Now()
-	changed := in.Changed
-	if changed == nil {
-		changed = map[string]bool{}
-		for key := range in.Entries {
-			changed[key] = true
-		}
+	if in.Full || r.annotator == nil {
+		// The whole table: start over, and publish a whole table, which
+		// also deletes whatever an earlier run left.
+		r.annotator = r.newAnnotator()
 	}
-	values := make(map[string][]byte, len(changed))
-	for key := range changed {
-		values[key] = in.Entries[key] // nil when deleted
+	values := make(map[string][]byte, len(in.Puts)+len(in.Deletes))
+	for _, key := range in.Deletes {
+		values[key] = nil
+	}
+	for key, data := range in.Puts {
+		values[key] = data
 	}
 	out, err := r.annotator.Update(ctx, values)
 	if err != nil {
 		r.log.Error("annotate failed; keeping the last published state", zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
 		return nil
 	}
-	if !r.started {
-		// The first publish replaces whatever an earlier run left.
+	if in.Full || !r.started {
 		out.Full, r.started = true, true
 	}
 	r.last = in.Meta

@@ -101,16 +101,16 @@ func (s *Stage) Run(ctx context.Context) error {
 	inbox := newMailbox()
 	followErr := make(chan error, 1)
 	go func() {
-		desired := newDesired()
+		table := newDesiredTable()
 		followErr <- bus.Follow(ctx, s.conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
-			if err := desired.update(snap.Entries, snap.Changed); err != nil {
-				// Rebuild from the whole table next time rather than apply
-				// a state this stage did not fully understand.
-				s.log.Error("renderer output not understood; keeping the running state", zap.Error(err))
-				desired = newDesired()
-				return desired.update(snap.Entries, nil)
+			if err := table.update(snap); err != nil {
+				// Never apply a state this stage did not fully understand;
+				// the renderer's next value for the key clears it.
+				s.log.Error("renderer output not understood; keeping the running state",
+					zap.Uint64("generation", snap.Meta.Generation), zap.Error(err))
+				return nil
 			}
-			inbox.put(target{desired: desired.clone(), meta: snap.Meta})
+			inbox.put(target{desired: table.desired.clone(), meta: snap.Meta})
 			return nil
 		})
 	}()

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -63,23 +64,46 @@ func newDesired() Desired {
 	return Desired{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
 }
 
-// update applies the changed keys of the renderer's table (every key when
-// changed is nil), so a change to one server decodes one file.
-func (d *Desired) update(entries map[string][]byte, changed map[string]bool) error {
-	if changed == nil {
-		*d = newDesired()
-		changed = map[string]bool{}
-		for k := range entries {
-			changed[k] = true
-		}
+// desiredTable is the applier's decoded copy of the renderer's table. The
+// bus passes only what changed, so the whole state is kept here. A value
+// this stage cannot decode is set aside until the renderer replaces or
+// deletes it; until then the table is not understood and is not applied.
+type desiredTable struct {
+	desired Desired
+	broken  map[string]error // key → why its value was not understood
+}
+
+func newDesiredTable() *desiredTable {
+	return &desiredTable{desired: newDesired(), broken: map[string]error{}}
+}
+
+// update applies a snapshot of the renderer's table, decoding only the
+// keys it puts. It returns why the table is not understood, or nil.
+func (t *desiredTable) update(snap bus.Snapshot) error {
+	if snap.Full {
+		t.desired, t.broken = newDesired(), map[string]error{}
 	}
-	for key := range changed {
-		data, present := entries[key]
-		if err := d.updateKey(key, data, present); err != nil {
-			return err
-		}
+	for _, key := range snap.Deletes {
+		// A deleted key that does not parse was never in the desired
+		// state: forgetting it is all there is to do.
+		_ = t.desired.updateKey(key, nil, false)
+		delete(t.broken, key)
 	}
-	return nil
+	for key, data := range snap.Puts {
+		if err := t.desired.updateKey(key, data, true); err != nil {
+			t.broken[key] = err
+		} else {
+			delete(t.broken, key)
+		}
+		// Let each message go once decoded: the first snapshot is the
+		// whole table.
+		delete(snap.Puts, key)
+	}
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(t.broken)) {
+		errs = append(errs, t.broken[key])
+	}
+	return errors.Join(errs...)
 }
 
 func (d *Desired) updateKey(key string, data []byte, present bool) error {

@@ -3,6 +3,8 @@ package applier
 import (
 	"encoding/json"
 	"testing"
+
+	"switchyard.dev/switchyard/bus"
 )
 
 func TestDecide(t *testing.T) {
@@ -69,5 +71,48 @@ func TestPayloads(t *testing.T) {
 	want := `{"certificates":{"ns/x":"X"},"servers":{"*.x.example.com":"ns/x","x.example.com":"ns/x"}}`
 	if string(body) != want {
 		t.Fatalf("certificates payload %s", body)
+	}
+}
+
+// TestDesiredTable feeds renderer snapshots to the applier's copy of the
+// table: the first is whole, later ones carry only changes, and a value that
+// does not decode holds the table back until the renderer replaces it.
+func TestDesiredTable(t *testing.T) {
+	table := newDesiredTable()
+	full := bus.Snapshot{Full: true, Puts: map[string][]byte{
+		bus.Key(bus.KindFile, "nginx.conf"):                 []byte(`{"path":"nginx.conf","content":"main"}`),
+		bus.Key(bus.KindBackend, "ns-a-80"):                 []byte(`{"name":"ns-a-80"}`),
+		bus.Key(bus.KindCertificate, "ns", "a"):             []byte(`{"pem":"P","hosts":["a.example.com"]}`),
+		bus.Key(bus.KindFile, "servers/a.example.com.conf"): []byte(`{"path":"servers/a.example.com.conf","content":"server a"}`),
+	}}
+	if err := table.update(full); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.desired.Files) != 2 || len(table.desired.Backends) != 1 || table.desired.Certificates["ns/a"].PEM != "P" {
+		t.Fatalf("after the whole table: %+v", table.desired)
+	}
+
+	bad := bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindBackend, "ns-b-80"): []byte(`{"name":"ns-b-80"}`), bus.Key(bus.KindCertificate, "ns", "a"): []byte(`not json`)}}
+	if err := table.update(bad); err == nil {
+		t.Fatal("a certificate that does not decode was accepted")
+	}
+	deleteOther := bus.Snapshot{Deletes: []string{bus.Key(bus.KindBackend, "ns-a-80")}}
+	if err := table.update(deleteOther); err == nil {
+		t.Fatal("the table was understood again while a value is still bad")
+	}
+	fixed := bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindCertificate, "ns", "a"): []byte(`{"pem":"Q","hosts":["a.example.com"]}`)}}
+	if err := table.update(fixed); err != nil {
+		t.Fatalf("a replaced value still holds the table back: %v", err)
+	}
+	if _, ok := table.desired.Backends["ns-a-80"]; ok || table.desired.Backends["ns-b-80"] == nil || table.desired.Certificates["ns/a"].PEM != "Q" {
+		t.Fatalf("after the changes: %+v", table.desired)
+	}
+
+	restart := bus.Snapshot{Full: true, Puts: map[string][]byte{bus.Key(bus.KindBackend, "ns-c-80"): []byte(`{"name":"ns-c-80"}`)}}
+	if err := table.update(restart); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.desired.Files) != 0 || len(table.desired.Backends) != 1 || len(table.desired.Certificates) != 0 {
+		t.Fatalf("a whole table did not replace the state: %+v", table.desired)
 	}
 }

@@ -94,7 +94,7 @@ func (r *Renderer) setAuthFiles(key string, files map[string]string, out *bus.Ou
 		delete(r.authUsers[path], key)
 		if len(r.authUsers[path]) == 0 {
 			delete(r.authUsers, path)
-			delete(r.out.Files, path)
+			delete(r.files, path)
 			out.Deletes = append(out.Deletes, fileKey(path))
 		}
 	}
@@ -103,12 +103,12 @@ func (r *Renderer) setAuthFiles(key string, files map[string]string, out *bus.Ou
 			r.authUsers[path] = map[string]bool{}
 		}
 		r.authUsers[path][key] = true
-		if r.out.Files[path] != content {
-			r.out.Files[path] = content
-			putFile(out, path, content)
-			// An earlier server of this flush may have deleted it.
-			out.Deletes = slices.DeleteFunc(out.Deletes, func(k string) bool { return k == fileKey(path) })
-		}
+		// Put again even if unchanged: the file's name is a hash of its
+		// content, and the bus writer does not resend an equal value.
+		r.files[path] = true
+		putFile(out, path, content)
+		// An earlier server of this flush may have deleted it.
+		out.Deletes = slices.DeleteFunc(out.Deletes, func(k string) bool { return k == fileKey(path) })
 	}
 	if len(files) == 0 {
 		delete(r.serverAuth, key)

@@ -20,7 +20,7 @@ func TestBackendBalancingPayload(t *testing.T) {
 		SessionAffinityConfig: &bus.SessionAffinityConfig{Name: "cookie",
 			CookieSessionAffinity: bus.CookieSessionAffinity{Path: "/; Domain=evil.test"}}}
 
-	r := NewRenderer(DefaultConfig())
+	r := newFileRenderer(DefaultConfig())
 	r.SetBackend(valid.Name, valid)
 	r.SetBackend(invalid.Name, invalid)
 	out, errs := r.Flush()
@@ -28,15 +28,12 @@ func TestBackendBalancingPayload(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "ns-bad-80") || !strings.Contains(errs[0].Error(), "path") {
 		t.Fatalf("errors %v, want one about ns-bad-80's cookie path", errs)
 	}
-	var got bus.Backend
-	if err := json.Unmarshal(out.Puts[bus.Key(bus.KindBackend, valid.Name)], &got); err != nil {
-		t.Fatal(err)
-	}
 	want, _ := json.Marshal(valid)
-	if again, _ := json.Marshal(&got); string(again) != string(want) {
+	if again, _ := json.Marshal(out.Values[bus.Key(bus.KindBackend, valid.Name)]); string(again) != string(want) {
 		t.Errorf("valid backend changed on its way to Lua:\n got %s\nwant %s", again, want)
 	}
-	bad := string(out.Puts[bus.Key(bus.KindBackend, invalid.Name)])
+	badJSON, _ := json.Marshal(out.Values[bus.Key(bus.KindBackend, invalid.Name)])
+	bad := string(badJSON)
 	if bad == "" || strings.Contains(bad, "evil") || strings.Contains(bad, "sessionAffinityConfig") || strings.Contains(bad, "load-balance") {
 		t.Errorf("invalid backend payload %s", bad)
 	}

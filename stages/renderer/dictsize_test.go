@@ -42,7 +42,7 @@ func TestDictSize(t *testing.T) {
 func TestDictsFollowThePayload(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ConfigDictSize = "1m"
-	r := NewRenderer(cfg)
+	r := newFileRenderer(cfg)
 	r.SetSettings(ptrTo(bus.DefaultSettings()))
 	if _, errs := r.Flush(); len(errs) > 0 {
 		t.Fatal(errs)
@@ -61,7 +61,7 @@ func TestDictsFollowThePayload(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if _, ok := out.Puts[fileKey(MainFile)]; !ok {
+	if _, ok := out.Values[fileKey(MainFile)]; !ok {
 		t.Fatal("nginx.conf not re-rendered when the backends outgrew the dict")
 	}
 	main := r.Artifacts().Files[MainFile]
@@ -73,7 +73,7 @@ func TestDictsFollowThePayload(t *testing.T) {
 		r.SetBackend(fmt.Sprintf("ns-svc%d-80", i), nil)
 	}
 	out, _ = r.Flush()
-	if _, ok := out.Puts[fileKey(MainFile)]; ok || !strings.Contains(r.Artifacts().Files[MainFile], "switchyard_config "+want+";") {
+	if _, ok := out.Values[fileKey(MainFile)]; ok || !strings.Contains(r.Artifacts().Files[MainFile], "switchyard_config "+want+";") {
 		t.Fatal("the dict shrank when the backends went")
 	}
 }

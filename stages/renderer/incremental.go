@@ -29,8 +29,12 @@ type Renderer struct {
 	// servers using each file, so a file goes with its last user.
 	serverAuth map[string][]string
 	authUsers  map[string]map[string]bool
-	out        Artifacts
-	dirty      renderDirty
+	// files are the paths of the files rendered. Their text goes out with
+	// the change that rendered it and is not kept: the applier holds it,
+	// and every file is rendered again when the settings change.
+	files map[string]bool
+	out   Artifacts // backends and certificates only
+	dirty renderDirty
 	// zones indexes the rate limit zones each server uses (zones.conf).
 	zones zoneIndex
 	// hosts maps each server's hostname to its model key: a
@@ -60,7 +64,8 @@ func NewRenderer(cfg Config) *Renderer {
 		servers: map[string]*bus.Server{}, certs: map[string]*bus.Certificate{}, external: map[string]string{},
 		certHosts: map[string]map[string]bool{}, hosts: map[string]string{},
 		serverAuth: map[string][]string{}, authUsers: map[string]map[string]bool{},
-		out:   Artifacts{Files: map[string]string{}, Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		files: map[string]bool{},
+		out:   Artifacts{Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
 		dirty: newRenderDirty(),
 		zones: newZoneIndex(),
 		sizes: newPayloadSizes(),
@@ -69,8 +74,8 @@ func NewRenderer(cfg Config) *Renderer {
 	return r
 }
 
-// Artifacts is everything currently rendered. It is shared: read only.
-func (r *Renderer) Artifacts() Artifacts { return r.out }
+// Rendered says whether the file at path is part of the configuration.
+func (r *Renderer) Rendered(path string) bool { return r.files[path] }
 
 // SetServer adds, replaces (or with nil removes) the server under key.
 func (r *Renderer) SetServer(key string, s *bus.Server) {
@@ -78,7 +83,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 		r.indexCert(old, false)
 		r.indexHost(old.Hostname, key, false)
 		if s == nil || old.Hostname != s.Hostname {
-			delete(r.out.Files, ServerFile(old.Hostname))
+			delete(r.files, ServerFile(old.Hostname))
 		}
 	}
 	if s == nil {
@@ -156,12 +161,13 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 }
 
 // Flush renders what changed since the last Flush and returns it as the
-// renderer's table change. A server that fails a check is left out and
-// reported; every other server is still rendered.
+// renderer's table change, values not yet encoded (the writer encodes each
+// as it sends it). A server that fails a check is left out and reported;
+// every other server is still rendered.
 func (r *Renderer) Flush() (bus.Output, []error) {
 	d := r.dirty
 	r.dirty = newRenderDirty()
-	out := bus.Output{Puts: map[string][]byte{}}
+	out := bus.Output{Values: map[string]any{}}
 	var errs []error
 	// The payloads first: their sizes decide nginx.conf's dict sizes.
 	for name := range d.backends {
@@ -181,7 +187,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}
-		r.out.Files[MainFile] = main
+		r.files[MainFile] = true
 		putFile(&out, MainFile, main)
 	}
 	if d.main {
@@ -243,13 +249,13 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
 	if err != nil {
 		r.zones.set(key, nil)
-		delete(r.out.Files, path)
+		delete(r.files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
 		r.setAuthFiles(key, nil, out)
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
 	r.zones.set(key, serverZones(s))
-	r.out.Files[path] = text
+	r.files[path] = true
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)
 	return nil
@@ -299,9 +305,8 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 	}
 	// Everything else goes to Lua as it is: the balancer reads the
 	// balancing settings in ingress-nginx's JSON shape.
-	data, _ := json.Marshal(b)
-	setSize(r.sizes.backends, &r.sizes.backendTotal, name, len(data))
-	out.Puts[key] = data
+	setSize(r.sizes.backends, &r.sizes.backendTotal, name, encodedSize(b))
+	out.Values[key] = b
 }
 
 // flushCertificate re-derives one certificate's payload: its PEM and the
@@ -319,16 +324,14 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	}
 	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
 	r.out.Certificates[id] = lc
-	data, _ := json.Marshal(lc)
-	setSize(r.sizes.certs, &r.sizes.certTotal, id, len(data))
-	out.Puts[key] = data
+	setSize(r.sizes.certs, &r.sizes.certTotal, id, encodedSize(lc))
+	out.Values[key] = lc
 }
 
 func fileKey(path string) string { return bus.Key(bus.KindFile, path) }
 
 func putFile(out *bus.Output, path, content string) {
-	data, _ := json.Marshal(bus.RenderedFile{Path: path, Content: content})
-	out.Puts[fileKey(path)] = data
+	out.Values[fileKey(path)] = bus.RenderedFile{Path: path, Content: content}
 }
 
 // hostFromKey reads the hostname back from a server's model key.
@@ -340,20 +343,23 @@ func hostFromKey(key string) string {
 	return parts[0]
 }
 
-// Update applies changed entries of the annotated model (all of them when
-// changed is nil) and flushes.
-func (r *Renderer) Update(entries map[string][]byte, changed map[string]bool) (bus.Output, []error) {
-	if changed == nil {
-		changed = map[string]bool{}
-		for k := range entries {
-			changed[k] = true
-		}
-	}
+// Update applies a change of the annotated model, the keys deleted and
+// the keys put with their values, and flushes. Deletes go first, so a
+// server file removed under one key cannot take a new one with it. It
+// empties puts as it goes, so that each value can be collected once
+// decoded: the first change is the whole model.
+func (r *Renderer) Update(puts map[string][]byte, deletes []string) (bus.Output, []error) {
 	var errs []error
-	for _, key := range slices.Sorted(maps.Keys(changed)) {
-		if err := r.applyEntry(key, entries[key]); err != nil {
+	for _, key := range deletes {
+		if err := r.applyEntry(key, nil); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(puts)) {
+		if err := r.applyEntry(key, puts[key]); err != nil {
+			errs = append(errs, err)
+		}
+		delete(puts, key)
 	}
 	out, flushErrs := r.Flush()
 	return out, append(errs, flushErrs...)

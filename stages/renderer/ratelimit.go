@@ -148,13 +148,13 @@ func (r *Renderer) flushZones(out *bus.Output) error {
 		return err
 	}
 	if text == "" {
-		if _, had := r.out.Files[ZonesFile]; had {
-			delete(r.out.Files, ZonesFile)
+		if r.files[ZonesFile] {
+			delete(r.files, ZonesFile)
 			out.Deletes = append(out.Deletes, fileKey(ZonesFile))
 		}
 		return nil
 	}
-	r.out.Files[ZonesFile] = text
+	r.files[ZonesFile] = true
 	putFile(out, ZonesFile, text)
 	return nil
 }

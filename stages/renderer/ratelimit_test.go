@@ -76,7 +76,7 @@ func TestRateLimitZonesIncremental(t *testing.T) {
 		{"a new Ingress", keyB, limitedServer("b.example.com", "other/api", v1), true, false, []string{rateLimitID("other/api", v1)}, false},
 		{"removed", keyB, nil, false, true, nil, false},
 	}
-	r := NewRenderer(DefaultConfig())
+	r := newFileRenderer(DefaultConfig())
 	r.Flush()
 	m := bus.NewModel()
 	for _, s := range steps {
@@ -90,7 +90,7 @@ func TestRateLimitZonesIncremental(t *testing.T) {
 		} else {
 			m.Servers[s.key] = s.server
 		}
-		_, put := out.Puts[zonesKey]
+		_, put := out.Values[zonesKey]
 		del := slices.Contains(out.Deletes, zonesKey)
 		if put != s.wantPut || del != s.wantDel {
 			t.Errorf("%s: zones.conf put %v deleted %v, want %v %v", s.name, put, del, s.wantPut, s.wantDel)

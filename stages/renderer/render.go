@@ -87,9 +87,16 @@ func Render(cfg Config, m bus.Model) (Artifacts, []error) {
 	for _, c := range m.Certificates {
 		r.SetCertificate(c.Namespace+"/"+c.Name, c)
 	}
-	_, errs := r.Flush()
+	out, errs := r.Flush()
 	sortErrors(errs)
-	return r.Artifacts(), errs
+	// The first flush of a renderer is everything it renders.
+	art := Artifacts{Files: map[string]string{}, Backends: r.out.Backends, Certificates: r.out.Certificates}
+	for _, v := range out.Values {
+		if f, ok := v.(bus.RenderedFile); ok {
+			art.Files[f.Path] = f.Content
+		}
+	}
+	return art, errs
 }
 
 func sortErrors(errs []error) {

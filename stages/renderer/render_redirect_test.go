@@ -39,7 +39,7 @@ func TestRegexLocationsOrder(t *testing.T) {
 }
 
 func TestFromToWWWFollowsTheOtherHost(t *testing.T) {
-	r := NewRenderer(DefaultConfig())
+	r := newFileRenderer(DefaultConfig())
 	bare := &bus.Server{Hostname: "shop.example.com", Locations: []bus.Location{{Path: "/", PathType: bus.PathPrefix, Backend: "b",
 		Features: &bus.Features{Redirect: &bus.Redirect{FromToWWW: true}}}}}
 	r.SetServer("server.shop", bare)
@@ -57,7 +57,7 @@ func TestFromToWWWFollowsTheOtherHost(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	if _, ok := out.Puts[fileKey(file)]; !ok || strings.Contains(r.Artifacts().Files[file], redirect) {
+	if _, ok := out.Values[fileKey(file)]; !ok || strings.Contains(r.Artifacts().Files[file], redirect) {
 		t.Fatalf("the redirect server stayed:\n%s", r.Artifacts().Files[file])
 	}
 	// And it comes back when the www host goes.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -105,4 +107,84 @@ func nginxTestArchive(t *testing.T, a *txtar.Archive) {
 		}
 	}
 	harness.NginxTest(t, nginx, harness.Prefix(t, files))
+}
+
+// TestUpdateAppliesChanges feeds the renderer a whole model table, then a
+// deleted server and a changed one, and compares the table its outputs
+// build with a render of the same model from scratch.
+func TestUpdateAppliesChanges(t *testing.T) {
+	cfg := DefaultConfig()
+	m := loadModel(t, "testdata/basic.model.json")
+	entries, err := m.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRenderer(cfg)
+	table := map[string][]byte{}
+	out, errs := r.Update(entries, nil)
+	if len(errs) > 0 {
+		t.Fatalf("whole table: %v", errs)
+	}
+	applyOutput(t, table, out)
+	keys := slices.Sorted(maps.Keys(m.Servers))
+	if len(keys) < 2 {
+		t.Fatalf("basic model has %d servers, want at least 2", len(keys))
+	}
+	gone, changed := keys[0], keys[1]
+	goneFile := fileKey(ServerFile(m.Servers[gone].Hostname))
+	delete(m.Servers, gone)
+	m.Servers[changed].Locations = m.Servers[changed].Locations[:1]
+	data, err := json.Marshal(m.Servers[changed])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs = r.Update(map[string][]byte{changed: data}, []string{gone})
+	if len(errs) > 0 {
+		t.Fatalf("change: %v", errs)
+	}
+	if !slices.Contains(out.Deletes, goneFile) || len(out.Values) != 1 {
+		t.Fatalf("change output: puts %v, deletes %v", slices.Sorted(maps.Keys(out.Values)), out.Deletes)
+	}
+	applyOutput(t, table, out)
+	art, errs := Render(cfg, m)
+	if len(errs) > 0 {
+		t.Fatalf("render: %v", errs)
+	}
+	want := map[string][]byte{}
+	applyOutput(t, want, bus.Output{Values: artifactValues(art)})
+	if !maps.EqualFunc(table, want, bytes.Equal) {
+		t.Fatalf("after the change the table holds %v, want %v", slices.Sorted(maps.Keys(table)), slices.Sorted(maps.Keys(want)))
+	}
+}
+
+// applyOutput brings a table up to date with one renderer output, as the
+// bus writer would.
+func applyOutput(t *testing.T, table map[string][]byte, out bus.Output) {
+	t.Helper()
+	for key, v := range out.Values {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table[key] = data
+	}
+	for _, key := range out.Deletes {
+		delete(table, key)
+	}
+}
+
+// artifactValues lists artifacts as the renderer's table, by key.
+func artifactValues(a Artifacts) map[string]any {
+	values := map[string]any{}
+	for path, content := range a.Files {
+		values[fileKey(path)] = bus.RenderedFile{Path: path, Content: content}
+	}
+	for name, b := range a.Backends {
+		values[bus.Key(bus.KindBackend, name)] = b
+	}
+	for id, c := range a.Certificates {
+		ns, name, _ := strings.Cut(id, "/")
+		values[bus.Key(bus.KindCertificate, ns, name)] = c
+	}
+	return values
 }

@@ -2,10 +2,8 @@ package renderer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -36,53 +34,21 @@ func (s *Stage) Run(ctx context.Context) error {
 }
 
 func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	full := in.Changed == nil || s.renderer == nil
-	changed := in.Changed
+	full := in.Full || s.renderer == nil
 	if full {
-		s.renderer, changed = NewRenderer(s.cfg), nil
+		s.renderer = NewRenderer(s.cfg)
 	}
-	out, errs := s.renderer.Update(in.Entries, changed)
+	out, errs := s.renderer.Update(in.Puts, in.Deletes)
 	for _, err := range errs {
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
-	if _, ok := s.renderer.Artifacts().Files[MainFile]; !ok {
+	if !s.renderer.Rendered(MainFile) {
 		return bus.Output{}, errors.Join(errs...)
 	}
-	if full {
-		entries, err := s.renderer.Artifacts().Entries()
-		return bus.Output{Puts: entries, Full: true}, err
-	}
+	// A new renderer's first change is everything it renders: the whole
+	// table, which replaces what an earlier run left.
+	out.Full = full
 	return out, nil
-}
-
-// Entries encodes the artifacts as the renderer's table.
-func (a Artifacts) Entries() (map[string][]byte, error) {
-	entries := map[string][]byte{}
-	put := func(key string, v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", key, err)
-		}
-		entries[key] = data
-		return nil
-	}
-	for path, content := range a.Files {
-		if err := put(fileKey(path), bus.RenderedFile{Path: path, Content: content}); err != nil {
-			return nil, err
-		}
-	}
-	for name, b := range a.Backends {
-		if err := put(bus.Key(bus.KindBackend, name), b); err != nil {
-			return nil, err
-		}
-	}
-	for id, c := range a.Certificates {
-		ns, name, _ := strings.Cut(id, "/")
-		if err := put(bus.Key(bus.KindCertificate, ns, name), c); err != nil {
-			return nil, err
-		}
-	}
-	return entries, nil
 }
 
 // Validate checks the operator's settings before they reach nginx.conf.

@@ -2,7 +2,6 @@ package translator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -36,55 +35,49 @@ func (s *Stage) Run(ctx context.Context) error {
 }
 
 func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error) {
-	changed := in.Changed
-	full := changed == nil || s.translator == nil
+	full := in.Full || s.translator == nil
 	if full {
 		// The first snapshot: start over, and publish the whole table so
 		// that keys left from an earlier run are deleted.
 		s.translator, s.decoded = NewTranslator(s.cfg), map[string]any{}
-		changed = map[string]bool{}
-		for key := range in.Entries {
-			changed[key] = true
-		}
 	}
-	for key := range changed {
-		s.apply(key, in.Entries)
+	for _, key := range in.Deletes {
+		s.remove(key)
+	}
+	for key, data := range in.Puts {
+		s.set(key, data)
+		// Let each message go once decoded: the first snapshot is every
+		// object, and holding them all while decoding doubles the peak.
+		delete(in.Puts, key)
 	}
 	delta := s.translator.Flush()
 	s.report(delta)
+	// The writer encodes each value as it sends it, so the model is never
+	// held encoded at once; nothing changes the model until it is sent.
 	if full {
-		entries, err := s.translator.Model().Entries()
-		return bus.Output{Puts: entries, Full: true}, err
+		return bus.Output{Values: s.translator.Model().Values(), Full: true}, nil
 	}
-	out := bus.Output{Puts: make(map[string][]byte, len(delta.Puts)), Deletes: delta.Deletes}
-	for key, v := range delta.Puts {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return bus.Output{}, fmt.Errorf("encode %s: %w", key, err)
-		}
-		out.Puts[key] = data
-	}
-	return out, nil
+	return bus.Output{Values: delta.Puts, Deletes: delta.Deletes}, nil
 }
 
-// apply feeds one changed key to the translator. An object that does not
+// set feeds one put object to the translator. An object that does not
 // decode is left out (and reported), as if it were deleted.
-func (s *Stage) apply(key string, entries map[string][]byte) {
-	data, present := entries[key]
-	var obj any
-	if present {
-		var err error
-		if obj, err = decodeEntry(key, data); err != nil {
-			s.log.Error("object left out", zap.String("key", key), zap.Error(err))
-		}
+func (s *Stage) set(key string, data []byte) {
+	obj, err := decodeEntry(key, data)
+	if err != nil {
+		s.log.Error("object left out", zap.String("key", key), zap.Error(err))
+		s.remove(key)
+		return
 	}
-	if old, ok := s.decoded[key]; ok && obj == nil {
+	s.translator.Set(obj)
+	s.decoded[key] = obj
+}
+
+// remove takes a deleted object out of the translator, if it was in.
+func (s *Stage) remove(key string) {
+	if old, ok := s.decoded[key]; ok {
 		s.translator.Delete(old)
 		delete(s.decoded, key)
-	}
-	if obj != nil {
-		s.translator.Set(obj)
-		s.decoded[key] = obj
 	}
 }
 

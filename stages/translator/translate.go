@@ -7,6 +7,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -132,12 +133,12 @@ type Translator struct {
 	objs objects
 
 	plans          map[string]*ingressPlan             // by "namespace/name"
-	hostIngresses  map[string]map[string]bool          // host → Ingresses naming it
-	svcUsers       map[string]map[string]bool          // "ns/service" → Ingresses
-	secretUsers    map[string]map[string]bool          // "ns/secret" → Ingresses
-	backendUsers   map[string]map[string]bool          // backend name → Ingresses
-	certUsers      map[string]map[string]bool          // "ns/secret" → Ingresses using it as a certificate
-	annSecretUsers map[string]map[string]bool          // "ns/secret" → Ingresses naming it in an annotation
+	hostIngresses  map[string]ingressSet               // host → Ingresses naming it
+	svcUsers       map[string]ingressSet               // "ns/service" → Ingresses
+	secretUsers    map[string]ingressSet               // "ns/secret" → Ingresses
+	backendUsers   map[string]ingressSet               // backend name → Ingresses
+	certUsers      map[string]ingressSet               // "ns/secret" → Ingresses using it as a certificate
+	annSecretUsers map[string]ingressSet               // "ns/secret" → Ingresses naming it in an annotation
 	hostProblems   map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
 
 	model            bus.Model
@@ -165,10 +166,10 @@ func newDirtySet() dirtySet {
 func NewTranslator(cfg Config) *Translator {
 	t := &Translator{
 		cfg: cfg, objs: newObjects(),
-		plans: map[string]*ingressPlan{}, hostIngresses: map[string]map[string]bool{},
-		svcUsers: map[string]map[string]bool{}, secretUsers: map[string]map[string]bool{},
-		backendUsers: map[string]map[string]bool{}, certUsers: map[string]map[string]bool{},
-		annSecretUsers: map[string]map[string]bool{},
+		plans: map[string]*ingressPlan{}, hostIngresses: map[string]ingressSet{},
+		svcUsers: map[string]ingressSet{}, secretUsers: map[string]ingressSet{},
+		backendUsers: map[string]ingressSet{}, certUsers: map[string]ingressSet{},
+		annSecretUsers: map[string]ingressSet{},
 		hostProblems:   map[string]map[string][]bus.Problem{},
 		model:          bus.NewModel(), dirty: newDirtySet(),
 	}
@@ -220,8 +221,8 @@ func (t *Translator) change(obj any, deleted bool) {
 	}
 }
 
-func (t *Translator) markUsers(users map[string]bool) {
-	for ing := range users {
+func (t *Translator) markUsers(users ingressSet) {
+	for _, ing := range users {
 		t.dirty.ingresses[ing] = true
 	}
 }
@@ -311,16 +312,12 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	if p == nil {
 		return
 	}
-	update := func(idx map[string]map[string]bool, k string) {
+	update := func(idx map[string]ingressSet, k string) {
 		if add {
-			if idx[k] == nil {
-				idx[k] = map[string]bool{}
-			}
-			idx[k][key] = true
-			return
-		}
-		delete(idx[k], key)
-		if len(idx[k]) == 0 {
+			idx[k] = idx[k].with(key)
+		} else if rest := idx[k].without(key); len(rest) > 0 {
+			idx[k] = rest
+		} else {
 			delete(idx, k)
 		}
 	}
@@ -342,6 +339,28 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	for id := range p.annSecrets {
 		update(t.annSecretUsers, id)
 	}
+}
+
+// ingressSet is a set of Ingress keys ("namespace/name"), sorted. Most
+// hosts, Services, Secrets and backends are named by one Ingress, and a
+// slice costs a fraction of a map per entry: megabytes across the indexes
+// at 10,000 Ingresses.
+type ingressSet []string
+
+func (s ingressSet) with(key string) ingressSet {
+	i, found := slices.BinarySearch(s, key)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, key)
+}
+
+func (s ingressSet) without(key string) ingressSet {
+	i, found := slices.BinarySearch(s, key)
+	if !found {
+		return s
+	}
+	return slices.Delete(s, i, i+1)
 }
 
 func (t *Translator) isOurs(ing *networkingv1.Ingress) bool {
@@ -460,7 +479,7 @@ func noPrimaryProblem(c claim, host string) bus.Problem {
 // namespace/name, so a conflict never depends on map order.
 func (t *Translator) hostPlans(host string) []*ingressPlan {
 	var plans []*ingressPlan
-	for key := range t.hostIngresses[host] {
+	for _, key := range t.hostIngresses[host] {
 		if p := t.plans[key]; p != nil && !p.info.Rejected {
 			plans = append(plans, p)
 		}
@@ -517,9 +536,8 @@ func (t *Translator) refreshBackend(name string, delta *Delta) {
 	if name == DefaultBackendName && t.cfg.DefaultBackendService != "" {
 		b = t.defaultBackendService()
 	} else {
-		for ing := range t.backendUsers[name] {
-			b = t.plans[ing].backends[name]
-			break
+		if users := t.backendUsers[name]; len(users) > 0 {
+			b = t.plans[users[0]].backends[name]
 		}
 	}
 	setModel(t.model.Backends, key, b, delta)
@@ -529,9 +547,8 @@ func (t *Translator) refreshCertificate(id string, delta *Delta) {
 	ns, name, _ := strings.Cut(id, "/")
 	key := bus.Key(bus.KindCertificate, ns, name)
 	var c *bus.Certificate
-	for ing := range t.certUsers[id] {
-		c = t.plans[ing].certs[id]
-		break
+	if users := t.certUsers[id]; len(users) > 0 {
+		c = t.plans[users[0]].certs[id]
 	}
 	setModel(t.model.Certificates, key, c, delta)
 }
@@ -542,9 +559,8 @@ func (t *Translator) refreshSecret(id string, delta *Delta) {
 	ns, name, _ := strings.Cut(id, "/")
 	key := bus.Key(bus.KindSecret, ns, name)
 	var s *bus.Secret
-	for ing := range t.annSecretUsers[id] {
-		s = t.plans[ing].annSecrets[id]
-		break
+	if users := t.annSecretUsers[id]; len(users) > 0 {
+		s = t.plans[users[0]].annSecrets[id]
 	}
 	setModel(t.model.Secrets, key, s, delta)
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,8 +97,8 @@ var (
 // what the pipeline serves.
 func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithNamespace(s.namespace), informers.WithTransform(dropManagedFields))
-	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(dropManagedFields))
+		informers.WithNamespace(s.namespace), informers.WithTransform(s.encodeForCache))
+	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(s.encodeForCache))
 	watch := []struct {
 		informer cache.SharedIndexInformer
 		kind     kubeKind
@@ -159,7 +160,7 @@ func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
 			}
 		}
 		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-			informers.WithNamespace(ns), informers.WithTransform(dropManagedFields))
+			informers.WithNamespace(ns), informers.WithTransform(s.encodeForCache))
 	}
 	return s.cmFactory
 }
@@ -196,35 +197,118 @@ func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 	}
 }
 
-// set stores an object as the manifests source would publish it.
-func (s *KubeSource) set(kind kubeKind, obj any) {
-	o, meta, ok := unwrap(obj)
+// cachedObject is what the informers keep of a watched object: the JSON
+// the bus carries (as the manifests source would publish it) and the little
+// the source reads besides. Encoding objects as they arrive, in the
+// informers' transform, holds the cluster's objects once, as bytes, instead
+// of both typed in the informer caches and encoded here.
+type cachedObject struct {
+	namespace, name string
+	data            []byte
+	// secretRefs are the Secrets an Ingress names, "namespace/name": under
+	// spec.tls, and in the annotations of bus.SecretAnnotations.
+	secretRefs []string
+}
+
+// GetObjectMeta gives the informers the namespace and name they key
+// objects by. It is built on demand: a whole ObjectMeta per cached object
+// would weigh more than most objects' JSON.
+func (o *cachedObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: o.namespace, Name: o.name}
+}
+
+// GetObjectKind is empty: nothing reads the kind of a cached object.
+func (o *cachedObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject shares the contents, which are never changed.
+func (o *cachedObject) DeepCopyObject() runtime.Object {
+	c := *o
+	return &c
+}
+
+// encodeForCache is the informers' transform. Objects of the watched kinds
+// become cachedObjects; Namespaces, an object that does not encode (set
+// reports it) and an object already encoded pass through.
+func (s *KubeSource) encodeForCache(obj any) (any, error) {
+	kind, ok := watchedKind(obj)
 	if !ok {
-		return
+		return dropManagedFields(obj)
+	}
+	o := obj.(runtime.Object)
+	meta, err := metaOf(o)
+	if err != nil {
+		return obj, nil
+	}
+	ns, name := meta.GetNamespace(), meta.GetName()
+	var refs []string
+	if ing, ok := o.(*networkingv1.Ingress); ok {
+		refs = tlsSecrets(ing)
+		if s.prefix != "" {
+			refs = append(refs, bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix)...)
+		}
 	}
 	data, err := canonicalJSON(kind, o)
 	if err != nil {
-		s.log.Warn("object left out", zap.String("kind", kind.gvk.Kind), zap.String("name", meta.GetNamespace()+"/"+meta.GetName()), zap.Error(err))
+		return dropManagedFields(obj)
+	}
+	return &cachedObject{namespace: ns, name: name, data: data, secretRefs: refs}, nil
+}
+
+// watchedKind is the kind of a typed object the source publishes.
+func watchedKind(obj any) (kubeKind, bool) {
+	switch obj.(type) {
+	case *networkingv1.Ingress:
+		return kindIngress, true
+	case *networkingv1.IngressClass:
+		return kindIngressClass, true
+	case *corev1.Service:
+		return kindService, true
+	case *discoveryv1.EndpointSlice:
+		return kindEndpointSlice, true
+	case *corev1.Secret:
+		return kindSecret, true
+	case *corev1.ConfigMap:
+		return kindConfigMap, true
+	}
+	return kubeKind{}, false
+}
+
+// set stores an object as the manifests source would publish it.
+func (s *KubeSource) set(kind kubeKind, obj any) {
+	o, ok := obj.(*cachedObject)
+	if !ok {
+		s.reportUnencoded(kind, obj)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch kind {
 	case kindSecret:
-		s.secrets[meta.GetNamespace()+"/"+meta.GetName()] = data
+		s.secrets[o.namespace+"/"+o.name] = o.data
 	case kindConfigMap:
-		s.configs[meta.GetNamespace()+"/"+meta.GetName()] = data
+		s.configs[o.namespace+"/"+o.name] = o.data
 	default:
-		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
-		s.objects[key] = data
-		if ing, ok := o.(*networkingv1.Ingress); ok {
-			s.secretRefs[key] = tlsSecrets(ing)
-			if s.prefix != "" {
-				s.secretRefs[key] = append(s.secretRefs[key], bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix)...)
-			}
+		key := bus.ObjectKey(kind.token, o.namespace, o.name)
+		s.objects[key] = o.data
+		if kind == kindIngress {
+			s.secretRefs[key] = o.secretRefs
 		}
 	}
 	s.markDirty()
+}
+
+// reportUnencoded logs an object the transform could not encode: it is
+// left out, and an earlier version of it stays published.
+func (s *KubeSource) reportUnencoded(kind kubeKind, obj any) {
+	o, meta, ok := unwrap(obj)
+	if !ok {
+		return
+	}
+	_, err := canonicalJSON(kind, o)
+	if err == nil {
+		err = fmt.Errorf("%T was not encoded by the informer transform", obj)
+	}
+	s.log.Warn("object left out", zap.String("kind", kind.gvk.Kind), zap.String("name", meta.GetNamespace()+"/"+meta.GetName()), zap.Error(err))
 }
 
 func tlsSecrets(ing *networkingv1.Ingress) []string {
@@ -316,9 +400,10 @@ func (s *KubeSource) desired() map[string][]byte {
 // canonicalJSON encodes an object as the manifests source does: the typed
 // struct with apiVersion and kind, without the fields that change on every
 // write (resourceVersion, managedFields) or that Switchyard itself writes
-// (Ingress status), so our own status updates do not loop back.
+// (Ingress status), so our own status updates do not loop back. It clears
+// those fields in o: the informers' transform may change the objects it
+// is given, and keeps only the encoding.
 func canonicalJSON(kind kubeKind, o runtime.Object) ([]byte, error) {
-	o = o.DeepCopyObject()
 	o.GetObjectKind().SetGroupVersionKind(kind.gvk)
 	meta, err := metaOf(o)
 	if err != nil {
@@ -366,10 +451,11 @@ func unwrap(obj any) (runtime.Object, metav1.Object, bool) {
 	return o, meta, true
 }
 
+// metaOf is an object's metadata: its own, or a cachedObject's.
 func metaOf(o runtime.Object) (metav1.Object, error) {
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no object metadata", o)
+	m, err := apimeta.Accessor(o)
+	if err != nil {
+		return nil, fmt.Errorf("%T has no object metadata: %w", o, err)
 	}
 	return m, nil
 }

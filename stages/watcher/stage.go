@@ -4,9 +4,11 @@
 package watcher
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -98,6 +100,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
 	}
 	latest := map[string]map[string][]byte{}
+	var published map[string][]byte // the last set published
 	for {
 		select {
 		case <-ctx.Done():
@@ -114,7 +117,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			generation++
 			objects := merge(latest["kubernetes"], latest["manifests"])
 			meta := bus.Meta{Generation: generation, Trace: bus.NewTrace(), Ingest: time.Now()}
-			changed, err := writer.Publish(ctx, meta, objects)
+			changed, err := publishObjects(ctx, writer, meta, published, objects)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -122,16 +125,47 @@ func (s *Stage) Run(ctx context.Context) error {
 				s.log.Error("publish objects", zap.Uint64("generation", generation), zap.Error(err))
 				continue
 			}
+			published = objects
 			s.log.Info("objects published", zap.Uint64("generation", generation),
 				zap.Int("objects", len(objects)), zap.Int("changed", changed))
 		}
 	}
 }
 
-// merge unions object sets; a later set wins a key both hold.
+// publishObjects publishes an object set. The first is published whole, so
+// that keys an earlier run left in the table are deleted. Every later one is
+// compared with the last set here, where an unchanged object shares its
+// bytes with it and compares at no cost, so the writer digests only what
+// changed rather than every object on every change.
+func publishObjects(ctx context.Context, w *bus.Writer, meta bus.Meta, last, objects map[string][]byte) (int, error) {
+	if last == nil {
+		return w.Publish(ctx, meta, objects)
+	}
+	puts := map[string][]byte{}
+	for key, data := range objects {
+		if old, ok := last[key]; !ok || !bytes.Equal(old, data) {
+			puts[key] = data
+		}
+	}
+	var deletes []string
+	for key := range last {
+		if _, ok := objects[key]; !ok {
+			deletes = append(deletes, key)
+		}
+	}
+	slices.Sort(deletes)
+	return w.PublishDelta(ctx, meta, puts, deletes)
+}
+
+// merge unions object sets; a later set wins a key both hold. With one
+// source, its set is returned as is: sets are never changed once sent, and
+// a copy of tens of thousands of keys is not free.
 func merge(sets ...map[string][]byte) map[string][]byte {
 	if len(sets) == 2 && sets[0] == nil {
 		return sets[1]
+	}
+	if len(sets) == 2 && sets[1] == nil {
+		return sets[0]
 	}
 	out := map[string][]byte{}
 	for _, set := range sets {

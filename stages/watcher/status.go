@@ -150,30 +150,39 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 	}
 }
 
-// updateInfos applies the changed Ingress keys of a translator snapshot
-// (all of them on the first), decoding only what changed.
+// updateInfos applies the Ingress keys a translator snapshot puts and
+// deletes (starting over on the first), decoding only what changed.
 func updateInfos(infos map[string]bus.IngressInfo, snap bus.Snapshot) {
-	keys := snap.Changed
-	if keys == nil {
+	if snap.Full {
 		clear(infos)
-		keys = map[string]bool{}
-		for key := range snap.Entries {
-			keys[key] = true
+	}
+	for _, key := range snap.Deletes {
+		if name, ok := ingressName(key); ok {
+			delete(infos, name)
 		}
 	}
-	for key := range keys {
-		kind, parts, err := bus.SplitKey(key)
-		if err != nil || kind != bus.KindIngress || len(parts) != 2 {
+	for key, data := range snap.Puts {
+		name, ok := ingressName(key)
+		if !ok {
 			continue
 		}
-		name := parts[0] + "/" + parts[1]
 		var info bus.IngressInfo
-		if data, ok := snap.Entries[key]; ok && json.Unmarshal(data, &info) == nil {
+		if json.Unmarshal(data, &info) == nil {
 			infos[name] = info
 		} else {
 			delete(infos, name)
 		}
 	}
+}
+
+// ingressName is "namespace/name" for a translator key of an Ingress's
+// information; false for every other key.
+func ingressName(key string) (string, bool) {
+	kind, parts, err := bus.SplitKey(key)
+	if err != nil || kind != bus.KindIngress || len(parts) != 2 {
+		return "", false
+	}
+	return parts[0] + "/" + parts[1], true
 }
 
 // lastApplied reads the applier's last result from its stream: a replica
