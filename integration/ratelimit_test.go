@@ -65,6 +65,26 @@ func (b *slowBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// holdRequest sends GET /slow to host in the background and returns once
+// the backend holds it; the answer comes on the channel when released.
+func holdRequest(t *testing.T, sy *harness.Switchyard, host string, b *slowBackend) <-chan harness.Response {
+	t.Helper()
+	answer := make(chan harness.Response, 1)
+	go func() {
+		r, err := harness.Do(harness.NewClient(), http.MethodGet, "http://"+sy.HTTPAddr+"/slow", host, nil)
+		if err != nil {
+			r.Status = -1
+		}
+		answer <- r
+	}()
+	select {
+	case <-b.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the backend")
+	}
+	return answer
+}
+
 // burstStatuses sends n requests back to back, each on a new connection,
 // and counts the statuses.
 func burstStatuses(t *testing.T, sy *harness.Switchyard, host string, n int) map[int]int {
@@ -133,19 +153,7 @@ func TestRateLimitAnnotations(t *testing.T) {
 	})
 
 	t.Run("connections", func(t *testing.T) {
-		first := make(chan harness.Response, 1)
-		go func() {
-			r, err := harness.Do(harness.NewClient(), http.MethodGet, "http://"+sy.HTTPAddr+"/slow", "conn.example.com", nil)
-			if err != nil {
-				r.Status = -1
-			}
-			first <- r
-		}()
-		select {
-		case <-backend.entered:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the first request never reached the backend")
-		}
+		first := holdRequest(t, sy, "conn.example.com", backend)
 		second, err := sy.Get("conn.example.com", "/")
 		close(backend.release)
 		if err != nil {

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,43 +12,12 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
-// heldBackend answers /hold only when released (or after its timeout), so
-// a test can have requests in flight while switchyard shuts down.
-type heldBackend struct {
-	port    int
-	entered chan struct{}
-	release chan struct{}
-}
-
-func startHeldBackend(t *testing.T) *heldBackend {
+func shutdownEnv(t *testing.T, settings map[string]string) (*harness.Switchyard, *slowBackend) {
 	t.Helper()
-	b := &heldBackend{entered: make(chan struct{}, 8), release: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.port = ln.Addr().(*net.TCPAddr).Port
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hold" {
-			b.entered <- struct{}{}
-			select {
-			case <-b.release:
-			case <-time.After(20 * time.Second):
-			}
-		}
-		fmt.Fprint(w, "done")
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return b
-}
-
-func shutdownEnv(t *testing.T, settings map[string]string) (*harness.Switchyard, *heldBackend) {
-	t.Helper()
-	backend := startHeldBackend(t)
+	backend, port := startSlowBackend(t)
 	dir := t.TempDir()
 	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "service.yaml"), harness.ServiceYAML("default", "held", backend.port))
+	harness.WriteFile(t, filepath.Join(dir, "service.yaml"), harness.ServiceYAML("default", "held", port))
 	harness.WriteFile(t, filepath.Join(dir, "configmap.yaml"), configMapYAML(settings))
 	harness.WriteFile(t, filepath.Join(dir, "ingress.yaml"), harness.IngressYAML("default", "held", "held.example.com",
 		harness.Path{Path: "/", Type: "Prefix", Service: "held"}))
@@ -64,31 +32,11 @@ func shutdownEnv(t *testing.T, settings map[string]string) (*harness.Switchyard,
 	return sy, backend
 }
 
-// holdRequest sends GET /hold in the background and waits until the
-// backend has it.
-func holdRequest(t *testing.T, sy *harness.Switchyard, b *heldBackend) <-chan harness.Response {
-	t.Helper()
-	answer := make(chan harness.Response, 1)
-	go func() {
-		r, err := harness.Do(harness.NewClient(), http.MethodGet, "http://"+sy.HTTPAddr+"/hold", "held.example.com", nil)
-		if err != nil {
-			r.Status = -1
-		}
-		answer <- r
-	}()
-	select {
-	case <-b.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the request never reached the backend")
-	}
-	return answer
-}
-
 // TestShutdownDrainsRequestsInFlight: on SIGINT, NGINX stops accepting
 // connections at once and finishes the request in flight before it exits.
 func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	sy, backend := shutdownEnv(t, map[string]string{"worker-shutdown-timeout": "30s"})
-	answer := holdRequest(t, sy, backend)
+	answer := holdRequest(t, sy, "held.example.com", backend)
 
 	stopped := make(chan struct{})
 	go func() { sy.Stop(20 * time.Second); close(stopped) }()
@@ -106,8 +54,8 @@ func TestShutdownDrainsRequestsInFlight(t *testing.T) {
 	default:
 	}
 	close(backend.release)
-	if r := <-answer; r.Status != 200 || string(r.Body) != "done" {
-		t.Fatalf("the request in flight got %d %q, want 200 done", r.Status, r.Body)
+	if r := <-answer; r.Status != 200 || string(r.Body) != "slow\n" {
+		t.Fatalf("the request in flight got %d %q, want 200 slow", r.Status, r.Body)
 	}
 	select {
 	case <-stopped:
@@ -125,7 +73,7 @@ func TestShutdownHonoursWorkerShutdownTimeout(t *testing.T) {
 	if err != nil || !strings.Contains(string(conf), "worker_shutdown_timeout 2s;") {
 		t.Fatal("worker-shutdown-timeout 2s is not rendered")
 	}
-	answer := holdRequest(t, sy, backend)
+	answer := holdRequest(t, sy, "held.example.com", backend)
 	begin := time.Now()
 	sy.Stop(20 * time.Second)
 	took := time.Since(begin)
