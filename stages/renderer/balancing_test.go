@@ -29,11 +29,10 @@ func TestBackendBalancingPayload(t *testing.T) {
 		t.Fatalf("errors %v, want one about ns-bad-80's cookie path", errs)
 	}
 	want, _ := json.Marshal(valid)
-	if again, _ := json.Marshal(out.Values[bus.Key(bus.KindBackend, valid.Name)]); string(again) != string(want) {
+	if again := out.Puts[bus.Key(bus.KindBackend, valid.Name)]; string(again) != string(want) {
 		t.Errorf("valid backend changed on its way to Lua:\n got %s\nwant %s", again, want)
 	}
-	badJSON, _ := json.Marshal(out.Values[bus.Key(bus.KindBackend, invalid.Name)])
-	bad := string(badJSON)
+	bad := string(out.Puts[bus.Key(bus.KindBackend, invalid.Name)])
 	if bad == "" || strings.Contains(bad, "evil") || strings.Contains(bad, "sessionAffinityConfig") || strings.Contains(bad, "load-balance") {
 		t.Errorf("invalid backend payload %s", bad)
 	}

@@ -1,7 +1,6 @@
 package renderer
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"switchyard.dev/switchyard/bus"
@@ -54,11 +53,4 @@ func dictSize(payload int, minimum string) (string, error) {
 		size <<= 1
 	}
 	return fmt.Sprintf("%dm", size>>20), nil
-}
-
-// encodedSize is the size of v's JSON, as the bus carries it to Lua. The
-// encoding is thrown away: the writer encodes each value as it sends it.
-func encodedSize(v any) int {
-	data, _ := json.Marshal(v)
-	return len(data)
 }

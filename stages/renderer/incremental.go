@@ -167,7 +167,7 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 func (r *Renderer) Flush() (bus.Output, []error) {
 	d := r.dirty
 	r.dirty = newRenderDirty()
-	out := bus.Output{Values: map[string]any{}}
+	out := bus.Output{Puts: map[string][]byte{}, Values: map[string]any{}}
 	var errs []error
 	// The payloads first: their sizes decide nginx.conf's dict sizes.
 	for name := range d.backends {
@@ -305,8 +305,10 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 	}
 	// Everything else goes to Lua as it is: the balancer reads the
 	// balancing settings in ingress-nginx's JSON shape.
-	setSize(r.sizes.backends, &r.sizes.backendTotal, name, encodedSize(b))
-	out.Values[key] = b
+	// Encoded here rather than by the writer: the size sets the dict size.
+	data, _ := json.Marshal(b)
+	setSize(r.sizes.backends, &r.sizes.backendTotal, name, len(data))
+	out.Puts[key] = data
 }
 
 // flushCertificate re-derives one certificate's payload: its PEM and the
@@ -324,8 +326,9 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	}
 	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
 	r.out.Certificates[id] = lc
-	setSize(r.sizes.certs, &r.sizes.certTotal, id, encodedSize(lc))
-	out.Values[key] = lc
+	data, _ := json.Marshal(lc)
+	setSize(r.sizes.certs, &r.sizes.certTotal, id, len(data))
+	out.Puts[key] = data
 }
 
 func fileKey(path string) string { return bus.Key(bus.KindFile, path) }

@@ -168,6 +168,9 @@ func applyOutput(t *testing.T, table map[string][]byte, out bus.Output) {
 		}
 		table[key] = data
 	}
+	for key, data := range out.Puts {
+		table[key] = data
+	}
 	for _, key := range out.Deletes {
 		delete(table, key)
 	}
