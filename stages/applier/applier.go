@@ -226,7 +226,8 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 		}
 	}
 	if configReady && !fresh {
-		resized := dictSizes(s.running.files[MainFile]) != dictSizes(d.Files[MainFile])
+		dicts := dictSizes(d.Files[MainFile])
+		resized := dicts != dictSizes(s.running.files[MainFile])
 		if err := s.nginx.reload(); err != nil {
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
@@ -236,7 +237,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 			if resized {
 				// New dict sizes are new, empty dicts: what was pushed
 				// before the reload stayed with the old workers.
-				errs = append(errs, s.repush(ctx, d)...)
+				errs = append(errs, s.repush(ctx, d, dicts)...)
 			}
 		}
 	}
@@ -250,8 +251,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 
 // repush sends the dynamic part to the workers of a reload that resized
 // the Lua dicts, making sure the workers with the new dicts took it.
-func (s *Stage) repush(ctx context.Context, d Desired) []error {
-	dicts := dictSizes(d.Files[MainFile])
+func (s *Stage) repush(ctx context.Context, d Desired, dicts string) []error {
 	var errs []error
 	if err := s.control.postTo(ctx, "/configuration/backends", d.backendsPayload(), dicts); err != nil {
 		errs = append(errs, fmt.Errorf("push backends after resizing the dicts: %w", err))
