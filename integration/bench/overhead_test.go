@@ -31,11 +31,7 @@ import (
 // two cannot drift apart and the ratio is the cost of the Lua alone.
 func TestBenchOverhead(t *testing.T) {
 	requireBench(t)
-	nginx := harness.Nginx(t)
-	f := newFixture(t)
-	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
-	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
-	waitServed(t, sy, f.host, "", 30*time.Second)
+	nginx, f, sy := startOverheadFixture(t)
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
 
@@ -68,11 +64,7 @@ func TestBenchOverhead(t *testing.T) {
 // behaviour that hook carries (redirects, HSTS, EWMA, sticky cookies).
 func TestBenchOverheadHooks(t *testing.T) {
 	requireBench(t)
-	nginx := harness.Nginx(t)
-	f := newFixture(t)
-	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
-	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
-	waitServed(t, sy, f.host, "", 30*time.Second)
+	nginx, f, sy := startOverheadFixture(t)
 
 	variants := []struct {
 		name string
@@ -124,11 +116,7 @@ func TestBenchOverheadHooks(t *testing.T) {
 // one has no Lua left, passes nginx -t, keeps the access log format and
 // upstream headers, and serves the Ingress from both static endpoints.
 func TestPlainConfig(t *testing.T) {
-	nginx := harness.Nginx(t)
-	f := newFixture(t)
-	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
-	sy := harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
-	waitServed(t, sy, f.host, "", 30*time.Second)
+	nginx, f, sy := startOverheadFixture(t)
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
 
@@ -402,6 +390,18 @@ func editConfig(conf string, edit luaEdit, plain bool) (string, error) {
 // startScratch copies Switchyard's live NGINX prefix, edits every
 // configuration file (Lua blocks, listen addresses, the control socket) and
 // starts NGINX on it. kind "plain" also removes the Lua module's setup.
+// startOverheadFixture runs switchyard serving the fixture's host from
+// both echo backends, the setup every overhead measurement compares with.
+func startOverheadFixture(t *testing.T) (nginx string, f *fixture, sy *harness.Switchyard) {
+	t.Helper()
+	nginx = harness.Nginx(t)
+	f = newFixture(t)
+	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
+	sy = harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
+	waitServed(t, sy, f.host, "", 30*time.Second)
+	return nginx, f, sy
+}
+
 func startScratch(t *testing.T, nginx string, sy *harness.Switchyard, kind string, edit luaEdit) *scratch {
 	t.Helper()
 	s := &scratch{prefix: filepath.Join(harness.StateDir(t), "nginx"), httpAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
