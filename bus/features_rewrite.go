@@ -56,13 +56,16 @@ func (r *Rewrite) validate() error {
 // written in double quotes, where NGINX does not interpolate "$".
 var RegexPathPattern = regexp.MustCompile(`^/(?:[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]|\{[0-9]{1,3}(?:,[0-9]{0,3})?\}|\$[)|])*\$?$`)
 
-// CheckRegexPath checks that path matches RegexPathPattern and compiles as
-// a regular expression. Go's RE2 syntax is, for these characters, a subset
-// of NGINX's PCRE: what compiles here compiles there, so a path can never
-// make `nginx -t` fail.
+// CheckRegexPath checks that path matches RegexPathPattern and is in the
+// safe regex grammar (regex_safe.go): PCRE and RE2 read it the same way, so
+// an accepted path can never make `nginx -t` fail, and it cannot backtrack
+// catastrophically. Go's compiler checks it once more.
 func CheckRegexPath(path string) error {
-	if len(path) > 1024 || !RegexPathPattern.MatchString(path) {
+	if len(path) > MaxRegexPathLen || !RegexPathPattern.MatchString(path) {
 		return fmt.Errorf("%q is not a regex path: it must start with '/' and match %s", path, RegexPathPattern)
+	}
+	if err := ParseSafeRegex(path, RegexPath); err != nil {
+		return fmt.Errorf("%q is not an accepted regular expression: %w", path, err)
 	}
 	if _, err := regexp.Compile(`(?i)^` + path); err != nil {
 		return fmt.Errorf("%q is not a valid regular expression: %w", path, err)
