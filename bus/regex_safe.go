@@ -322,15 +322,15 @@ func (p *regexParser) quantifier() (lo, hi int, err error) {
 	return lo, hi, nil
 }
 
-// parseCount reads {n}, {n,} or {n,m} with at most 3 digits each at the
+// parseCount reads {n}, {n,} or {n,m} with at most 4 digits each at the
 // start of s: n is its length, 0 when s starts with none of them.
 func parseCount(s string) (lo, hi, n int) {
 	digits := func(i int) (int, int) {
 		j := i
-		for j < len(s) && j-i < 4 && '0' <= s[j] && s[j] <= '9' {
+		for j < len(s) && j-i < 5 && '0' <= s[j] && s[j] <= '9' {
 			j++
 		}
-		if j == i || j-i > 3 {
+		if j == i || j-i > 4 {
 			return -1, i
 		}
 		v, _ := strconv.Atoi(s[i:j])
