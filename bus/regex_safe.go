@@ -47,7 +47,14 @@ const (
 	// MaxRegexRepeat is the largest count in {n}, {n,} or {n,m}.
 	MaxRegexRepeat = 100
 	// MaxRegexUnbounded is how many "*", "+" and {n,} a pattern may hold.
-	MaxRegexUnbounded = 3
+	MaxRegexUnbounded = 6
+	// MaxRegexAmbiguous is how many of them may be ambiguous: followed by
+	// something that can start with a character they repeat, so that a
+	// failing match retries every place where they could stop. k of them
+	// cost about n^k steps on an n-byte URI: three ".*" in a row take
+	// seconds of worker CPU on an 8 KB URI, even with PCRE's JIT; two take
+	// milliseconds.
+	MaxRegexAmbiguous = 2
 	// MaxRegexChoices bounds the product of the choices a failing match
 	// may retry outside unbounded quantifiers: 2 for each "?", m-n+1 for
 	// each {n,m}, the branch count of an alternation whose branches can
@@ -80,7 +87,15 @@ func ParseSafeRegex(p string, d RegexDialect) error {
 	if rp.unbounded > MaxRegexUnbounded {
 		return fmt.Errorf("more than %d unbounded quantifiers (*, +, {n,}): such a pattern can take a long time to fail", MaxRegexUnbounded)
 	}
-	if info.choices > MaxRegexChoices {
+	degree := info.ambiguous
+	if d == RegexHeader && p[0] != '^' {
+		// ngx.re.match tries every start position of an unanchored pattern.
+		degree++
+	}
+	if degree > MaxRegexAmbiguous {
+		return fmt.Errorf("more than %d unbounded quantifiers (*, +, {n,}) are followed by something that can start with a character they repeat (as in .*.*): such a pattern can take a long time to fail", MaxRegexAmbiguous)
+	}
+	if degree == MaxRegexAmbiguous && info.choices > 4 || info.choices > MaxRegexChoices {
 		return fmt.Errorf("too many optional parts, counted repetitions and overlapping alternatives: such a pattern can take a long time to fail")
 	}
 	if info.size > maxRegexExpanded {
@@ -141,9 +156,15 @@ type reInfo struct {
 	first    charSet // the characters a match can start with
 	nullable bool    // it can match the empty string
 	quant    bool    // it holds a quantifier
-	// ambiguous: it holds an alternation whose branches can start with the
+	// overlap: it holds an alternation whose branches can start with the
 	// same character or match the empty string.
-	ambiguous bool
+	overlap bool
+	// pending are the sets repeated by its unbounded quantifiers that
+	// nothing after them in it decides yet: what follows it does.
+	pending []charSet
+	// ambiguous counts its unbounded quantifiers followed by something that
+	// can start with a character they repeat.
+	ambiguous int
 	anchor    bool // it is "^" or "$", which cannot be repeated
 	choices   int  // product of choices, capped above MaxRegexChoices
 	size      int  // expanded size
@@ -200,14 +221,16 @@ func (p *regexParser) alternation(depth int) (reInfo, error) {
 		out.first.union(b.first)
 		out.nullable = out.nullable || b.nullable
 		out.quant = out.quant || b.quant
-		out.ambiguous = out.ambiguous || b.ambiguous
+		out.overlap = out.overlap || b.overlap
+		out.pending = append(out.pending, b.pending...)
+		out.ambiguous += b.ambiguous
 		out.size += b.size + 1
 		if b.choices > out.choices {
 			out.choices = b.choices
 		}
 		for _, c := range branches[:i] {
 			if c.first.overlaps(b.first) || c.nullable || b.nullable {
-				out.ambiguous = true
+				out.overlap = true
 				overlap++
 				break
 			}
@@ -230,9 +253,23 @@ func (p *regexParser) sequence(depth int) (reInfo, error) {
 		if out.nullable {
 			out.first.union(piece.first)
 		}
+		// An unbounded quantifier is decided by the next character: only
+		// when the piece after it cannot start with a character it repeats
+		// does a failing match not retry every place where it could stop.
+		var still []charSet
+		for _, set := range out.pending {
+			switch {
+			case set.overlaps(piece.first):
+				out.ambiguous++
+			case piece.nullable:
+				still = append(still, set)
+			}
+		}
+		out.pending = append(still, piece.pending...)
+		out.ambiguous += piece.ambiguous
 		out.nullable = out.nullable && piece.nullable
 		out.quant = out.quant || piece.quant
-		out.ambiguous = out.ambiguous || piece.ambiguous
+		out.overlap = out.overlap || piece.overlap
 		out.choices = mulChoices(out.choices, piece.choices)
 		out.size += piece.size
 	}
@@ -266,11 +303,11 @@ func (p *regexParser) piece(depth int, atStart bool) (reInfo, error) {
 	switch {
 	case hi < 0:
 		p.unbounded++
-		if atom.quant || atom.ambiguous || atom.nullable {
+		if atom.quant || atom.overlap || atom.nullable {
 			return reInfo{}, fmt.Errorf("%q repeats without bound something that itself repeats, is optional or has overlapping alternatives: it can take exponential time to fail", text)
 		}
 	case hi > 1:
-		if atom.quant || atom.ambiguous {
+		if atom.quant || atom.overlap {
 			return reInfo{}, fmt.Errorf("%q repeats something that itself repeats or has overlapping alternatives: it can take exponential time to fail", text)
 		}
 	}
@@ -280,6 +317,7 @@ func (p *regexParser) piece(depth int, atStart bool) (reInfo, error) {
 	n := hi
 	if hi < 0 {
 		n = lo + 1
+		out.pending = append(out.pending[:len(out.pending):len(out.pending)], atom.first)
 	} else {
 		out.choices = mulChoices(atom.choices, hi-lo+1)
 	}
@@ -489,7 +527,7 @@ func (p *regexParser) escape(inClass bool) (charSet, error) {
 	case 'D', 'W', 'S':
 		set = allChars()
 	default:
-		if isAlnum(c) || c < 0x21 || c > 0x7e {
+		if isAlnum(c) || c < 0x21 || c > 0x7e || c == '"' || c == '\'' {
 			p.pos -= 2
 			return set, p.errorf("only \\d, \\w, \\s, their negations and escaped punctuation are allowed")
 		}
@@ -564,9 +602,10 @@ func (p *regexParser) class() (charSet, error) {
 		members++
 	}
 	if negated {
-		// What a negated class can start with is nearly anything; the
-		// overlap checks only need an over-approximation.
-		return allChars(), nil
+		// The complement of a case-closed set is case-closed.
+		for i := range set {
+			set[i] = ^set[i]
+		}
 	}
 	return set, nil
 }
