@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"switchyard.dev/switchyard/integration/harness"
@@ -26,15 +27,28 @@ func TestRegexPathOfAnotherNamespaceCannotOpenAuth(t *testing.T) {
 	e.write("other.yaml", harness.AnnotatedIngressYAML("other", "grab", "app.test",
 		map[string]string{authPrefix + "use-regex": "true"},
 		harness.Path{Path: "/admin.*", Type: "ImplementationSpecific", Service: "grab"}))
+	// Nor may its Exact and Prefix paths at or under the protected one:
+	// NGINX would give them /admin and /admin/x/... (exact or longer
+	// prefix match) without auth. They are left out and logged.
+	e.write("nested.yaml", harness.IngressYAML("other", "nested", "app.test",
+		harness.Path{Path: "/admin", Type: "Exact", Service: "grab"},
+		harness.Path{Path: "/admin/x", Type: "Prefix", Service: "grab"},
+		harness.Path{Path: "/public", Type: "Prefix", Service: "grab"}))
 	e.sy = harness.StartSwitchyard(t, e.dir)
 
 	// Both Ingresses are live: other's regex serves /adminx, which is not
 	// under tenant's Prefix /admin (whole path elements).
 	e.eventually("app.test", "/adminx", "other's regex path", servedBy("other-1"))
+	e.eventually("app.test", "/public", "other's Prefix path outside tenant's", servedBy("other-1"))
 	e.eventually("app.test", "/admin", "tenant's auth", status(401))
+	for _, p := range []string{"/admin", "/admin/x"} {
+		if want := `path \"` + p + `\" of Ingress other/nested left out`; !strings.Contains(e.sy.Output.String(), want) {
+			t.Errorf("the log does not say %s", want)
+		}
+	}
 
 	creds := basicHeader("alice", "pw")
-	for _, path := range []string{"/admin", "/admin/", "/admin/users", "/admin/x.json?a=1", "/admin//x", "/admin/../admin/x", "/admin/%2e%2e/admin"} {
+	for _, path := range []string{"/admin", "/admin/", "/admin/users", "/admin/x.json?a=1", "/admin/x", "/admin/x/y", "/admin//x", "/admin/../admin/x", "/admin/%2e%2e/admin"} {
 		if r := e.getAuth("app.test", path, nil); r.Status != 401 {
 			t.Errorf("%s without credentials: got %d %s, want 401", path, r.Status, truncate(r.Body))
 		}

@@ -285,13 +285,6 @@ func checkLocation(l bus.Location, pathOK bool) error {
 	return nil
 }
 
-// protected reports whether a location restricts who reaches its backend:
-// basic or external auth, or a fixed answer in its place (Deny). Rate
-// limits are not access control.
-func protected(f *bus.Features) bool {
-	return f != nil && (f.Auth != nil || f.Deny != nil)
-}
-
 // redirectPort is ":8443" when HTTPS listens on a port other than 443.
 func redirectPort(listen []string) string {
 	if len(listen) == 0 {
