@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
@@ -60,6 +62,59 @@ func TestRegexAgreesWithNginx(t *testing.T) {
 	for _, bad := range nginxRefuses(t, nginx, paths, headers) {
 		t.Errorf("accepted by the validator, refused by NGINX: %s", bad)
 	}
+	// Header patterns run in ngx.re, whose PCRE is the Lua module's own
+	// (Debian links it to PCRE 1, NGINX itself to PCRE 2): compile them
+	// there too, with the flags the balancer uses.
+	for _, bad := range luaRefuses(t, nginx, append([]string{`a(`}, headers...)) {
+		if bad != `a(` {
+			t.Errorf("accepted by the validator, refused by ngx.re: %s", bad)
+		}
+	}
+}
+
+// luaRefuses starts NGINX with the Lua module and an init_by_lua block
+// that compiles each pattern with ngx.re.match(..., "jo") and exits,
+// returning the patterns ngx.re refuses. (init_by_lua does not run under
+// nginx -t.) The first pattern must be refused, or the check is broken.
+func luaRefuses(t *testing.T, nginx string, patterns []string) []string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "load_module %q;\nload_module %q;\n", filepath.Join(harness.ModulesDir, "ndk_http_module.so"), filepath.Join(harness.ModulesDir, "ngx_http_lua_module.so"))
+	b.WriteString("pid nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  init_by_lua_block {\n    local patterns = {\n")
+	for _, p := range patterns {
+		if strings.Contains(p, "]=====]") {
+			t.Fatalf("pattern %q ends the Lua long string", p)
+		}
+		fmt.Fprintf(&b, "      [=====[%s]=====],\n", p)
+	}
+	b.WriteString(`    }
+    for _, p in ipairs(patterns) do
+      local _, err = ngx.re.match("", p, "jo")
+      if err then io.stdout:write(p, "\n") end
+    end
+    io.stdout:flush()
+    os.exit(0)
+  }
+}
+`)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nginx, "-p", dir+"/", "-c", conf, "-e", "stderr", "-g", "daemon off; master_process off;")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nginx with the Lua check: %v: %s", err, stderr.String())
+	}
+	bad := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(bad) == 0 || bad[0] != patterns[0] {
+		t.Fatalf("ngx.re did not refuse %q: the check is broken (output %q, %s)", patterns[0], out, stderr.String())
+	}
+	return bad
 }
 
 // nginxRefuses runs nginx -t on one configuration holding every pattern
