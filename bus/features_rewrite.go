@@ -10,8 +10,9 @@ type Rewrite struct {
 	// Target is rewrite-target: the URI sent upstream, in which $1…$9 are
 	// the capture groups of the location's path regex.
 	Target string `json:"target,omitempty"`
-	// UseRegex makes the paths regular expressions. Like ingress-nginx, a
-	// regex location on a server makes every location of that server one.
+	// UseRegex makes the paths of the Ingress regular expressions (all of
+	// them, as ingress-nginx). Unlike ingress-nginx, the other Ingresses of
+	// the host keep their Exact and Prefix paths.
 	UseRegex bool `json:"useRegex,omitempty"`
 	// AppRoot is app-root: a request for "/" is redirected there with 302.
 	AppRoot string `json:"appRoot,omitempty"`
