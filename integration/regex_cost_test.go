@@ -76,3 +76,39 @@ func TestRegexWorstCaseIsBounded(t *testing.T) {
 	}
 	t.Logf("slowest worst-case request: path %v, header %v", slowestPath, slowestHeader)
 }
+
+// TestRegexNginxRefusesIsRejected is issue 10, findings 1 and 5 at the
+// validator: regex paths NGINX's PCRE refuses though Go's RE2 took them,
+// and paths that backtrack catastrophically, reject their Ingress with a
+// Problem naming the path; NGINX starts and every other host is served.
+func TestRegexNginxRefusesIsRejected(t *testing.T) {
+	bad := map[string]string{
+		"posix": "/[[:alpha:]-z]", "anchor": "/^*", "colons": "/[::]",
+		"nested": "/(a+)+$", "cubic": "/.*.*.*b$",
+	}
+	files := map[string]string{
+		"good.yaml": harness.AnnotatedIngressYAML("default", "good", "good.example.com",
+			map[string]string{"nginx.ingress.kubernetes.io/use-regex": "true"},
+			harness.Path{Path: "/v[0-9]+/.*", Type: "ImplementationSpecific", Service: "echo-b"}),
+	}
+	for name, path := range bad {
+		files[name+".yaml"] = harness.AnnotatedIngressYAML("default", name, name+".example.com",
+			map[string]string{"nginx.ingress.kubernetes.io/use-regex": "true"},
+			harness.Path{Path: path, Type: "ImplementationSpecific", Service: "echo-a"})
+	}
+	e := newEnv(t, files)
+	e.eventually("good.example.com", "/V2/x", "the good regex Ingress", servedBy("b-1"))
+	harness.WaitFor(t, changeTimeout, "a Problem for every bad regex", func() error {
+		problems := problemsLogged(t, e.sy.Output.String())
+		for name, path := range bad {
+			got := strings.Join(problems["default/"+name], "\n")
+			if !strings.Contains(got, "spec.rules[0].http.paths[0].path") || !strings.Contains(got, fmt.Sprintf("%q", path)) {
+				return fmt.Errorf("default/%s: problems %q", name, got)
+			}
+		}
+		return nil
+	})
+	for name := range bad {
+		e.expect(name+".example.com", "/a", 404, "")
+	}
+}
