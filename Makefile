@@ -3,6 +3,8 @@ GO        ?= go
 BIN       := bin/switchyard
 STATE_DIR ?= $(CURDIR)/.state
 FUZZTIME  ?= 4s
+# Random regexes compiled by NGINX in make fuzz (make test's unit run: 300).
+REGEX_DIFF_N ?= 5000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
                 lua-resty-lrucache lua-cjson libnginx-mod-stream curl
@@ -65,6 +67,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckRegexPath$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/balancing
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBackendBalancing$$' -fuzztime $(FUZZTIME) ./bus
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus
+	SWITCHYARD_REGEX_DIFF_N=$(REGEX_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestRegexAgreesWithNginx$$' ./bus
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -76,12 +76,15 @@ func (c *Canary) validate() error {
 }
 
 // ValidateCanaryPattern checks a canary-by-header-pattern: printable ASCII
-// without quotes, at most 256 bytes, and a regular expression Go accepts.
-// Go's RE2 syntax is a subset of the PCRE that ngx.re runs, so what passes
-// here compiles there too; back-references and look-arounds are refused.
+// without quotes, at most 256 bytes, in the safe regex grammar
+// (regex_safe.go) that PCRE (ngx.re) and RE2 read the same way and that
+// cannot backtrack catastrophically; Go's compiler checks it once more.
 func ValidateCanaryPattern(p string) error {
 	if !canaryRegexpChars.MatchString(p) {
 		return fmt.Errorf("the pattern must be 1 to 256 printable ASCII characters without quotes")
+	}
+	if err := ParseSafeRegex(p, RegexHeader); err != nil {
+		return fmt.Errorf("not an accepted regular expression: %w", err)
 	}
 	if _, err := regexp.Compile(p); err != nil {
 		// Go's message repeats the pattern; keep only what is wrong.

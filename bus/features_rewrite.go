@@ -10,8 +10,9 @@ type Rewrite struct {
 	// Target is rewrite-target: the URI sent upstream, in which $1…$9 are
 	// the capture groups of the location's path regex.
 	Target string `json:"target,omitempty"`
-	// UseRegex makes the paths regular expressions. Like ingress-nginx, a
-	// regex location on a server makes every location of that server one.
+	// UseRegex makes the paths of the Ingress regular expressions (all of
+	// them, as ingress-nginx). Unlike ingress-nginx, the other Ingresses of
+	// the host keep their Exact and Prefix paths.
 	UseRegex bool `json:"useRegex,omitempty"`
 	// AppRoot is app-root: a request for "/" is redirected there with 302.
 	AppRoot string `json:"appRoot,omitempty"`
@@ -56,13 +57,16 @@ func (r *Rewrite) validate() error {
 // written in double quotes, where NGINX does not interpolate "$".
 var RegexPathPattern = regexp.MustCompile(`^/(?:[A-Za-z0-9._\-/~()*+?\[\]|^:@!,=%&]|\{[0-9]{1,3}(?:,[0-9]{0,3})?\}|\$[)|])*\$?$`)
 
-// CheckRegexPath checks that path matches RegexPathPattern and compiles as
-// a regular expression. Go's RE2 syntax is, for these characters, a subset
-// of NGINX's PCRE: what compiles here compiles there, so a path can never
-// make `nginx -t` fail.
+// CheckRegexPath checks that path matches RegexPathPattern and is in the
+// safe regex grammar (regex_safe.go): PCRE and RE2 read it the same way, so
+// an accepted path can never make `nginx -t` fail, and it cannot backtrack
+// catastrophically. Go's compiler checks it once more.
 func CheckRegexPath(path string) error {
-	if len(path) > 1024 || !RegexPathPattern.MatchString(path) {
+	if len(path) > MaxRegexPathLen || !RegexPathPattern.MatchString(path) {
 		return fmt.Errorf("%q is not a regex path: it must start with '/' and match %s", path, RegexPathPattern)
+	}
+	if err := ParseSafeRegex(path, RegexPath); err != nil {
+		return fmt.Errorf("%q is not an accepted regular expression: %w", path, err)
 	}
 	if _, err := regexp.Compile(`(?i)^` + path); err != nil {
 		return fmt.Errorf("%q is not a valid regular expression: %w", path, err)

@@ -29,8 +29,8 @@ func TestRewriteTargetAndRegexPaths(t *testing.T) {
 	rewrite := annotated(harness.IngressYAML("default", "rewrite", "rewrite.example.com",
 		harness.Path{Path: "/something(/|$)(.*)", Type: "ImplementationSpecific", Service: "echo-b"}),
 		map[string]string{"rewrite-target": "/$2", "x-forwarded-prefix": "/something"})
-	// A second Ingress of the same host, without annotations: its Prefix
-	// path becomes a case-insensitive regex too, as in ingress-nginx.
+	// A second Ingress of the same host, without annotations: unlike
+	// ingress-nginx, its Prefix path stays a Prefix path (issue 10).
 	plain := harness.IngressYAML("default", "plain", "rewrite.example.com",
 		harness.Path{Path: "/plain", Type: "Prefix", Service: "echo-b"})
 	e := newEnv(t, map[string]string{"rewrite.yaml": rewrite, "plain.yaml": plain})
@@ -48,11 +48,14 @@ func TestRewriteTargetAndRegexPaths(t *testing.T) {
 	}
 	// Not a match: "/somethingelse" neither continues with "/" nor ends.
 	e.expect("rewrite.example.com", "/somethingelse", 404, "")
-	// The other Ingress's Prefix path is the regex ^/plain: no rewrite, no
-	// X-Forwarded-Prefix, and it matches /plainly as a regex prefix does.
-	if r := e.expect("rewrite.example.com", "/Plainly", 200, "b-1"); r.Echo.Path != "/Plainly" || r.Echo.Headers["X-Forwarded-Prefix"] != nil {
-		t.Fatalf("/Plainly: backend saw %q with X-Forwarded-Prefix %q", r.Echo.Path, r.Echo.Headers["X-Forwarded-Prefix"])
+	// The other Ingress's Prefix path is still the Prefix /plain: no
+	// rewrite, no X-Forwarded-Prefix, whole path elements only, and case
+	// matters (ingress-nginx would make it the regex ~* ^/plain).
+	if r := e.expect("rewrite.example.com", "/plain/x", 200, "b-1"); r.Echo.Path != "/plain/x" || r.Echo.Headers["X-Forwarded-Prefix"] != nil {
+		t.Fatalf("/plain/x: backend saw %q with X-Forwarded-Prefix %q", r.Echo.Path, r.Echo.Headers["X-Forwarded-Prefix"])
 	}
+	e.expect("rewrite.example.com", "/plainly", 404, "")
+	e.expect("rewrite.example.com", "/Plain", 404, "")
 
 	// A rewrite-target naming an NGINX variable is refused, and the
 	// Ingress with it is not served; the other Ingress still is.

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -246,6 +247,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 		return nil
 	}
 	path := ServerFile(s.Hostname)
+	s, leftOut := withoutForeignNested(s)
 	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
 	if err != nil {
 		r.zones.set(key, nil)
@@ -258,7 +260,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	r.files[path] = true
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)
-	return nil
+	return errors.Join(leftOut...)
 }
 
 func (r *Renderer) backendContext() backendContext {

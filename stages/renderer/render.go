@@ -198,16 +198,39 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 	return execute("server.conf.tmpl", view)
 }
 
-// nginxLocations maps Ingress paths to NGINX locations as ingress-nginx
-// does: Exact is "= /p"; Prefix /p is "/p/" plus "= /p", so /p matches
-// /p and /p/x but not /px. A trailing slash in a Prefix rule is ignored.
-// When one location of the server uses a regex (use-regex, or a
-// rewrite-target other than its path), every location is a
-// case-insensitive regex "~* ^path", as in ingress-nginx.
+// nginxLocations maps Ingress paths to NGINX locations. Exact is "= /p";
+// Prefix /p is "/p/" plus "= /p", so /p matches /p and /p/x but not /px;
+// a trailing slash in a Prefix rule is ignored. The paths of an Ingress
+// that uses a regex (use-regex, or a rewrite-target other than its path)
+// are all case-insensitive regex locations "~* ^path", as in
+// ingress-nginx; unlike ingress-nginx, the other Ingresses of the host keep
+// their Exact and Prefix locations (regexLocations says why).
 func nginxLocations(locs []bus.Location) ([]locationView, error) {
-	if regexServer(locs) {
-		return regexLocations(locs)
+	regexIngress := regexIngresses(locs)
+	var plain, regex []bus.Location
+	for _, l := range locs {
+		if isRegexLocation(l, regexIngress) {
+			regex = append(regex, l)
+		} else {
+			plain = append(plain, l)
+		}
 	}
+	out, err := prefixLocations(plain)
+	if err != nil {
+		return nil, err
+	}
+	rx, err := regexLocations(regex)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rx...), nil
+}
+
+// prefixLocations renders Exact and Prefix paths. A protected Prefix
+// location (protected) is "^~ /p/": NGINX then never looks for a regex
+// location for a request under it, so no regex path of another Ingress can
+// take such a request past the protection.
+func prefixLocations(locs []bus.Location) ([]locationView, error) {
 	exact := map[string]bool{}
 	for _, l := range locs {
 		if l.PathType == bus.PathExact {
@@ -223,30 +246,43 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 		}
 	}
 	for _, l := range locs {
-		if !bus.RegexPathPattern.MatchString(l.Path) {
-			return nil, fmt.Errorf("location %q: invalid path", l.Path)
-		}
-		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
-			return nil, fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
-		}
-		if err := l.Features.Validate(); err != nil {
-			return nil, fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
+		if err := checkLocation(l, bus.RegexPathPattern.MatchString(l.Path)); err != nil {
+			return nil, err
 		}
 		rl := locationRateLimitID(l)
+		prefix := ""
+		if protected(l.Features) {
+			prefix = "^~ "
+		}
 		switch {
 		case l.PathType == bus.PathExact:
 			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 		case l.Path == "/":
-			add(locationView{Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+			add(locationView{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(locationView{Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+			add(locationView{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 			if !exact[p] {
 				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
 			}
 		}
 	}
 	return out, nil
+}
+
+// checkLocation checks what every location writes into nginx.conf besides
+// its path; pathOK says whether the path passed its check.
+func checkLocation(l bus.Location, pathOK bool) error {
+	if !pathOK {
+		return fmt.Errorf("location %q: invalid path", l.Path)
+	}
+	if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
+		return fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
+	}
+	if err := l.Features.Validate(); err != nil {
+		return fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
+	}
+	return nil
 }
 
 // redirectPort is ":8443" when HTTPS listens on a port other than 443.

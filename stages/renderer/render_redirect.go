@@ -13,15 +13,29 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// regexServer reports whether any location of the server asks for regex
-// paths: ingress-nginx then makes every location of the host a regex.
-func regexServer(locs []bus.Location) bool {
+// wantsRegex reports whether a location asks for regex paths: use-regex,
+// or a rewrite-target other than its path.
+func wantsRegex(l bus.Location) bool {
+	rw := rewriteOf(l.Features)
+	return rw != nil && (rw.UseRegex || (rw.Target != "" && rw.Target != l.Path))
+}
+
+// regexIngresses are the Ingresses ("namespace/name") with a location that
+// asks for regex paths: every path of such an Ingress is a regex, as in
+// ingress-nginx, but the paths of other Ingresses are not (ingress-nginx
+// makes every location of the host a regex).
+func regexIngresses(locs []bus.Location) map[string]bool {
+	out := map[string]bool{}
 	for _, l := range locs {
-		if rw := rewriteOf(l.Features); rw != nil && (rw.UseRegex || (rw.Target != "" && rw.Target != l.Path)) {
-			return true
+		if l.Ingress != "" && wantsRegex(l) {
+			out[l.Ingress] = true
 		}
 	}
-	return false
+	return out
+}
+
+func isRegexLocation(l bus.Location, regexIngress map[string]bool) bool {
+	return wantsRegex(l) || (l.Ingress != "" && regexIngress[l.Ingress])
 }
 
 func rewriteOf(f *bus.Features) *bus.Rewrite {
@@ -31,10 +45,14 @@ func rewriteOf(f *bus.Features) *bus.Rewrite {
 	return f.Rewrite
 }
 
-// regexLocations renders every path as `location ~* "^path"`, Exact and
-// Prefix alike and Prefix not split, ordered as ingress-nginx orders them
-// (longest path first, then lexically descending), since NGINX takes the
-// first regex location that matches.
+// regexLocations renders the paths of regex Ingresses as
+// `location ~* "^path"`, Exact and Prefix alike and Prefix not split.
+// NGINX takes the first regex location that matches, so the order decides:
+// protected locations (auth, Deny) first, so that a regex path of another
+// Ingress never takes a request a protected regex path matches; then, as
+// ingress-nginx orders them, longest path first, then lexically descending.
+// Protected Prefix locations that are not regexes are "^~" (prefixLocations),
+// which no regex location can take requests from.
 func regexLocations(locs []bus.Location) ([]locationView, error) {
 	var out []locationView
 	seen := map[string]bool{}
@@ -42,11 +60,8 @@ func regexLocations(locs []bus.Location) ([]locationView, error) {
 		if err := bus.CheckRegexPath(l.Path); err != nil {
 			return nil, fmt.Errorf("location %q: %w", l.Path, err)
 		}
-		if l.Backend != "" && !backendNamePattern.MatchString(l.Backend) {
-			return nil, fmt.Errorf("location %q: invalid backend name %q", l.Path, l.Backend)
-		}
-		if err := l.Features.Validate(); err != nil {
-			return nil, fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
+		if err := checkLocation(l, true); err != nil {
+			return nil, err
 		}
 		// Exact and Prefix of one path are one regex: the first wins, as
 		// NGINX would refuse a duplicate location.
@@ -54,13 +69,20 @@ func regexLocations(locs []bus.Location) ([]locationView, error) {
 			continue
 		}
 		seen[l.Path] = true
-		v := locationView{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features, sortPath: l.Path}
+		v := locationView{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features,
+			RateLimitID: locationRateLimitID(l), sortPath: l.Path}
 		if rw := rewriteOf(l.Features); rw != nil && rw.Target != "" && rw.Target != l.Path {
 			v.RewriteRegex = "^" + l.Path
 		}
 		out = append(out, v)
 	}
 	slices.SortStableFunc(out, func(a, b locationView) int {
+		if pa, pb := protected(a.Features), protected(b.Features); pa != pb {
+			if pa {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(len(b.sortPath), len(a.sortPath)); c != 0 {
 			return c
 		}

@@ -8,33 +8,69 @@ import (
 )
 
 func TestRegexLocationsOrder(t *testing.T) {
-	locs := []bus.Location{
-		{Path: "/", PathType: bus.PathPrefix, Backend: "b"},
-		{Path: "/api", PathType: bus.PathExact, Backend: "b"},
-		{Path: "/api", PathType: bus.PathPrefix, Backend: "b"},
-		{Path: "/bpi", PathType: bus.PathPrefix, Backend: "b"},
-		{Path: "/a(.*)", PathType: "ImplementationSpecific", Backend: "b",
-			Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/$1"}}},
-	}
-	views, err := nginxLocations(locs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, v := range views {
-		got = append(got, v.Modifier+v.Path+" "+v.RewriteRegex)
-	}
-	want := []string{"~* ^/a(.*) ^/a(.*)", "~* ^/bpi ", "~* ^/api ", "~* ^/ "}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("locations\n%q\nwant\n%q", got, want)
-	}
-
-	// A rewrite-target equal to the path asks for nothing, as in
-	// ingress-nginx: the server keeps prefix locations.
-	locs = []bus.Location{{Path: "/x", PathType: bus.PathPrefix, Backend: "b",
-		Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}}}
-	if views, _ := nginxLocations(locs); len(views) != 2 || views[0].Modifier != "" {
-		t.Fatalf("target equal to the path made regex locations: %+v", views)
+	regex := &bus.Features{Rewrite: &bus.Rewrite{UseRegex: true}}
+	auth := &bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/"}}}
+	authRegex := &bus.Features{Auth: auth.Auth, Rewrite: regex.Rewrite}
+	deny := &bus.Features{Deny: &bus.Deny{Status: 503, Reason: "auth plugin down"}}
+	for _, tc := range []struct {
+		name string
+		locs []bus.Location
+		want []string
+	}{{
+		// ingress-nginx: every path of the Ingress that asks for a regex is
+		// one (its Exact and Prefix paths too), longest first.
+		name: "one regex Ingress",
+		locs: []bus.Location{
+			{Path: "/", PathType: bus.PathPrefix, Backend: "b", Ingress: "ns/a", Features: regex},
+			{Path: "/api", PathType: bus.PathExact, Backend: "b", Ingress: "ns/a", Features: regex},
+			{Path: "/api", PathType: bus.PathPrefix, Backend: "b", Ingress: "ns/a", Features: regex},
+			{Path: "/bpi", PathType: bus.PathPrefix, Backend: "b", Ingress: "ns/a"},
+			{Path: "/a(.*)", PathType: "ImplementationSpecific", Backend: "b", Ingress: "ns/a",
+				Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/$1"}}},
+		},
+		want: []string{"~* ^/a(.*) ^/a(.*)", "~* ^/bpi", "~* ^/api", "~* ^/"},
+	}, {
+		// Issue 10, finding 3: a regex Ingress leaves the paths of the
+		// others Exact and Prefix, and a protected Prefix is "^~".
+		name: "other Ingresses keep their paths",
+		locs: []bus.Location{
+			{Path: "/", PathType: bus.PathPrefix, Backend: "t", Ingress: "tenant/app"},
+			{Path: "/admin", PathType: bus.PathPrefix, Backend: "t", Ingress: "tenant/admin", Features: auth},
+			{Path: "/down", PathType: bus.PathPrefix, Backend: "t", Ingress: "tenant/down", Features: deny},
+			{Path: "/x", PathType: bus.PathExact, Backend: "t", Ingress: "tenant/app"},
+			{Path: "/admin.*", PathType: "ImplementationSpecific", Backend: "o", Ingress: "other/grab", Features: regex},
+		},
+		want: []string{"/", "^~ /admin/", "= /admin", "^~ /down/", "= /down", "= /x", "~* ^/admin.*"},
+	}, {
+		// A protected regex location comes before every unprotected one.
+		name: "protected regexes first",
+		locs: []bus.Location{
+			{Path: "/admin.*", PathType: "ImplementationSpecific", Backend: "o", Ingress: "other/grab", Features: regex},
+			{Path: "/admin", PathType: "ImplementationSpecific", Backend: "t", Ingress: "tenant/admin", Features: authRegex},
+			{Path: "/a", PathType: "ImplementationSpecific", Backend: "t", Ingress: "tenant/admin", Features: authRegex},
+		},
+		want: []string{"~* ^/admin", "~* ^/a", "~* ^/admin.*"},
+	}, {
+		// A rewrite-target equal to the path asks for nothing, as in
+		// ingress-nginx: the server keeps prefix locations.
+		name: "target equal to the path",
+		locs: []bus.Location{{Path: "/x", PathType: bus.PathPrefix, Backend: "b", Ingress: "ns/x",
+			Features: &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}}},
+		want: []string{"/x/", "= /x"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			views, err := nginxLocations(tc.locs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range views {
+				got = append(got, strings.TrimSpace(v.Modifier+v.Path+" "+v.RewriteRegex))
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("locations\n%q\nwant\n%q", got, tc.want)
+			}
+		})
 	}
 }
 

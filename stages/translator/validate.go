@@ -75,8 +75,8 @@ func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
 func checkPath(p networkingv1.HTTPIngressPath) string {
 	path := pathOf(p)
 	if p.PathType == nil || *p.PathType == networkingv1.PathTypeImplementationSpecific {
-		// Any such path becomes a regex when an Ingress of its host asks
-		// for use-regex or rewrite-target, so it must be a valid one.
+		// Any such path becomes a regex when its Ingress asks for
+		// use-regex or rewrite-target, so it must be a valid one.
 		if err := bus.CheckRegexPath(path); err != nil {
 			return err.Error() + " (ImplementationSpecific paths may become regular expressions)"
 		}

@@ -52,7 +52,7 @@ func (Plugin) Describe() plugins.Description {
 			{Key: KeyHeaderValue, Pattern: `[ !#%&'()*+,\-./0-9:;<=>?@A-Z\[\]^_a-z|~]{1,1000}`, Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
 				Doc: `With canary-by-header: the exact header value that routes to the canary (instead of "always").`},
 			{Key: KeyHeaderPattern, Pattern: `[ !#-&(-~]{1,256}`, Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
-				Doc: `With canary-by-header and no canary-by-header-value: a regular expression the header value must match to route to the canary.`},
+				Doc: `With canary-by-header and no canary-by-header-value: a regular expression the header value must match to route to the canary. Only a safe subset of regex syntax is accepted (literals, ., simple classes, \d \w \s, groups, |, quantifiers, ^ and $; no nested or ambiguous repetition).`},
 			{Key: KeyCookie, Pattern: `[A-Za-z0-9_.-]{1,128}`, Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
 				Doc: `Cookie that decides when the header did not: "always" routes to the canary, "never" never does.`},
 			{Key: KeyWeight, Pattern: `[0-9]{1,7}`, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "0",

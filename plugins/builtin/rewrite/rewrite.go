@@ -36,9 +36,9 @@ func (Plugin) Describe() plugins.Description {
 		Doc:  "URI rewriting with regex paths, the application root redirect and X-Forwarded-Prefix, as ingress-nginx.",
 		Annotations: []plugins.Annotation{
 			{Key: KeyRewriteTarget, Pattern: unanchored(bus.RewriteTargetPattern.String()), Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
-				Doc: "The URI sent upstream; $1-$9 are the path regex's capture groups. It makes the host's paths regular expressions, as use-regex does."},
+				Doc: "The URI sent upstream; $1-$9 are the path regex's capture groups. It makes this Ingress's paths regular expressions, as use-regex does."},
 			{Key: KeyUseRegex, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
-				Doc: "Treat the paths as case-insensitive regular expressions anchored at the start. As in ingress-nginx, every path of the host then becomes one."},
+				Doc: "Treat the paths of this Ingress (all of them, as ingress-nginx) as case-insensitive regular expressions anchored at the start. Unlike ingress-nginx, other Ingresses of the host keep Exact and Prefix paths, and no regex takes a request under a path protected by auth. Only a safe subset of regex syntax is accepted (literals, ., simple classes, groups, |, quantifiers; no nested or ambiguous repetition)."},
 			{Key: KeyAppRoot, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Redirect a request for / to this path with 302."},
 			{Key: KeyXForwardedPrefix, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
