@@ -113,7 +113,7 @@ func (o *options) prefix() (string, error) {
 
 func (o *options) controlSocket() (string, error) {
 	prefix, err := o.prefix()
-	return filepath.Join(prefix, "control.sock"), err
+	return filepath.Join(prefix, applier.ControlDir, "control.sock"), err
 }
 
 func (o *options) translatorConfig() translator.Config {

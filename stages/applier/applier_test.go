@@ -49,7 +49,7 @@ func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
 	t.Cleanup(conn.Close)
 	dir := harness.StateDir(t) // short: unix socket paths are limited
 	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
-		socket: filepath.Join(dir, "nginx", "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
+		socket: filepath.Join(dir, "nginx", applier.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
 	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(m *nats.Msg) {
 		var res bus.ApplyResult
 		if json.Unmarshal(m.Data, &res) == nil {
@@ -201,6 +201,7 @@ func TestApplier(t *testing.T) {
 	if !strings.Contains(r.storedBackends(), `"ns-web-80"`) {
 		t.Fatalf("backends not pushed: %s", r.storedBackends())
 	}
+	r.expectSocketPrivate(t)
 
 	t.Run("static change reloads", func(t *testing.T) {
 		r.publish(map[string]string{"nginx.conf": r.config("two")}, backend)
@@ -277,6 +278,8 @@ func TestApplier(t *testing.T) {
 			}
 			return nil
 		})
+		// The restarted master made a new socket: private again.
+		r.expectSocketPrivate(t)
 	})
 }
 
