@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,4 +142,34 @@ func contains(pids []int, pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestPluginExitsWhenItsHostDies: a plugin whose host set no parent-death
+// signal (a host process of another make, or one started by a shell) still
+// exits once its parent is gone, instead of serving nobody forever.
+func TestPluginExitsWhenItsHostDies(t *testing.T) {
+	bin := harness.Binary(t)
+	// The shell starts the plugin in the background and exits at once: the
+	// plugin is handed to init, as after its host was killed.
+	cmd := exec.Command("sh", "-c", `SWITCHYARD_PLUGIN_HOST_PID=$$ "$0" plugin canary >/dev/null 2>&1 & echo $!`, bin)
+	cmd.Env = append(os.Environ(), "SWITCHYARD_ANNOTATION_PLUGIN=f3b1c2a4-annotations", "PLUGIN_PROTOCOL_VERSIONS=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("plugin pid %q: %v", out, err)
+	}
+	t.Cleanup(func() {
+		if running(pid) && strings.Contains(cmdline(pid), "plugin canary") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	harness.WaitFor(t, 30*time.Second, "the plugin whose parent died to exit", func() error {
+		if running(pid) {
+			return fmt.Errorf("plugin %d still running: %s", pid, cmdline(pid))
+		}
+		return nil
+	})
 }

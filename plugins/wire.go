@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -38,7 +39,8 @@ const dispenseName = "annotations"
 // Serve runs p as a plugin process until the host stops it. Call it from
 // main; it does not return.
 func Serve(p Plugin) {
-	go exitWithParent(os.Getppid(), time.Second)
+	host, _ := strconv.Atoi(os.Getenv(hostPIDEnv))
+	go exitWithParent(os.Getppid(), host, time.Second)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
@@ -115,6 +117,7 @@ func Launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.Env = append(cmd.Env, hostPIDEnv+"="+strconv.Itoa(os.Getpid()))
 	type launched struct {
 		client *Client
 		err    error
@@ -137,13 +140,18 @@ func Launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
 	return r.client, r.err
 }
 
-// exitWithParent ends the plugin process when its parent changes: the
-// host died and the process was handed to init or a subreaper. This backs
-// up the parent-death signal for hosts that did not set one.
-func exitWithParent(parent int, every time.Duration) {
+// hostPIDEnv tells a plugin the pid of the host that launched it.
+const hostPIDEnv = "SWITCHYARD_PLUGIN_HOST_PID"
+
+// exitWithParent ends the plugin process when its parent changes (the
+// parent died and the process was handed to init or a subreaper) or the
+// host process is gone: the host may have died before this process looked
+// at its parent. This backs up the parent-death signal for hosts that set
+// none; host is 0 when unknown.
+func exitWithParent(parent, host int, every time.Duration) {
 	for {
 		time.Sleep(every)
-		if os.Getppid() != parent {
+		if os.Getppid() != parent || (host > 0 && syscall.Kill(host, 0) == syscall.ESRCH) {
 			os.Exit(1)
 		}
 	}
