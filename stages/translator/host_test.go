@@ -103,3 +103,63 @@ func hostSnapshot(ings ...*networkingv1.Ingress) Snapshot {
 			Spec: networkingv1.IngressClassSpec{Controller: DefaultConfig().ControllerClass}}},
 	}
 }
+
+func TestParseHostOwnership(t *testing.T) {
+	for in, want := range map[string]string{"": HostOwnershipAny, "any": HostOwnershipAny, "namespace": HostOwnershipNamespace} {
+		if got, err := ParseHostOwnership(in); err != nil || got != want {
+			t.Errorf("ParseHostOwnership(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"Namespace", "ns", "strict", " any"} {
+		if _, err := ParseHostOwnership(in); err == nil {
+			t.Errorf("ParseHostOwnership(%q) accepted", in)
+		}
+	}
+}
+
+// TestHostOwnershipFollowsTheOldestIngress: under --host-ownership=namespace
+// the host passes to the next namespace when its owner's last Ingress for
+// it goes, and the default mode lets both namespaces share it.
+func TestHostOwnershipFollowsTheOldestIngress(t *testing.T) {
+	owner := hostIngress("tenant", "app", "app.test")
+	owner.CreationTimestamp = metav1.Unix(100, 0)
+	other := hostIngress("other", "grab", "app.test")
+	other.CreationTimestamp = metav1.Unix(200, 0)
+	other.Spec.Rules[0].HTTP.Paths[0].Path = "/grab"
+	served := func(m bus.Model) []string {
+		var out []string
+		for _, l := range m.Servers[bus.Key(bus.KindServer, "app.test")].Locations {
+			if l.Ingress != "" {
+				out = append(out, l.Ingress)
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		ownership string
+		ings      []*networkingv1.Ingress
+		want      []string // Ingresses serving a location of app.test
+		refused   string   // Ingress told the host is another namespace's
+	}{
+		{"any shares", HostOwnershipAny, []*networkingv1.Ingress{owner, other}, []string{"other/grab", "tenant/app"}, ""},
+		{"namespace keeps the oldest", HostOwnershipNamespace, []*networkingv1.Ingress{owner, other}, []string{"tenant/app"}, "other/grab"},
+		{"owner gone", HostOwnershipNamespace, []*networkingv1.Ingress{other}, []string{"other/grab"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.HostOwnership = c.ownership
+			m := Translate(cfg, hostSnapshot(c.ings...))
+			if got := served(m); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("app.test served by %v, want %v", got, c.want)
+			}
+			for key, info := range m.Ingresses {
+				refused := hasProblem(info.Problems, "spec.rules[0].host", "belongs to namespace tenant")
+				if want := c.refused != "" && key == bus.Key(bus.KindIngress, "other", "grab"); refused != want || info.Rejected {
+					t.Errorf("%s: refused %v (rejected %v), want refused %v: %+v", key, refused, info.Rejected, want, info.Problems)
+				}
+			}
+		})
+	}
+}
