@@ -318,6 +318,7 @@ func (s *Stage) prepareConfig(files map[string]string) error {
 }
 
 func (s *Stage) startNginx(ctx context.Context) error {
+	stopLeftover(s.cfg.Prefix, s.log)
 	// A socket left by a crashed NGINX would make bind() fail.
 	_ = os.Remove(s.cfg.ControlSocket)
 	p, err := startNginx(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,44 @@ func startOnLockedThread(cmd *exec.Cmd, exited func(error)) error {
 		exited(cmd.Wait())
 	}()
 	return <-started
+}
+
+// stopLeftover ends an NGINX master that serves this prefix but is not
+// ours: one an earlier controller left (killed before it could set up the
+// parent-death signal, or a version without it). It would hold the ports,
+// the new master could not bind them, and nobody would ever stop it. Only
+// a master whose command line names this prefix is touched.
+func stopLeftover(prefix string, log *zap.Logger) {
+	data, err := os.ReadFile(filepath.Join(prefix, "nginx.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 || !isMasterOf(pid, prefix) {
+		return
+	}
+	log.Warn("stopping an NGINX an earlier controller left running on this prefix", zap.Int("pid", pid))
+	_ = syscall.Kill(pid, syscall.SIGTERM) // fast shutdown: it stops its workers
+	deadline := time.Now().Add(10 * time.Second)
+	for isMasterOf(pid, prefix) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if isMasterOf(pid, prefix) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group: master and workers
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// isMasterOf says whether pid is a running NGINX master started with
+// prefix (NGINX rewrites its command line to "nginx: master process
+// <binary> -p <prefix>/ ..."; a zombie's is empty).
+func isMasterOf(pid int, prefix string) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	line := strings.ReplaceAll(string(data), "\x00", " ")
+	return strings.HasPrefix(line, "nginx: master process ") && strings.Contains(line, " -p "+prefix+"/ ")
 }
 
 func (p *nginxProcess) pid() int { return p.cmd.Process.Pid }
