@@ -15,12 +15,14 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/stages/renderer"
 )
 
 // renderCommand runs the same pipeline as `run`, up to the renderer, on an
 // embedded bus, and prints what the applier would receive: every file, then
-// the Lua payloads. Certificates are shown by host only: their PEM holds
-// private keys.
+// the Lua payloads. Nothing derived from a Secret is printed: certificates
+// are shown by host only (their PEM holds private keys), and files rendered
+// from Secrets (htpasswd hashes) by their size only.
 func renderCommand(args []string) error {
 	var o options
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -93,7 +95,7 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 			if err := json.Unmarshal(entries[key], &f); err != nil {
 				return nil, err
 			}
-			files = append(files, txtar.File{Name: f.Path, Data: []byte(f.Content)})
+			files = append(files, txtar.File{Name: f.Path, Data: []byte(printable(f))})
 		case bus.KindBackend:
 			backends = append(backends, entries[key])
 		case bus.KindCertificate:
@@ -111,4 +113,14 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 		txtar.File{Name: "lua/backends.json", Data: append(backendsJSON, '\n')},
 		txtar.File{Name: "lua/certificate-hosts.json", Data: append(certsJSON, '\n')})
 	return txtar.Format(&txtar.Archive{Files: files}), nil
+}
+
+// printable is a rendered file's content as render prints it: a file made
+// from Secret data is replaced by a note of its size (password hashes can
+// be cracked offline; render output ends up in tickets and CI logs).
+func printable(f bus.RenderedFile) string {
+	if renderer.SecretDerived(f.Path) {
+		return fmt.Sprintf("<redacted: %d bytes of secret-derived content>\n", len(f.Content))
+	}
+	return f.Content
 }

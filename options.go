@@ -46,6 +46,7 @@ type options struct {
 	defaultBackend    string
 	pluginDir         string
 	annotationsPrefix string
+	hostOwnership     string
 	nginxBinary       string
 	nginxUser         string
 	natsListen        string
@@ -75,6 +76,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
+	fs.StringVar(&o.hostOwnership, "host-ownership", translator.HostOwnershipAny, "who may add rules to a host: any (every namespace, as ingress-nginx) or namespace (the namespace of the host's oldest Ingress; other namespaces' rules for it are refused)")
 	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", annotations.DefaultPrefix, "prefix of the annotations the plugins read")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
@@ -113,12 +115,17 @@ func (o *options) prefix() (string, error) {
 
 func (o *options) controlSocket() (string, error) {
 	prefix, err := o.prefix()
-	return filepath.Join(prefix, "control.sock"), err
+	return filepath.Join(prefix, applier.ControlDir, "control.sock"), err
 }
 
-func (o *options) translatorConfig() translator.Config {
+func (o *options) translatorConfig() (translator.Config, error) {
+	ownership, err := translator.ParseHostOwnership(o.hostOwnership)
+	if err != nil {
+		return translator.Config{}, fmt.Errorf("--host-ownership: %w", err)
+	}
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
-		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix}
+		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix,
+		HostOwnership: ownership}, nil
 }
 
 func (o *options) rendererConfig() (renderer.Config, error) {
@@ -237,7 +244,11 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			},
 		}, log), nil
 	case bus.StageTranslator:
-		return translator.New(conn, o.translatorConfig(), log), nil
+		cfg, err := o.translatorConfig()
+		if err != nil {
+			return nil, err
+		}
+		return translator.New(conn, cfg, log), nil
 	case bus.StageAnnotations:
 		self, err := os.Executable()
 		if err != nil {

@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -34,6 +39,8 @@ const dispenseName = "annotations"
 // Serve runs p as a plugin process until the host stops it. Call it from
 // main; it does not return.
 func Serve(p Plugin) {
+	host, _ := strconv.Atoi(os.Getenv(hostPIDEnv))
+	go exitWithParent(os.Getppid(), host, time.Second)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
@@ -104,6 +111,53 @@ type Client struct {
 // Launch starts the plugin program cmd and connects to it. logger receives
 // what the plugin writes to stderr.
 func Launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
+	// The plugin dies with the host, however the host dies (kill -9, the
+	// OOM killer): it must not linger with parent 1, holding memory.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.Env = append(cmd.Env, hostPIDEnv+"="+strconv.Itoa(os.Getpid()))
+	type launched struct {
+		client *Client
+		err    error
+	}
+	result := make(chan launched, 1)
+	// Pdeathsig fires when the OS thread that forked the child ends, not
+	// the process (Go issue 27505): start it from a locked thread that
+	// lives as long as the plugin does.
+	go func() {
+		runtime.LockOSThread()
+		c, err := launch(cmd, logger)
+		result <- launched{c, err}
+		for err == nil && !c.Exited() {
+			time.Sleep(time.Second)
+		}
+		// Returning without unlocking ends the thread: only once the
+		// plugin is gone, so its parent-death signal cannot fire early.
+	}()
+	r := <-result
+	return r.client, r.err
+}
+
+// hostPIDEnv tells a plugin the pid of the host that launched it.
+const hostPIDEnv = "SWITCHYARD_PLUGIN_HOST_PID"
+
+// exitWithParent ends the plugin process when its parent changes (the
+// parent died and the process was handed to init or a subreaper) or the
+// host process is gone: the host may have died before this process looked
+// at its parent. This backs up the parent-death signal for hosts that set
+// none; host is 0 when unknown.
+func exitWithParent(parent, host int, every time.Duration) {
+	for {
+		time.Sleep(every)
+		if os.Getppid() != parent || (host > 0 && syscall.Kill(host, 0) == syscall.ESRCH) {
+			os.Exit(1)
+		}
+	}
+}
+
+func launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
 	process := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{

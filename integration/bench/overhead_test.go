@@ -479,7 +479,7 @@ func startScratch(t *testing.T, nginx string, sy *harness.Switchyard, kind strin
 // these benchmarks) certificate set, to the copy's Lua endpoint.
 func (s *scratch) copyDynamic(t *testing.T, sy *harness.Switchyard) {
 	t.Helper()
-	live := unixClient(filepath.Join(sy.Prefix(), "control.sock"))
+	live := unixClient(filepath.Join(sy.Prefix(), "control", "control.sock"))
 	copyClient := unixClient(s.socket)
 	var backends []byte
 	harness.WaitFor(t, 10*time.Second, "the copy's Lua endpoint", func() error {

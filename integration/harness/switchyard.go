@@ -158,7 +158,6 @@ type Switchyard struct {
 func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyard {
 	t.Helper()
 	Nginx(t)
-	bin := Binary(t)
 	s := &Switchyard{
 		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
@@ -166,6 +165,23 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 		Manifests: manifests,
 		client:    NewClient(),
 	}
+	s.start(t, extra...)
+	return s
+}
+
+// Restart runs another `switchyard run` with the same manifests, ports and
+// state dir, as a supervisor does after the first one died.
+func (s *Switchyard) Restart(t testing.TB, extra ...string) *Switchyard {
+	t.Helper()
+	next := &Switchyard{HTTPAddr: s.HTTPAddr, HTTPSAddr: s.HTTPSAddr, StateDir: s.StateDir, Manifests: s.Manifests, client: NewClient()}
+	next.start(t, extra...)
+	return next
+}
+
+func (s *Switchyard) start(t testing.TB, extra ...string) {
+	t.Helper()
+	bin := Binary(t)
+	manifests := s.Manifests
 	args := []string{"run"}
 	if manifests != "" {
 		args = append(args, "--manifests", manifests)
@@ -180,7 +196,6 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 		_, err := s.Get("switchyard-probe.invalid", "/")
 		return err
 	})
-	return s
 }
 
 // StateDir makes a state directory that NGINX workers, which drop root,

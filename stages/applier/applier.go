@@ -88,6 +88,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := PreparePrefix(s.cfg.Prefix); err != nil {
 		return err
 	}
+	if err := secureControlDir(s.cfg.Prefix, s.cfg.ControlSocket); err != nil {
+		return err
+	}
 	// The stream keeps the last apply result, so a status writer that
 	// starts leading later still learns what has been applied.
 	if _, err := s.conn.EnsureStream(ctx, bus.StageApplier); err != nil {
@@ -315,6 +318,7 @@ func (s *Stage) prepareConfig(files map[string]string) error {
 }
 
 func (s *Stage) startNginx(ctx context.Context) error {
+	stopLeftover(s.cfg.Prefix, s.log)
 	// A socket left by a crashed NGINX would make bind() fail.
 	_ = os.Remove(s.cfg.ControlSocket)
 	p, err := startNginx(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
@@ -324,6 +328,9 @@ func (s *Stage) startNginx(ctx context.Context) error {
 	s.nginx = p
 	if err := s.control.waitReady(ctx, p.done, 15*time.Second); err != nil {
 		return fmt.Errorf("nginx did not come up: %w", err)
+	}
+	if err := secureControlSocket(s.cfg.ControlSocket); err != nil {
+		return err
 	}
 	s.log.Info("nginx started", zap.Int("pid", p.pid()), zap.String("prefix", s.cfg.Prefix))
 	return nil

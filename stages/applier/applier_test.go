@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,7 +36,9 @@ type rig struct {
 	results chan bus.ApplyResult
 }
 
-func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
+// newRig starts the applier; before, if given, runs first (the prefix is
+// known, nothing is started).
+func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig)) *rig {
 	nginx := harness.Nginx(t)
 	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
 	if err != nil {
@@ -49,7 +52,7 @@ func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
 	t.Cleanup(conn.Close)
 	dir := harness.StateDir(t) // short: unix socket paths are limited
 	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
-		socket: filepath.Join(dir, "nginx", "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
+		socket: filepath.Join(dir, "nginx", applier.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
 	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(m *nats.Msg) {
 		var res bus.ApplyResult
 		if json.Unmarshal(m.Data, &res) == nil {
@@ -61,6 +64,9 @@ func newRig(t *testing.T, minReloadInterval time.Duration) *rig {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
+	for _, f := range before {
+		f(r)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cfg := applier.Config{NginxBinary: nginx, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second,
@@ -201,6 +207,7 @@ func TestApplier(t *testing.T) {
 	if !strings.Contains(r.storedBackends(), `"ns-web-80"`) {
 		t.Fatalf("backends not pushed: %s", r.storedBackends())
 	}
+	r.expectSocketPrivate(t)
 
 	t.Run("static change reloads", func(t *testing.T) {
 		r.publish(map[string]string{"nginx.conf": r.config("two")}, backend)
@@ -277,6 +284,8 @@ func TestApplier(t *testing.T) {
 			}
 			return nil
 		})
+		// The restarted master made a new socket: private again.
+		r.expectSocketPrivate(t)
 	})
 }
 
@@ -361,5 +370,52 @@ func TestDictResizePushesAgain(t *testing.T) {
 	})
 	if got := r.storedBackends(); !strings.Contains(got, `"ns-web-80"`) {
 		t.Fatalf("after the resize the new workers have no backends: %s", got)
+	}
+}
+
+// TestLeftoverNginxIsReplaced: an NGINX an earlier controller left running
+// on the prefix (holding the ports) is stopped, and a fresh one serves the
+// new configuration: no NGINX is left that nobody runs.
+func TestLeftoverNginxIsReplaced(t *testing.T) {
+	leftover := make(chan error, 1)
+	r := newRig(t, -1, func(r *rig) {
+		if err := applier.PreparePrefix(r.prefix); err != nil {
+			t.Fatal(err)
+		}
+		harness.WriteFile(t, filepath.Join(r.prefix, applier.ConfDir, "nginx.conf"), r.config("leftover"))
+		if err := os.MkdirAll(filepath.Dir(r.socket), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(harness.Nginx(t), "-p", r.prefix+"/", "-c", "conf/nginx.conf", "-e", "stderr", "-g", "daemon off; master_process on;")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { leftover <- cmd.Wait() }()
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		harness.WaitFor(t, 20*time.Second, "the leftover NGINX to serve", func() error {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", r.port))
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "leftover" {
+				return fmt.Errorf("served %q", body)
+			}
+			return nil
+		})
+	})
+	r.publish(map[string]string{"nginx.conf": r.config("fresh")})
+	if res := r.result(); res.Error != "" {
+		t.Fatalf("apply: %+v", res)
+	}
+	select {
+	case <-leftover:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leftover NGINX still runs")
+	}
+	if got := r.get(); got != "fresh" {
+		t.Fatalf("served %q, want fresh", got)
 	}
 }

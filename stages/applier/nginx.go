@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,7 +36,9 @@ func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
 	cmd := exec.Command(bin, nginxArgs(prefix, "-g", "daemon off; master_process on;")...)
 	cmd.Dir = prefix
 	// Its own process group: a terminal's Ctrl-C reaches only us, and we stop
-	// NGINX gracefully. If we die, the kernel stops it.
+	// NGINX gracefully. If we die, the kernel stops it (SIGTERM: the master
+	// stops its workers and exits), so no NGINX outlives us holding the
+	// ports; the next start begins a fresh one.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -42,16 +46,73 @@ func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
 	}
 	// Stdout stays nil (/dev/null): any other writer adds a pipe that
 	// orphaned workers would hold open, and Wait would never return.
-	if err := cmd.Start(); err != nil {
+	p := &nginxProcess{cmd: cmd, done: make(chan struct{})}
+	if err := startOnLockedThread(cmd, func(err error) { p.err = err; close(p.done) }); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
 	}
-	p := &nginxProcess{cmd: cmd, done: make(chan struct{})}
 	go forwardLog(stderr, log)
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	return p, nil
+}
+
+// startOnLockedThread starts cmd from an OS thread that lives until cmd
+// exits, then calls exited with Wait's result. Pdeathsig fires when the
+// thread that forked the child ends, not the process (Go issue 27505); a
+// goroutine may otherwise run on a thread the runtime later retires, and
+// NGINX would be told its parent died while we still run. Locked here, the
+// signal comes exactly when this process dies, however it dies (kill -9,
+// the OOM killer): NGINX does not outlive its controller.
+func startOnLockedThread(cmd *exec.Cmd, exited func(error)) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: when this goroutine ends its thread ends too,
+		// which is harmless once the child has exited.
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited(cmd.Wait())
+	}()
+	return <-started
+}
+
+// stopLeftover ends an NGINX master that serves this prefix but is not
+// ours: one an earlier controller left (killed before it could set up the
+// parent-death signal, or a version without it). It would hold the ports,
+// the new master could not bind them, and nobody would ever stop it. Only
+// a master whose command line names this prefix is touched.
+func stopLeftover(prefix string, log *zap.Logger) {
+	data, err := os.ReadFile(filepath.Join(prefix, "nginx.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 || !isMasterOf(pid, prefix) {
+		return
+	}
+	log.Warn("stopping an NGINX an earlier controller left running on this prefix", zap.Int("pid", pid))
+	_ = syscall.Kill(pid, syscall.SIGTERM) // fast shutdown: it stops its workers
+	deadline := time.Now().Add(10 * time.Second)
+	for isMasterOf(pid, prefix) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if isMasterOf(pid, prefix) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // its process group: master and workers
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// isMasterOf says whether pid is a running NGINX master started with
+// prefix (NGINX rewrites its command line to "nginx: master process
+// <binary> -p <prefix>/ ..."; a zombie's is empty).
+func isMasterOf(pid int, prefix string) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	line := strings.ReplaceAll(string(data), "\x00", " ")
+	return strings.HasPrefix(line, "nginx: master process ") && strings.Contains(line, " -p "+prefix+"/ ")
 }
 
 func (p *nginxProcess) pid() int { return p.cmd.Process.Pid }

@@ -36,10 +36,19 @@ type authHeader struct {
 	Upstream string // "upstream_http_x_user", without "$"
 }
 
+// secretDir holds every file rendered from Secret data (htpasswd files):
+// whatever shows rendered files to people (switchyard render) prints these
+// redacted.
+const secretDir = "auth/"
+
+// SecretDerived says whether the rendered file at path holds content taken
+// from a Secret (password hashes), which must never be printed or logged.
+func SecretDerived(path string) bool { return strings.HasPrefix(path, secretDir) }
+
 // AuthFile is the path of the htpasswd file with the given users.
 func AuthFile(b *bus.BasicAuth) string {
 	sum := sha256.Sum256([]byte(b.HtpasswdFile()))
-	return "auth/" + hex.EncodeToString(sum[:16]) + ".htpasswd"
+	return secretDir + hex.EncodeToString(sum[:16]) + ".htpasswd"
 }
 
 // authFor builds the auth view of the location at index i, or nil. The

@@ -24,6 +24,7 @@ func FuzzValidateIngress(f *testing.F) {
 		{"shop.example.com", "/"}, {"*.wild.example.com", "/api"}, {"", "/a/b/c"},
 		{"evil.com", "/x;} location / {return 200;"}, {"a b", "/"}, {"x.com", "/$host"},
 		{"x.com", "/a\nb"}, {"x.com", "/(a|b)+"}, {"x.com", "/s(/|$)(.*)"}, {"x.com", "/a{2,3}$"}, {"x.com", "/a{${host}}"}, {"X.COM", "/%2e%2e"}, {"x.com", "relative"},
+		{"uniİ.test", "/"}, {"\u212aelvin.test", "/"}, {"xn--uni-xqa.test", "/"},
 	}
 	for _, s := range seeds {
 		for pt := 0; pt < 3; pt++ {
@@ -51,6 +52,11 @@ func FuzzValidateIngress(f *testing.F) {
 		for _, s := range m.Servers {
 			if strings.ContainsAny(s.Hostname, forbidden) {
 				t.Fatalf("host %q accepted", s.Hostname)
+			}
+			// A served name is the written one, only ASCII-lower-cased:
+			// no Unicode folding turns another name into it.
+			if s.Hostname != bus.DefaultServerName && (!isASCII(host) || s.Hostname != strings.ToLower(host)) {
+				t.Fatalf("host %q served as %q", host, s.Hostname)
 			}
 			for _, l := range s.Locations {
 				// A regex path may hold "$" as an anchor and {n,m}

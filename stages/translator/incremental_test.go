@@ -19,7 +19,9 @@ import (
 // checks, after every Flush, that the model built from the deltas alone is
 // exactly what a full translation of the same objects gives.
 func TestIncrementalMatchesFull(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
+	// Seeds past 20 run with --host-ownership=namespace and Ingresses in
+	// two namespaces.
+	for seed := uint64(1); seed <= 30; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			w := newWorld(seed)
 			inc := NewTranslator(w.cfg)
@@ -95,6 +97,9 @@ type world struct {
 func newWorld(seed uint64) *world {
 	cfg := DefaultConfig()
 	cfg.DefaultBackendService = "default/svc-0"
+	if seed > 20 {
+		cfg.HostOwnership = HostOwnershipNamespace
+	}
 	return &world{rng: rand.New(rand.NewPCG(seed, 7)), cfg: cfg, objects: map[string]any{}}
 }
 
@@ -137,6 +142,9 @@ func (w *world) ingress() *networkingv1.Ingress {
 		Namespace: "default", Name: w.pick("a", "b", "c", "d", "e"),
 		CreationTimestamp: metav1.NewTime(time.Unix(int64(w.rng.IntN(3)), 0)),
 	}}
+	if w.cfg.HostOwnership == HostOwnershipNamespace {
+		ing.Namespace = w.pick("default", "other")
+	}
 	if w.rng.IntN(5) > 0 {
 		ing.Spec.IngressClassName = &class
 	}

@@ -155,8 +155,9 @@ func (p *ingressPlan) backendFor(t *Translator, ing *networkingv1.Ingress, b *ne
 // externalBackend points a backend at an ExternalName Service's DNS name
 // and port (the target port when it is a number, as ingress-nginx does).
 func (p *ingressPlan) externalBackend(b *bus.Backend, svc *corev1.Service, port corev1.ServicePort, field string) *bus.Backend {
+	// ASCII checked before folding, as for Ingress hosts (checkHost).
 	name := strings.ToLower(strings.TrimSuffix(svc.Spec.ExternalName, "."))
-	if !hostPattern.MatchString(name) || strings.HasPrefix(name, "*") {
+	if !isASCII(svc.Spec.ExternalName) || !hostPattern.MatchString(name) || strings.HasPrefix(name, "*") {
 		p.problem(field+".service.name", "InvalidExternalName",
 			"Service %s/%s has externalName %q, which is not a DNS name; this path answers 503", svc.Namespace, svc.Name, svc.Spec.ExternalName)
 		return b

@@ -37,6 +37,33 @@ type Config struct {
 	// publishes the Secrets <prefix>/auth-secret names for the plugins.
 	// Empty means DefaultAnnotationsPrefix.
 	AnnotationsPrefix string
+	// HostOwnership is who may add rules to a host: HostOwnershipAny (or
+	// empty) lets every namespace, as ingress-nginx does;
+	// HostOwnershipNamespace gives each host to the namespace of its oldest
+	// Ingress.
+	HostOwnership string
+}
+
+// The values of Config.HostOwnership (--host-ownership).
+const (
+	// HostOwnershipAny: Ingresses of every namespace share a host; a path
+	// two of them claim goes to the older one.
+	HostOwnershipAny = "any"
+	// HostOwnershipNamespace: a host belongs to the namespace of its oldest
+	// Ingress (creationTimestamp, then namespace/name); other namespaces'
+	// rules for it are not served and are reported.
+	HostOwnershipNamespace = "namespace"
+)
+
+// ParseHostOwnership checks a --host-ownership value.
+func ParseHostOwnership(v string) (string, error) {
+	switch v {
+	case "", HostOwnershipAny:
+		return HostOwnershipAny, nil
+	case HostOwnershipNamespace:
+		return v, nil
+	}
+	return "", fmt.Errorf("host ownership %q: want %s or %s", v, HostOwnershipAny, HostOwnershipNamespace)
 }
 
 // DefaultAnnotationsPrefix is ingress-nginx's annotation prefix.
@@ -382,7 +409,8 @@ type locationID struct{ path, pathType string }
 // paths attaches to the location serving the same path and path type (one
 // canary per location), and is reported and not served when there is none.
 func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
-	plans := t.hostPlans(host)
+	problems := map[string][]bus.Problem{}
+	plans := t.ownedPlans(host, t.hostPlans(host), problems)
 	key := bus.Key(bus.KindServer, host)
 	var primaries, canaries []*ingressPlan
 	for _, p := range plans {
@@ -392,7 +420,6 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 			primaries = append(primaries, p)
 		}
 	}
-	problems := map[string][]bus.Problem{}
 	if len(primaries) == 0 && host != bus.DefaultServerName {
 		// Canaries alone make no server: there is nothing to be a canary of.
 		for _, p := range canaries {
@@ -431,6 +458,46 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	sortLocations(server.Locations)
 	t.setHostProblems(host, problems, d)
 	setModel(t.model.Servers, key, server, delta)
+}
+
+// ownedPlans keeps, under HostOwnershipNamespace, the plans of the
+// namespace that owns host: the namespace of its oldest Ingress (plans come
+// oldest first; a canary owns nothing while a primary Ingress names the
+// host). Every other namespace's Ingress is told who owns the host; its
+// rules for other hosts are unaffected. The catch-all server ("*": rules
+// without a host, default backends) is owned the same way.
+func (t *Translator) ownedPlans(host string, plans []*ingressPlan, problems map[string][]bus.Problem) []*ingressPlan {
+	if t.cfg.HostOwnership != HostOwnershipNamespace || len(plans) == 0 {
+		return plans
+	}
+	owner := plans[0]
+	if i := slices.IndexFunc(plans, func(p *ingressPlan) bool { return !p.canary }); i >= 0 {
+		owner = plans[i]
+	}
+	ns := owner.info.Namespace
+	kept := make([]*ingressPlan, 0, len(plans))
+	for _, p := range plans {
+		if p.info.Namespace == ns {
+			kept = append(kept, p)
+			continue
+		}
+		problems[p.key] = append(problems[p.key], bus.Problem{Field: t.hostField(p.key, host), Reason: "HostOwnedByAnotherNamespace",
+			Message: fmt.Sprintf("host %q belongs to namespace %s, whose Ingress %s is the oldest naming it (--host-ownership=namespace); this Ingress's rules for it are not served",
+				displayHost(host), ns, owner.key)})
+	}
+	return kept
+}
+
+// hostField is the field of an Ingress that names host, for a Problem.
+func (t *Translator) hostField(ingKey, host string) string {
+	if ing, ok := t.objs.ingresses[ingKey]; ok {
+		for i, r := range ing.Spec.Rules {
+			if normalizeHost(r.Host) == host {
+				return fmt.Sprintf("spec.rules[%d].host", i)
+			}
+		}
+	}
+	return "spec.defaultBackend"
 }
 
 // attachCanaries gives each location the oldest canary Ingress naming its

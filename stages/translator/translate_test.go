@@ -37,6 +37,9 @@ func TestGolden(t *testing.T) {
 			if name == "default-backend-service" {
 				cfg.DefaultBackendService = "default/fallback"
 			}
+			if name == "host-ownership-namespace" {
+				cfg.HostOwnership = HostOwnershipNamespace
+			}
 			got := encodeModel(t, Translate(cfg, loadSnapshot(t, in)))
 			golden := strings.TrimSuffix(in, ".yaml") + ".golden.json"
 			if *update {

@@ -48,8 +48,10 @@ func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
 	}
 	checkBackend("spec.defaultBackend", ing.Spec.DefaultBackend)
 	for i, rule := range ing.Spec.Rules {
-		if rule.Host != "" && (len(rule.Host) > 253 || !hostPattern.MatchString(normalizeHost(rule.Host))) {
-			add(fmt.Sprintf("spec.rules[%d].host", i), "%q is not a valid host name", rule.Host)
+		if rule.Host != "" {
+			if msg := checkHost(rule.Host); msg != "" {
+				add(fmt.Sprintf("spec.rules[%d].host", i), "%s", msg)
+			}
 		}
 		if rule.HTTP == nil {
 			continue
@@ -64,12 +66,36 @@ func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
 	}
 	for i, entry := range ing.Spec.TLS {
 		for j, h := range entry.Hosts {
-			if len(h) > 253 || !hostPattern.MatchString(normalizeHost(h)) {
-				add(fmt.Sprintf("spec.tls[%d].hosts[%d]", i, j), "%q is not a valid host name", h)
+			if msg := checkHost(h); msg != "" {
+				add(fmt.Sprintf("spec.tls[%d].hosts[%d]", i, j), "%s", msg)
 			}
 		}
 	}
 	return problems
+}
+
+// checkHost validates a host name as written, before any case folding:
+// Unicode case mapping folds some non-ASCII letters into ASCII ones ('İ'
+// into 'i', the Kelvin sign into 'k'), so "uniİ.test" would be served as
+// "unii.test", another name than the one written. Only ASCII passes;
+// internationalized names are written in their IDNA form ("xn--…").
+func checkHost(h string) string {
+	if !isASCII(h) {
+		return fmt.Sprintf("%q is not a valid host name: only ASCII names are served; write an internationalized name in its IDNA (xn--) form", h)
+	}
+	if len(h) > 253 || !hostPattern.MatchString(normalizeHost(h)) {
+		return fmt.Sprintf("%q is not a valid host name", h)
+	}
+	return ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func checkPath(p networkingv1.HTTPIngressPath) string {

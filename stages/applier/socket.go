@@ -1,0 +1,60 @@
+package applier
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ControlDir is the directory below the prefix that holds the control
+// socket. It is private to the controller's user (mode 0700): whoever can
+// connect to the socket can replace every backend and certificate, and
+// NGINX creates unix sockets world-writable. The workers, which may run as
+// another user, never need the path: they accept on the listening socket
+// the master opened for them.
+const ControlDir = "control"
+
+// secureControlDir makes the directory of the control socket private to
+// this process's user: created if missing, owned by us and mode 0700. The
+// prefix itself must stay open to the workers, so a socket placed directly
+// in it gets only the socket's own 0600 (see secureControlSocket).
+func secureControlDir(prefix, socket string) error {
+	dir := filepath.Dir(socket)
+	if filepath.Clean(dir) == filepath.Clean(prefix) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("control socket directory: %w", err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("control socket directory: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("control socket directory %s is not a directory", dir)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		// Left by another user (a state dir reused across users): take it
+		// back if we may, else refuse rather than share the socket.
+		if err := os.Lchown(dir, os.Geteuid(), os.Getegid()); err != nil {
+			return fmt.Errorf("control socket directory %s belongs to uid %d, not to us: %w", dir, st.Uid, err)
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("control socket directory: %w", err)
+	}
+	return nil
+}
+
+// secureControlSocket narrows the socket NGINX created (mode 0666) to its
+// owner. The directory already keeps others out; this holds even when the
+// socket was configured directly in the prefix.
+func secureControlSocket(socket string) error {
+	err := os.Chmod(socket, 0o600)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	return err
+}
