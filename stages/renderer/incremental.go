@@ -49,7 +49,8 @@ type Renderer struct {
 }
 
 type renderDirty struct {
-	main     bool
+	main     bool // nginx.conf and every server file
+	mainFile bool // nginx.conf alone
 	servers  map[string]bool // model keys
 	backends map[string]bool // backend names, put or deleted
 	certs    map[string]bool // certificate ids
@@ -171,9 +172,9 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 // as it sends it). A server that fails a check is left out and reported;
 // every other server is still rendered.
 func (r *Renderer) Flush() (bus.Output, []error) {
-	if r.updateRefusals() {
-		r.dirty.main = true
-	}
+	mainFile, settings := r.updateRefusals()
+	r.dirty.mainFile = r.dirty.mainFile || mainFile
+	r.dirty.main = r.dirty.main || settings
 	d := r.dirty
 	r.dirty = newRenderDirty()
 	out := bus.Output{Puts: map[string][]byte{}, Values: map[string]any{}}
@@ -189,7 +190,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	if err != nil {
 		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 	}
-	if d.main || resized {
+	if d.main || d.mainFile || resized {
 		cfg := r.cfg
 		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
 		main, err := execute("nginx.conf.tmpl", mainView{Config: cfg, Settings: r.effectiveSettings(),

@@ -123,11 +123,12 @@ func (r *Renderer) ingressRev(name, key string) string {
 // updateRefusals decides which refusals hold: an Ingress is left out when
 // its revision on one of its servers is the refused one, a ConfigMap key
 // falls back when its value's revision is. The servers whose rendering
-// that changes are marked; it returns whether nginx.conf must be rendered
-// again.
-func (r *Renderer) updateRefusals() bool {
+// that changes are marked. It returns whether nginx.conf must be rendered
+// again (its "# refused" lines), and whether the settings changed, which
+// every file depends on.
+func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 	if !r.ref.changed {
-		return false
+		return false, false
 	}
 	r.ref.changed = false
 	excluded := map[string]string{}
@@ -154,9 +155,10 @@ func (r *Renderer) updateRefusals() bool {
 			r.markIngressServers(name)
 		}
 	}
-	main := !maps.Equal(excluded, r.ref.excluded) || !maps.Equal(keys, r.ref.refusedKeys)
+	mainFile = !maps.Equal(excluded, r.ref.excluded)
+	settings = !maps.Equal(keys, r.ref.refusedKeys)
 	r.ref.excluded, r.ref.refusedKeys = excluded, keys
-	return main
+	return mainFile, settings
 }
 
 func (r *Renderer) markIngressServers(name string) {
