@@ -41,6 +41,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
+	if len(s.cfg.TestRefuseIngresses) > 0 {
+		s.log.Warn("test option: these Ingresses get a directive NGINX refuses", zap.Strings("ingresses", s.cfg.TestRefuseIngresses))
+	}
 	s.writer = bus.NewWriter(s.conn, bus.StageRenderer)
 	s.refusals = map[string]*bus.Refusal{}
 	refusalsDone := make(chan error, 1)
