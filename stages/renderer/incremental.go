@@ -49,8 +49,8 @@ type Renderer struct {
 }
 
 type renderDirty struct {
-	main     bool // nginx.conf and every server file
-	mainFile bool // nginx.conf alone
+	main     bool            // nginx.conf and every server file
+	mainFile bool            // nginx.conf alone
 	servers  map[string]bool // model keys
 	backends map[string]bool // backend names, put or deleted
 	certs    map[string]bool // certificate ids
