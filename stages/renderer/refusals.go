@@ -273,12 +273,12 @@ func (s sources) configMapSource(key string) string {
 func (r *Renderer) refusedLines() []string {
 	var lines []string
 	for _, name := range slices.Sorted(maps.Keys(r.ref.excluded)) {
-		if bus.SourceNamePattern.MatchString(name) {
+		if bus.SourceNamePattern.MatchString(name) && bus.RevPattern.MatchString(r.ref.excluded[name]) {
 			lines = append(lines, "# refused "+bus.RefusedIngress+" "+name+" rev="+r.ref.excluded[name])
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(r.ref.refusedKeys)) {
-		if bus.SourceNamePattern.MatchString(key) {
+		if bus.SourceNamePattern.MatchString(key) && bus.RevPattern.MatchString(r.ref.refusedKeys[key]) {
 			lines = append(lines, "# refused "+bus.RefusedConfigMap+" "+key+" rev="+r.ref.refusedKeys[key])
 		}
 	}
