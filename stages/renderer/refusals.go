@@ -17,7 +17,7 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// TestRefusedDirective is the directive the hidden test option
+// TestRefusedDirective is the directive the test-only option
 // (Config.TestRefuseIngresses) writes into the locations of the Ingresses
 // it names: a fixed word NGINX does not know, so `nginx -t` refuses it.
 const TestRefusedDirective = "switchyard_test_refused_directive on;"

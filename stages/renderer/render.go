@@ -36,10 +36,11 @@ type Config struct {
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
 	// ("10.0.0.53", "127.0.0.1:5353", "[fd00::53]").
 	Resolvers []string
-	// TestRefuseIngresses ("namespace/name") is for tests only (the hidden
-	// run flag --x-test-refuse-ingress): each location of these Ingresses
-	// gets TestRefusedDirective, which NGINX refuses, so a test can see a
-	// refusal traced to its Ingress end to end.
+	// TestRefuseIngresses ("namespace/name") is for tests only (set from
+	// SWITCHYARD_TEST_REFUSE_INGRESS, which no flag or document offers):
+	// each location of these Ingresses gets TestRefusedDirective, which
+	// NGINX refuses, so a test can see a refusal traced to its Ingress end
+	// to end through the real binary.
 	TestRefuseIngresses []string
 }
 
