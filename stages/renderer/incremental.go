@@ -437,10 +437,6 @@ func (r *Renderer) applyEntry(key string, data []byte) error {
 		if len(parts) == 2 {
 			r.SetCertificate(parts[0]+"/"+parts[1], c)
 		}
-	case bus.KindIngress:
-		if name, ok := ingressNameFromKey(parts); ok {
-			r.SetIngressInfo(name, data)
-		}
 	case bus.KindConfig:
 		var s *bus.Settings
 		if !gone {

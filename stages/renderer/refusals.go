@@ -8,11 +8,10 @@ package renderer
 // everything else is served; a changed source is tried again.
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
-	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -28,9 +27,6 @@ const sourceSwitchyard = "# source switchyard"
 // refusalState is what the renderer tracks for attribution.
 type refusalState struct {
 	refusals map[string]bus.Refusal // by table key
-	// infos are the Ingresses' information (annotations table), as
-	// published; part of each Ingress's revision.
-	infos map[string][]byte
 	// ingServers lists the servers (model keys) holding locations of each
 	// Ingress.
 	ingServers map[string]map[string]bool
@@ -46,7 +42,7 @@ type refusalState struct {
 
 func newRefusalState() refusalState {
 	return refusalState{
-		refusals: map[string]bus.Refusal{}, infos: map[string][]byte{},
+		refusals:   map[string]bus.Refusal{},
 		ingServers: map[string]map[string]bool{},
 		excluded:   map[string]string{}, refusedKeys: map[string]string{},
 	}
@@ -60,22 +56,6 @@ func (r *Renderer) SetRefusal(key string, ref *bus.Refusal) {
 	} else {
 		r.ref.refusals[key] = *ref
 	}
-	r.ref.changed = true
-}
-
-// SetIngressInfo records (or with nil forgets) an Ingress's information,
-// "namespace/name" → the IngressInfo as published. It is part of the
-// Ingress's revision on every server it has locations on.
-func (r *Renderer) SetIngressInfo(name string, data []byte) {
-	if bytes.Equal(r.ref.infos[name], data) {
-		return
-	}
-	if data == nil {
-		delete(r.ref.infos, name)
-	} else {
-		r.ref.infos[name] = data
-	}
-	r.markIngressServers(name)
 	r.ref.changed = true
 }
 
@@ -103,21 +83,37 @@ func (r *Renderer) indexIngresses(key string, s *bus.Server, add bool) {
 	r.ref.changed = true
 }
 
-// ingressRev is an Ingress's revision on one server: its information and
-// its locations there, with their features, as the renderer has them. A
-// change to the Ingress's part of one host changes only that host's file.
+// ingressRev is an Ingress's revision on one server: its locations there
+// with what of them is rendered into the file. What goes to Lua only (the
+// canary, balancing) is left out: a change to it must not change the file,
+// which would reload NGINX, and cannot make NGINX refuse anything. A change
+// to the Ingress's part of one host changes only that host's file.
 func (r *Renderer) ingressRev(name, key string) string {
-	parts := [][]byte{[]byte(name), r.ref.infos[name]}
+	parts := [][]byte{[]byte(name)}
 	if s := r.servers[key]; s != nil {
 		parts = append(parts, []byte(s.Hostname))
 		for _, l := range s.Locations {
 			if l.Ingress == name {
-				data, _ := json.Marshal(l)
+				data, _ := json.Marshal(renderedPart(l))
 				parts = append(parts, data)
 			}
 		}
 	}
 	return bus.SourceRev(parts...)
+}
+
+// renderedPart is a location without what reaches Lua only.
+func renderedPart(l bus.Location) bus.Location {
+	l.Canary = nil
+	if l.Features != nil {
+		f := *l.Features
+		f.Canary, f.Balancing = nil, nil
+		l.Features = &f
+		if reflect.ValueOf(f).IsZero() {
+			l.Features = nil // as if it never had any
+		}
+	}
+	return l
 }
 
 // updateRefusals decides which refusals hold: an Ingress is left out when
@@ -283,13 +279,4 @@ func (r *Renderer) refusedLines() []string {
 		}
 	}
 	return lines
-}
-
-// ingressNameFromKey is "namespace/name" for an annotations-table key of
-// an Ingress's information.
-func ingressNameFromKey(parts []string) (string, bool) {
-	if len(parts) != 2 {
-		return "", false
-	}
-	return strings.Join(parts, "/"), true
 }

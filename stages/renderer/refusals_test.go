@@ -136,6 +136,23 @@ func TestRefusalsIncremental(t *testing.T) {
 	if out.Values[fileKey(legacyFile)] == nil || len(out.Deletes) != 0 {
 		t.Fatalf("refusal gone: puts %v, deletes %v; want the legacy server back", keysOf(out.Values), out.Deletes)
 	}
+
+	// What reaches Lua only changes no file: no revision, no reload.
+	key := bus.Key(bus.KindServer, "legacy.example.com")
+	legacy := *m.Servers[key]
+	legacy.Locations = slices.Clone(legacy.Locations)
+	f := bus.Features{}
+	if old := legacy.Locations[0].Features; old != nil {
+		f = *old
+	}
+	f.Balancing = &bus.Balancing{LoadBalance: "ewma"}
+	legacy.Locations[0].Features = &f
+	legacy.Locations[0].Canary = &bus.LocationCanary{Ingress: "shop/canary", Backend: "shop-canary-80"}
+	r.SetServer(key, &legacy)
+	out, _ = r.Flush()
+	if content := out.Values[fileKey(legacyFile)].(bus.RenderedFile).Content; revIn(t, content, "shop/legacy") != rev {
+		t.Fatalf("a Lua-only change gave the Ingress a new revision:\n%s", content)
+	}
 }
 
 func keysOf(m map[string]any) []string {

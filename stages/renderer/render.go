@@ -6,7 +6,6 @@ package renderer
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -106,10 +105,6 @@ func RenderRefused(cfg Config, m bus.Model, refusals map[string]*bus.Refusal) (A
 	r.SetSettings(m.Settings)
 	for key, ref := range refusals {
 		r.SetRefusal(key, ref)
-	}
-	for _, info := range m.Ingresses {
-		data, _ := json.Marshal(info)
-		r.SetIngressInfo(info.Namespace+"/"+info.Name, data)
 	}
 	for key, s := range m.Servers {
 		r.SetServer(key, s)
