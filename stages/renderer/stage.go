@@ -46,15 +46,16 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	s.writer = bus.NewWriter(s.conn, bus.StageRenderer)
 	s.refusals = map[string]*bus.Refusal{}
-	refusalsDone := make(chan error, 1)
-	go func() {
-		refusalsDone <- bus.Follow(ctx, s.conn, bus.TableRefusals, s.followRefusals)
-	}()
-	err := bus.Follow(ctx, s.conn, bus.StageAnnotations, s.followModel)
-	if err == nil {
-		err = <-refusalsDone
+	// Two inputs: the annotated model, and the applier's refusals.
+	done := make(chan error, 2)
+	go func() { done <- bus.Follow(ctx, s.conn, bus.TableRefusals, s.followRefusals) }()
+	go func() { done <- bus.Follow(ctx, s.conn, bus.StageAnnotations, s.followModel) }()
+	for range 2 {
+		if err := <-done; err != nil {
+			return fmt.Errorf("renderer: %w", err)
+		}
 	}
-	return err
+	return nil
 }
 
 func (s *Stage) followModel(ctx context.Context, in bus.Snapshot) error {
