@@ -128,11 +128,22 @@ func (o *options) translatorConfig() (translator.Config, error) {
 		HostOwnership: ownership}, nil
 }
 
+// testRefuseEnv names Ingresses ("namespace/name", comma-separated) whose
+// locations get a directive NGINX refuses. Tests set it; nothing else
+// should.
+const testRefuseEnv = "SWITCHYARD_TEST_REFUSE_INGRESS"
+
 func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg := renderer.DefaultConfig()
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
+	// For tests only: the locations of these Ingresses get a directive NGINX
+	// refuses (renderer.TestRefusedDirective), so a test can follow a
+	// refusal end to end through a path every Ingress renders.
+	if v := os.Getenv(testRefuseEnv); v != "" {
+		cfg.TestRefuseIngresses = splitList(v)
+	}
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
 	if w, werr := o.workerUser(); werr != nil {
@@ -240,7 +251,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
 			Status: watcher.StatusConfig{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
-				ElectionID: o.electionID, ElectionNamespace: podNamespace(),
+				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
 			},
 		}, log), nil
 	case bus.StageTranslator:

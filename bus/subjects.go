@@ -42,6 +42,8 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	renderer.backend.<name>                    Lua backend payload
 //	renderer.certificate.<namespace>.<name>    Lua certificate payload
 //	applier.result                             ApplyResult (plain publish, not a table)
+//	refusals.ingress.<namespace>.<name>        Refusal: NGINX refused what the Ingress rendered (bus/refusals.go)
+//	refusals.configmap.<key>                   Refusal: NGINX refused a ConfigMap key's value
 const (
 	KindObject      = "object"
 	KindServer      = "server"

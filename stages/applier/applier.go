@@ -66,6 +66,11 @@ type Stage struct {
 		backends     map[string]json.RawMessage
 		certificates map[string]luaCertificate
 	}
+	// refusals are the sources NGINX refused (refusals.go), published in
+	// the refusals table for the renderer and the status writer.
+	refusals          map[string]bus.Refusal
+	refusalWriter     *bus.Writer
+	refusalsPublished bool
 }
 
 // New returns the applier stage.
@@ -73,7 +78,8 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
-	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket)}
+	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket),
+		refusals: map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
 }
 
 // target is the newest desired state with the generation it belongs to.
@@ -94,6 +100,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	// The stream keeps the last apply result, so a status writer that
 	// starts leading later still learns what has been applied.
 	if _, err := s.conn.EnsureStream(ctx, bus.StageApplier); err != nil {
+		return err
+	}
+	if err := s.loadRefusals(ctx); err != nil {
 		return err
 	}
 	if s.cfg.WorkerUser != nil {
@@ -190,7 +199,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 
 	configReady := false
 	if plan.WriteConfig || fresh {
-		if err := s.prepareConfig(d.Files); err != nil {
+		if err := s.prepareConfig(ctx, d.Files, meta); err != nil {
 			errs = append(errs, err)
 		} else {
 			configReady = true
@@ -303,16 +312,41 @@ func (s *Stage) runningDesired() *Desired {
 	return &Desired{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates}
 }
 
-// prepareConfig writes the candidate configuration, tests it, and swaps it in.
-func (s *Stage) prepareConfig(files map[string]string) error {
+// prepareConfig writes the candidate configuration, tests it, and swaps it
+// in. A refusal is traced to its source, which the renderer then leaves out;
+// one that cannot be is logged whole.
+func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta bus.Meta) error {
 	if err := writeConfig(s.cfg.Prefix, NextConfDir, files, s.running.files); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
-	if err := testConfig(s.cfg.NginxBinary, s.cfg.Prefix, NextConfDir); err != nil {
+	if output, err := testConfig(s.cfg.NginxBinary, s.cfg.Prefix, NextConfDir); err != nil {
+		if ref, ok := attribute(output, s.cfg.Prefix, NextConfDir, files); ok {
+			s.refused(ctx, ref, meta)
+			return fmt.Errorf("configuration refused because of %s %s, rendering again without it: %s", ref.Kind, ref.Name, ref.Message)
+		}
+		s.log.Error("nginx refused the configuration and it names no Ingress or ConfigMap key; keeping the last good one",
+			zap.Uint64("generation", meta.Generation), zap.String("nginx", output))
 		return fmt.Errorf("configuration rejected, keeping the last good one: %w", err)
 	}
+	s.forgetRefusals(ctx, files[MainFile], meta)
 	if err := swapConfig(s.cfg.Prefix); err != nil {
 		return fmt.Errorf("swap configuration: %w", err)
+	}
+	return nil
+}
+
+// loadRefusals starts from the refusals an earlier applier published (on
+// an external bus): the renderer still honours them.
+func (s *Stage) loadRefusals(ctx context.Context) error {
+	entries, _, err := bus.ReadTable(ctx, s.conn, bus.TableRefusals)
+	if err != nil {
+		return fmt.Errorf("applier: read refusals: %w", err)
+	}
+	for key, data := range entries {
+		var ref bus.Refusal
+		if json.Unmarshal(data, &ref) == nil && ref.Key() == key {
+			s.refusals[key] = ref
+		}
 	}
 	return nil
 }

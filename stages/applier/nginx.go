@@ -175,16 +175,18 @@ func (p *nginxProcess) reapOrphans() {
 }
 
 // testConfig runs nginx -t on the configuration in dir (relative to the
-// prefix) and returns NGINX's complaint when it fails.
-func testConfig(bin, prefix, dir string) error {
+// prefix) and returns NGINX's complaint when it fails: the error, and the
+// whole output to trace it to its source.
+func testConfig(bin, prefix, dir string) (string, error) {
 	cmd := exec.Command(bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
 	cmd.Dir = prefix
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("nginx -t: %w: %s", err, strings.TrimSpace(out.String()))
+		text := strings.TrimSpace(out.String())
+		return text, fmt.Errorf("nginx -t: %w: %s", err, text)
 	}
-	return nil
+	return "", nil
 }
 
 // forwardLog turns NGINX's error log lines into structured log entries.

@@ -44,7 +44,7 @@ func FuzzRenderRegexServer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path, target string) {
 		s := serverFor("x.example.com", path, "b", "ImplementationSpecific")
 		s.Locations[0].Features = &bus.Features{Rewrite: &bus.Rewrite{Target: target, UseRegex: true}}
-		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{})
+		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{}, sources{})
 		if err != nil {
 			return
 		}
@@ -72,7 +72,7 @@ func FuzzRenderServer(f *testing.F) {
 		if exact {
 			pathType = bus.PathExact
 		}
-		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), serverFor(host, path, backend, pathType), backendContext{})
+		text, err := renderServer(DefaultConfig(), bus.DefaultSettings(), serverFor(host, path, backend, pathType), backendContext{}, sources{})
 		if err != nil {
 			return
 		}
@@ -102,7 +102,7 @@ func TestFuzzInputsPassNginx(t *testing.T) {
 	accepted := 0
 	for i, in := range inputs {
 		s := serverFor(in.host, in.path, in.backend, bus.PathPrefix)
-		if _, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{}); err != nil {
+		if _, err := renderServer(DefaultConfig(), bus.DefaultSettings(), s, backendContext{}, sources{}); err != nil {
 			continue
 		}
 		// One server per input; a unique name keeps server_name distinct.

@@ -45,10 +45,13 @@ type Renderer struct {
 	// nginx.conf was last rendered with (dictsize.go).
 	sizes payloadSizes
 	dicts struct{ config, certs string }
+	// ref is attribution and the applier's refusals (refusals.go).
+	ref refusalState
 }
 
 type renderDirty struct {
-	main     bool
+	main     bool            // nginx.conf and every server file
+	mainFile bool            // nginx.conf alone
 	servers  map[string]bool // model keys
 	backends map[string]bool // backend names, put or deleted
 	certs    map[string]bool // certificate ids
@@ -70,6 +73,7 @@ func NewRenderer(cfg Config) *Renderer {
 		dirty: newRenderDirty(),
 		zones: newZoneIndex(),
 		sizes: newPayloadSizes(),
+		ref:   newRefusalState(),
 	}
 	r.dirty.main = true
 	return r
@@ -83,6 +87,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 	if old := r.servers[key]; old != nil {
 		r.indexCert(old, false)
 		r.indexHost(old.Hostname, key, false)
+		r.indexIngresses(key, old, false)
 		if s == nil || old.Hostname != s.Hostname {
 			delete(r.files, ServerFile(old.Hostname))
 		}
@@ -93,6 +98,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 		r.servers[key] = s
 		r.indexCert(s, true)
 		r.indexHost(s.Hostname, key, true)
+		r.indexIngresses(key, s, true)
 	}
 	r.dirty.servers[key] = true
 }
@@ -159,6 +165,7 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 		r.settings = *s
 	}
 	r.dirty.main = true
+	r.ref.changed = true // a refused key may have a new value
 }
 
 // Flush renders what changed since the last Flush and returns it as the
@@ -166,6 +173,9 @@ func (r *Renderer) SetSettings(s *bus.Settings) {
 // as it sends it). A server that fails a check is left out and reported;
 // every other server is still rendered.
 func (r *Renderer) Flush() (bus.Output, []error) {
+	mainFile, settings := r.updateRefusals()
+	r.dirty.mainFile = r.dirty.mainFile || mainFile
+	r.dirty.main = r.dirty.main || settings
 	d := r.dirty
 	r.dirty = newRenderDirty()
 	out := bus.Output{Puts: map[string][]byte{}, Values: map[string]any{}}
@@ -181,10 +191,11 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	if err != nil {
 		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 	}
-	if d.main || resized {
+	if d.main || d.mainFile || resized {
 		cfg := r.cfg
 		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
-		main, err := execute("nginx.conf.tmpl", mainView{Config: cfg, Settings: r.settings})
+		main, err := execute("nginx.conf.tmpl", mainView{Config: cfg, Settings: r.effectiveSettings(),
+			src: r.sources(""), Refused: r.refusedLines()})
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}
@@ -247,8 +258,17 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 		return nil
 	}
 	path := ServerFile(s.Hostname)
+	if s = r.visibleServer(s); s == nil {
+		// Every location's Ingress is refused: the host goes to the
+		// catch-all server until one changes.
+		r.zones.set(key, nil)
+		delete(r.files, path)
+		out.Deletes = append(out.Deletes, fileKey(path))
+		r.setAuthFiles(key, nil, out)
+		return nil
+	}
 	s, leftOut := withoutForeignNested(s)
-	text, err := renderServer(r.cfg, r.settings, s, r.backendContext())
+	text, err := renderServer(r.cfg, r.effectiveSettings(), s, r.backendContext(), r.sources(key))
 	if err != nil {
 		r.zones.set(key, nil)
 		delete(r.files, path)
@@ -261,6 +281,22 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)
 	return errors.Join(leftOut...)
+}
+
+// sources attributes the lines of the server under key (none: nginx.conf).
+func (r *Renderer) sources(key string) sources {
+	src := sources{settings: &r.settings, refusedKeys: r.ref.refusedKeys, testRefuse: r.cfg.testRefuse()}
+	if key != "" {
+		memo := map[string]string{}
+		src.ingress = func(name string) string {
+			if c, ok := memo[name]; ok {
+				return c
+			}
+			memo[name] = r.ingressSource(name, key)
+			return memo[name]
+		}
+	}
+	return src
 }
 
 func (r *Renderer) backendContext() backendContext {

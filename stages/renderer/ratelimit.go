@@ -29,6 +29,8 @@ type zoneView struct {
 	Connections int
 	Allowlist   []string
 	Size        string
+	// Ingress declares the zones; Source is its attribution comment.
+	Ingress, Source string
 }
 
 // rateLimitID names the zones of one Ingress's rate limit: the Ingress
@@ -84,7 +86,7 @@ func serverZones(s *bus.Server) map[string]zoneView {
 			continue
 		}
 		rl := l.Features.RateLimit
-		zones[id] = zoneView{ID: id, RPS: rl.RPS, RPM: rl.RPM, Connections: rl.Connections, Allowlist: rl.Allowlist, Size: zoneSize}
+		zones[id] = zoneView{ID: id, RPS: rl.RPS, RPM: rl.RPM, Connections: rl.Connections, Allowlist: rl.Allowlist, Size: zoneSize, Ingress: l.Ingress}
 	}
 	return zones
 }
@@ -126,13 +128,15 @@ func (z *zoneIndex) set(server string, zones map[string]zoneView) {
 }
 
 // render gives zones.conf, or "" when no zone is in use.
-func (z *zoneIndex) render() (string, error) {
+func (z *zoneIndex) render(source func(zoneView) string) (string, error) {
 	if len(z.defs) == 0 {
 		return "", nil
 	}
 	views := make([]zoneView, 0, len(z.defs))
 	for _, id := range slices.Sorted(maps.Keys(z.defs)) {
-		views = append(views, z.defs[id])
+		v := z.defs[id]
+		v.Source = source(v)
+		views = append(views, v)
 	}
 	return execute("zones.conf.tmpl", views)
 }
@@ -143,7 +147,7 @@ func (r *Renderer) flushZones(out *bus.Output) error {
 		return nil
 	}
 	r.zones.changed = false
-	text, err := r.zones.render()
+	text, err := r.zones.render(zoneSource)
 	if err != nil {
 		return err
 	}

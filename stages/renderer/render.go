@@ -35,6 +35,23 @@ type Config struct {
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
 	// ("10.0.0.53", "127.0.0.1:5353", "[fd00::53]").
 	Resolvers []string
+	// TestRefuseIngresses ("namespace/name") is for tests only (set from
+	// SWITCHYARD_TEST_REFUSE_INGRESS, which no flag or document offers):
+	// each location of these Ingresses gets TestRefusedDirective, which
+	// NGINX refuses, so a test can see a refusal traced to its Ingress end
+	// to end through the real binary.
+	TestRefuseIngresses []string
+}
+
+func (c Config) testRefuse() map[string]bool {
+	if len(c.TestRefuseIngresses) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, name := range c.TestRefuseIngresses {
+		m[name] = true
+	}
+	return m
 }
 
 // DefaultConfig is `switchyard run` without flags.
@@ -76,8 +93,19 @@ func ServerFile(hostname string) string { return "servers/" + bus.EscapeToken(ho
 // everything at once, so both share every rule. A server that fails a check
 // is left out and reported, so one bad object never takes the others down.
 func Render(cfg Config, m bus.Model) (Artifacts, []error) {
+	return RenderRefused(cfg, m, nil)
+}
+
+// RenderRefused renders the model as Render does, honouring the applier's
+// refusals (by table key): a refused Ingress whose revision is still the
+// one refused is left out, a refused ConfigMap key falls back to its
+// default.
+func RenderRefused(cfg Config, m bus.Model, refusals map[string]*bus.Refusal) (Artifacts, []error) {
 	r := NewRenderer(cfg)
 	r.SetSettings(m.Settings)
+	for key, ref := range refusals {
+		r.SetRefusal(key, ref)
+	}
 	for key, s := range m.Servers {
 		r.SetServer(key, s)
 	}
@@ -107,7 +135,16 @@ func sortErrors(errs []error) {
 type mainView struct {
 	Config   Config
 	Settings bus.Settings
+	// Refused are the "# refused" lines of the refusals this render honours.
+	Refused []string
+	src     sources
 }
+
+// Source is the attribution comment of lines written from a ConfigMap key.
+func (v mainView) Source(key string) string { return v.src.configMapSource(key) }
+
+// Static is the comment that ends an attributed part.
+func (v mainView) Static() string { return sourceSwitchyard }
 
 // HTTPSRedirectPort is appended to ssl-redirect targets: ":8443" when
 // HTTPS does not listen on 443.
@@ -141,7 +178,15 @@ type serverView struct {
 	// WWWRedirect is the host of the from-to-www-redirect server, which
 	// redirects to Server.Hostname; empty when there is none.
 	WWWRedirect string
+	// HeaderSource attributes the server's own lines to the Ingress of
+	// its first location; WWWSource the redirect server to the Ingress
+	// that asked for it.
+	HeaderSource, WWWSource string
+	src                     sources
 }
+
+// Source is the attribution comment of lines written from a ConfigMap key.
+func (v serverView) Source(key string) string { return v.src.configMapSource(key) }
 
 type locationView struct {
 	Modifier string // "= " for exact matches, "" for prefixes
@@ -161,7 +206,15 @@ type locationView struct {
 	RewriteRegex string
 	// sortPath is the Ingress path, for ordering regex locations.
 	sortPath string
+	// Ingress owns the location; Source is its attribution comment.
+	Ingress string
+	Source  string
+	// TestRefused: the hidden test option injects TestRefusedDirective.
+	TestRefused bool
 }
+
+// TestRefusedDirective is what the template writes for TestRefused.
+func (locationView) TestRefusedDirective() string { return TestRefusedDirective }
 
 // backendContext is what a server's rendering needs to know of backends.
 type backendContext struct {
@@ -172,17 +225,25 @@ type backendContext struct {
 	hostExists func(host string) bool
 }
 
-func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext) (string, error) {
+func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext, src sources) (string, error) {
 	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
 		return "", fmt.Errorf("invalid host name %q", s.Hostname)
 	}
 	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
-		HasDefaultBackend: backends.hasDefault}
+		HasDefaultBackend: backends.hasDefault, src: src, HeaderSource: sourceSwitchyard, WWWSource: sourceSwitchyard}
+	if src.ingress == nil {
+		src.ingress = func(string) string { return sourceSwitchyard }
+	}
+	if len(s.Locations) > 0 && s.Locations[0].Ingress != "" {
+		view.HeaderSource = src.ingress(s.Locations[0].Ingress)
+	}
 	locations, err := nginxLocations(s.Locations)
 	if err != nil {
 		return "", err
 	}
 	for i, l := range locations {
+		locations[i].Source = src.ingress(l.Ingress)
+		locations[i].TestRefused = src.testRefuse[l.Ingress]
 		locations[i].Auth = authFor(i, l.Features, settings)
 		if target, ok := backends.external[l.Backend]; ok {
 			if !externalPattern.MatchString(target) || len(cfg.Resolvers) == 0 {
@@ -195,6 +256,9 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 	}
 	view.Locations = locations
 	view.WWWRedirect = wwwRedirect(s, backends.hostExists)
+	if asker := wwwAsker(s); view.WWWRedirect != "" && asker != "" {
+		view.WWWSource = src.ingress(asker)
+	}
 	return execute("server.conf.tmpl", view)
 }
 
@@ -240,8 +304,12 @@ func prefixLocations(locs []bus.Location) ([]locationView, error) {
 	var out []locationView
 	seen := map[locationView]bool{}
 	add := func(v locationView) {
+		// One location per path: the first Ingress to ask for it has it.
+		owner := v.Ingress
+		v.Ingress = ""
 		if !seen[v] {
 			seen[v] = true
+			v.Ingress = owner
 			out = append(out, v)
 		}
 	}
@@ -256,14 +324,14 @@ func prefixLocations(locs []bus.Location) ([]locationView, error) {
 		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 		case l.Path == "/":
-			add(locationView{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+			add(locationView{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(locationView{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+			add(locationView{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 			if !exact[p] {
-				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl})
+				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func regexLocations(locs []bus.Location) ([]locationView, error) {
 		}
 		seen[l.Path] = true
 		v := locationView{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features,
-			RateLimitID: locationRateLimitID(l), sortPath: l.Path}
+			RateLimitID: locationRateLimitID(l), sortPath: l.Path, Ingress: l.Ingress}
 		if rw := rewriteOf(l.Features); rw != nil && rw.Target != "" && rw.Target != l.Path {
 			v.RewriteRegex = "^" + l.Path
 		}
@@ -111,6 +111,16 @@ func wwwRedirect(s *bus.Server, hostExists func(string) bool) string {
 		return ""
 	}
 	return from
+}
+
+// wwwAsker is the Ingress whose location asks for from-to-www-redirect.
+func wwwAsker(s *bus.Server) string {
+	for _, l := range s.Locations {
+		if l.Features != nil && l.Features.Redirect != nil && l.Features.Redirect.FromToWWW {
+			return l.Ingress
+		}
+	}
+	return ""
 }
 
 // wwwCounterpart is www.<host> for <host>, and <host> for www.<host>.

@@ -38,6 +38,9 @@ type StatusConfig struct {
 	Identity string
 	// ControllerName is the source of the Events written.
 	ControllerName string
+	// ConfigMap is the controller ConfigMap ("namespace/name"): a key of
+	// it NGINX refused gets an Event there.
+	ConfigMap string
 }
 
 // runStatus takes part in leader election and, while leading, writes the
@@ -60,7 +63,8 @@ func runStatus(ctx context.Context, conn *bus.Conn, client kubernetes.Interface,
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
-	w := &statusWriter{client: client, cfg: cfg, log: log, written: map[string]bool{}, evented: map[string][]bus.Problem{}}
+	w := &statusWriter{client: client, cfg: cfg, log: log, written: map[string]bool{}, evented: map[string][]bus.Problem{},
+		keysEvented: map[string]bus.Refusal{}}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: cfg.ElectionID,
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
@@ -92,6 +96,11 @@ type statusWriter struct {
 	infos    map[string]bus.IngressInfo // translator's view, by "namespace/name"
 	infosGen uint64                     // generation of that view
 	applied  uint64                     // last generation applied without error
+	// refusals are the applier's (bus/refusals.go), by table key; a
+	// refused Ingress is not served, and its refusal is one of its
+	// problems.
+	refusals    map[string]bus.Refusal
+	keysEvented map[string]bus.Refusal // ConfigMap keys' refusals reported
 
 	written map[string]bool          // Ingresses whose status we wrote
 	evented map[string][]bus.Problem // problems last reported per Ingress
@@ -124,6 +133,9 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 			return nil
 		})
 	}()
+	refusals := make(chan map[string]bus.Refusal, 1)
+	go followRefusals(ctx, conn, refusals)
+	var raw map[string]bus.IngressInfo
 	resync := time.NewTicker(30 * time.Second)
 	defer resync.Stop()
 	for {
@@ -131,8 +143,16 @@ func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
 		case <-ctx.Done():
 			return nil
 		case v := <-snapshots:
-			w.infos, w.infosGen = v.infos, v.gen
+			raw, w.infosGen = v.infos, v.gen
+			w.infos = withRefusals(raw, w.refusals)
 			w.reportProblems(ctx)
+		case r := <-refusals:
+			w.refusals = r
+			if raw != nil {
+				w.infos = withRefusals(raw, w.refusals)
+				w.reportProblems(ctx)
+			}
+			w.reportKeyRefusals(ctx)
 		case m := <-results:
 			var res bus.ApplyResult
 			if json.Unmarshal(m.Data, &res) != nil || res.Error != "" || res.ReloadPending {
@@ -171,6 +191,70 @@ func updateInfos(infos map[string]bus.IngressInfo, snap bus.Snapshot) {
 			infos[name] = info
 		} else {
 			delete(infos, name)
+		}
+	}
+}
+
+// followRefusals sends the newest view of the applier's refusals table.
+func followRefusals(ctx context.Context, conn *bus.Conn, out chan map[string]bus.Refusal) {
+	table := map[string]bus.Refusal{}
+	_ = bus.Follow(ctx, conn, bus.TableRefusals, func(_ context.Context, snap bus.Snapshot) error {
+		if snap.Full {
+			clear(table)
+		}
+		for _, key := range snap.Deletes {
+			delete(table, key)
+		}
+		for key, data := range snap.Puts {
+			var ref bus.Refusal
+			if json.Unmarshal(data, &ref) == nil {
+				table[key] = ref
+			} else {
+				delete(table, key)
+			}
+		}
+		select { // keep only the newest view
+		case <-out:
+		default:
+		}
+		out <- maps.Clone(table)
+		return nil
+	})
+}
+
+// withRefusals is the Ingresses' information with each refused Ingress
+// not served and its refusal among its problems.
+func withRefusals(infos map[string]bus.IngressInfo, refusals map[string]bus.Refusal) map[string]bus.IngressInfo {
+	out := maps.Clone(infos)
+	for _, ref := range refusals {
+		info, ok := out[ref.Name]
+		if ref.Kind != bus.RefusedIngress || !ok {
+			continue
+		}
+		info.Problems = append(slices.Clone(info.Problems), ref.Problem())
+		info.Rejected = true
+		out[ref.Name] = info
+	}
+	return out
+}
+
+// reportKeyRefusals writes a Warning Event on the controller ConfigMap for
+// each of its keys NGINX newly refused.
+func (w *statusWriter) reportKeyRefusals(ctx context.Context) {
+	ns, name, ok := cutNamespacedName(w.cfg.ConfigMap)
+	for key, ref := range w.refusals {
+		if ref.Kind != bus.RefusedConfigMap || w.keysEvented[key] == ref {
+			continue
+		}
+		w.keysEvented[key] = ref
+		if !ok {
+			continue
+		}
+		w.eventOn(ctx, corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: ns, Name: name}, ref.Problem(), "")
+	}
+	for key := range w.keysEvented {
+		if _, still := w.refusals[key]; !still {
+			delete(w.keysEvented, key)
 		}
 	}
 }
@@ -298,25 +382,31 @@ func (w *statusWriter) reportProblems(ctx context.Context) {
 }
 
 func (w *statusWriter) event(ctx context.Context, info bus.IngressInfo, p bus.Problem) {
+	prefix := ""
+	if info.Rejected {
+		prefix = "Ingress not served: "
+	}
+	w.eventOn(ctx, corev1.ObjectReference{Kind: "Ingress", APIVersion: "networking.k8s.io/v1",
+		Namespace: info.Namespace, Name: info.Name}, p, prefix)
+}
+
+// eventOn writes a Warning Event about one problem of an object.
+func (w *statusWriter) eventOn(ctx context.Context, obj corev1.ObjectReference, p bus.Problem, prefix string) {
 	now := metav1.NewTime(time.Now())
 	source := w.cfg.ControllerName
 	if source == "" {
 		source = "switchyard"
 	}
-	msg := p.Field + ": " + p.Message
-	if info.Rejected {
-		msg = "Ingress not served: " + msg
-	}
+	msg := prefix + p.Field + ": " + p.Message
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: info.Name + ".", Namespace: info.Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Ingress", APIVersion: "networking.k8s.io/v1",
-			Namespace: info.Namespace, Name: info.Name},
-		Type: corev1.EventTypeWarning, Reason: p.Reason, Message: msg,
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: obj.Name + ".", Namespace: obj.Namespace},
+		InvolvedObject: obj,
+		Type:           corev1.EventTypeWarning, Reason: p.Reason, Message: msg,
 		Source:         corev1.EventSource{Component: source},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "switchyard.dev/ingress-controller", ReportingInstance: w.cfg.Identity,
 	}
-	if _, err := w.client.CoreV1().Events(info.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		w.log.Warn("write Event", zap.String("ingress", info.Namespace+"/"+info.Name), zap.Error(err))
+	if _, err := w.client.CoreV1().Events(obj.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		w.log.Warn("write Event", zap.String("kind", obj.Kind), zap.String("object", obj.Namespace+"/"+obj.Name), zap.Error(err))
 	}
 }

@@ -37,3 +37,31 @@ func TestUpdateInfos(t *testing.T) {
 		t.Fatalf("after a change: %v", infos)
 	}
 }
+
+// TestWithRefusals: a refused Ingress is not served and its refusal is
+// one of its problems; a ConfigMap key's refusal touches no Ingress.
+func TestWithRefusals(t *testing.T) {
+	own := bus.Problem{Field: "spec", Reason: "Own", Message: "m"}
+	infos := map[string]bus.IngressInfo{
+		"ns/a": {Namespace: "ns", Name: "a", Problems: []bus.Problem{own}},
+		"ns/b": {Namespace: "ns", Name: "b"},
+	}
+	ing := bus.Refusal{Kind: bus.RefusedIngress, Name: "ns/a", Rev: "0123456789ab", Message: `unknown directive "x"`}
+	key := bus.Refusal{Kind: bus.RefusedConfigMap, Name: "ssl-ciphers", Rev: "0123456789ab", Message: "no cipher match"}
+	gone := bus.Refusal{Kind: bus.RefusedIngress, Name: "ns/gone", Rev: "0123456789ab"}
+	got := withRefusals(infos, map[string]bus.Refusal{ing.Key(): ing, key.Key(): key, gone.Key(): gone})
+	a := got["ns/a"]
+	if !a.Rejected || len(a.Problems) != 2 || a.Problems[0] != own || a.Problems[1].Reason != bus.ReasonRefusedByNginx ||
+		a.Problems[1].Field != "nginx" {
+		t.Fatalf("refused Ingress: %+v", a)
+	}
+	if b := got["ns/b"]; b.Rejected || len(b.Problems) != 0 {
+		t.Fatalf("other Ingress: %+v", b)
+	}
+	if _, ok := got["ns/gone"]; ok || len(got) != 2 {
+		t.Fatalf("views: %v", got)
+	}
+	if len(infos["ns/a"].Problems) != 1 || infos["ns/a"].Rejected {
+		t.Fatal("the translator's view was changed")
+	}
+}

@@ -1,0 +1,111 @@
+package bus
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+)
+
+// When `nginx -t` refuses a configuration, the applier traces the refusal to
+// the object it came from through the attribution comments the renderer
+// writes, and publishes it in the refusals table. The renderer follows that
+// table and renders again without the refused source: an Ingress is left
+// out, a ConfigMap key falls back to its default. Every refusal names the
+// revision of the source it refused, so a changed source is tried again.
+//
+//	refusals.ingress.<namespace>.<name>   Refusal
+//	refusals.configmap.<key>              Refusal
+//
+// The attribution comments, in every rendered file:
+//
+//	# source ingress <namespace>/<name> rev=<rev>   the lines below come from that Ingress
+//	# source configmap <key> rev=<rev>              ... from that controller ConfigMap key
+//	# source switchyard                             ... from Switchyard itself (not attributable)
+//	# refused <kind> <name> rev=<rev>               a refusal the render honours (nginx.conf)
+//
+// A comment holds for the lines after it up to the next "# source" comment
+// of the same file.
+
+// TableRefusals is the table of the applier's refusals. It is not a stage
+// of the pipeline: the applier writes it and the renderer and the status
+// writer follow it.
+const TableRefusals = "refusals"
+
+// Kinds of refused sources.
+const (
+	RefusedIngress   = "ingress"
+	RefusedConfigMap = "configmap"
+)
+
+// ReasonRefusedByNginx is the Problem reason of a refused source.
+const ReasonRefusedByNginx = "RefusedByNginx"
+
+// Refusal is one source whose configuration NGINX refused.
+type Refusal struct {
+	Kind string `json:"kind"` // RefusedIngress or RefusedConfigMap
+	// Name is "namespace/name" of an Ingress, or the ConfigMap key.
+	Name string `json:"name"`
+	// Rev is the revision of the source that was refused (SourceRev).
+	Rev string `json:"rev"`
+	// Message is NGINX's complaint, without the state directory's paths.
+	Message string `json:"message"`
+	// File and Line are where in the rendered configuration NGINX (or the
+	// applier, for a complaint that names no line) found it.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Key is the refusal's key in the refusals table.
+func (r Refusal) Key() string { return RefusalKey(r.Kind, r.Name) }
+
+// Problem is the refusal said as a Problem of its object.
+func (r Refusal) Problem() Problem {
+	field := "nginx"
+	if r.Kind == RefusedConfigMap {
+		field = "data." + r.Name
+	}
+	what := "NGINX refused the configuration rendered from this Ingress; it is not served until it changes"
+	if r.Kind == RefusedConfigMap {
+		what = "NGINX refused the configuration rendered from this key; its default is used until it changes"
+	}
+	return Problem{Field: field, Reason: ReasonRefusedByNginx, Message: what + ": " + r.Message}
+}
+
+// RefusalKey is the table key of a source's refusal: "ingress.<ns>.<name>"
+// or "configmap.<key>".
+func RefusalKey(kind, name string) string {
+	if kind == RefusedIngress {
+		if ns, n, ok := cutSlash(name); ok {
+			return Key(kind, ns, n)
+		}
+	}
+	return Key(kind, name)
+}
+
+func cutSlash(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// SourceRev is the short revision the attribution comments carry: the
+// first 48 bits of the SHA-256 of what was rendered from the source.
+func SourceRev(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// SourceNamePattern is what a source name in an attribution comment may
+// hold: Kubernetes names and ConfigMap keys, and nothing that could end the
+// comment line. Writers and readers of the comments both check it.
+var SourceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,252})?(/[a-z0-9]([-a-z0-9.]{0,252})?)?$`)
+
+// RevPattern is a SourceRev.
+var RevPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)

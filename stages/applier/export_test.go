@@ -1,0 +1,4 @@
+package applier
+
+// Attribute is attribute, for the external tests.
+var Attribute = attribute
