@@ -117,13 +117,14 @@ func (s *Stage) Run(ctx context.Context) error {
 			generation++
 			objects := merge(latest["kubernetes"], latest["manifests"])
 			meta := bus.Meta{Generation: generation, Trace: bus.NewTrace(), Ingest: time.Now()}
+			// The writer retries until the bus takes the set; an error
+			// names objects left out, and the others are published.
 			changed, err := publishObjects(ctx, writer, meta, published, objects)
+			if ctx.Err() != nil {
+				return nil
+			}
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				s.log.Error("publish objects", zap.Uint64("generation", generation), zap.Error(err))
-				continue
+				s.log.Error("objects left out", zap.Uint64("generation", generation), zap.Error(err))
 			}
 			published = objects
 			s.log.Info("objects published", zap.Uint64("generation", generation),
