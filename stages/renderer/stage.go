@@ -18,11 +18,12 @@ type Stage struct {
 	cfg      Config
 	log      *zap.Logger
 	renderer *Renderer
+	splitter *fileSplitter
 }
 
 // New returns the renderer stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, cfg: cfg, log: log}
+	return &Stage{conn: conn, cfg: cfg, log: log, splitter: newFileSplitter()}
 }
 
 // Run renders after every commit of the annotations stage until ctx ends.
@@ -48,6 +49,9 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 	// A new renderer's first change is everything it renders: the whole
 	// table, which replaces what an earlier run left.
 	out.Full = full
+	// A host with thousands of paths renders a file larger than one bus
+	// message: it goes out in parts, which the applier joins.
+	s.splitter.split(&out)
 	return out, nil
 }
 
