@@ -100,7 +100,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
 	}
 	latest := map[string]map[string][]byte{}
-	tooLarge := map[string]int{} // Ingresses over the bus limit, as logged
+	tooLarge := map[string]int{}    // Ingresses over the bus limit, as logged
 	var published map[string][]byte // the last set published
 	for {
 		select {
