@@ -19,7 +19,7 @@ const (
 	// hand-written Ingress).
 	MaxPathsPerIngress = 1000
 	// MaxPathBytesPerIngress bounds the summed length of its paths.
-	MaxPathBytesPerIngress = 128 << 10
+	MaxPathBytesPerIngress = 256 << 10
 	// MaxLocationsPerServer bounds the locations of one host. Ingresses
 	// are merged oldest first, so an Ingress that would take a host over
 	// it is the newer one: it is not served on that host, and the host's
