@@ -4,79 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus/bustest"
 )
-
-// proxy forwards TCP to a NATS server and can cut every connection and
-// refuse new ones: the bus away, as a client sees it.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	up     bool
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string, up bool) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, up: up}
-	t.Cleanup(func() { _ = ln.Close(); p.setUp(false) })
-	go p.serve()
-	return p
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if !p.up {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
-		go func() { _, _ = io.Copy(c, s); _ = c.Close() }()
-	}
-}
-
-// setUp lets connections through, or cuts them all and refuses new ones.
-func (p *proxy) setUp(up bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.up = up
-	if !up {
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.conns = nil
-	}
-}
 
 func startTCPBus(t *testing.T) string {
 	t.Helper()
@@ -174,27 +111,27 @@ func waitNotReady(t *testing.T, c *Conn) {
 // the bus is back every change made meanwhile arrives.
 func TestBusStallsAndRecovers(t *testing.T) {
 	target := startTCPBus(t)
-	direct := startProxy(t, target, true)
-	stalled := startProxy(t, target, false) // the pipe's bus is away at start
+	direct := bustest.StartProxy(t, target, true)
+	stalled := bustest.StartProxy(t, target, false) // the pipe's bus is away at start
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	producer := connect(t, direct.url(), "producer")
-	pipeConn := connect(t, stalled.url(), "pipe")
+	producer := connect(t, direct.URL(), "producer")
+	pipeConn := connect(t, stalled.URL(), "pipe")
 	pipeDone := make(chan error, 1)
 	go func() { pipeDone <- Pipe(ctx, pipeConn, StageWatcher, StageTranslator, zap.NewNop(), incremental) }()
-	states := followState(ctx, connect(t, direct.url(), "follower"), StageTranslator)
+	states := followState(ctx, connect(t, direct.URL(), "follower"), StageTranslator)
 
 	w := NewWriter(producer, StageWatcher)
 	if _, err := w.Publish(ctx, Meta{Generation: 1}, map[string][]byte{"object.a": []byte("1"), "object.b": []byte("2")}); err != nil {
 		t.Fatal(err)
 	}
 	waitNotReady(t, pipeConn)
-	stalled.setUp(true)
+	stalled.SetUp(true)
 	waitState(t, states, map[string]string{"object.a": "1", "object.b": "2"})
 
 	// Mid-run: the pipe loses the bus while changes are made.
-	stalled.setUp(false)
+	stalled.SetUp(false)
 	waitNotReady(t, pipeConn)
 	if _, err := w.PublishDelta(ctx, Meta{Generation: 2}, map[string][]byte{"object.c": []byte("3")}, []string{"object.a"}); err != nil {
 		t.Fatal(err)
@@ -203,7 +140,7 @@ func TestBusStallsAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	stalled.setUp(true)
+	stalled.SetUp(true)
 	waitState(t, states, map[string]string{"object.b": "22", "object.c": "3"})
 	select {
 	case err := <-pipeDone:
