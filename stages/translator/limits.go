@@ -18,8 +18,12 @@ const (
 	// rules (ingress-nginx has no such limit; 1,000 is far beyond any
 	// hand-written Ingress).
 	MaxPathsPerIngress = 1000
-	// MaxPathBytesPerIngress bounds the summed length of its paths.
-	MaxPathBytesPerIngress = 256 << 10
+	// MaxPathLength bounds one path. NGINX 1.22 never matches an exact
+	// location longer than 256 bytes (the request falls through to the
+	// host's "/", which may be another namespace's), and every Exact or
+	// Prefix path is rendered as one: a longer path is refused, not
+	// silently routed elsewhere.
+	MaxPathLength = 255
 	// MaxLocationsPerServer bounds the locations of one host. Ingresses
 	// are merged oldest first, so an Ingress that would take a host over
 	// it is the newer one: it is not served on that host, and the host's
@@ -36,24 +40,41 @@ func checkLimits(ing *networkingv1.Ingress) []bus.Problem {
 			"the Ingress is %s bytes, over the bus limit of %d bytes: it is not served (move large annotation values out, or split its paths across Ingresses)",
 			size, bus.MaxValue)}}
 	}
-	paths, bytes := 0, 0
+	if n := countPaths(ing); n > MaxPathsPerIngress {
+		return []bus.Problem{{Field: "spec.rules", Reason: "TooManyPaths", Message: fmt.Sprintf(
+			"%d paths, over the limit of %d per Ingress: it is not served (split it across Ingresses)", n, MaxPathsPerIngress)}}
+	}
+	return longPaths(ing)
+}
+
+func countPaths(ing *networkingv1.Ingress) int {
+	n := 0
 	for _, rule := range ing.Spec.Rules {
+		if rule.HTTP != nil {
+			n += len(rule.HTTP.Paths)
+		}
+	}
+	return n
+}
+
+// longPaths reports the paths over MaxPathLength, the first ten at most.
+func longPaths(ing *networkingv1.Ingress) []bus.Problem {
+	var problems []bus.Problem
+	for i, rule := range ing.Spec.Rules {
 		if rule.HTTP == nil {
 			continue
 		}
-		paths += len(rule.HTTP.Paths)
-		for _, p := range rule.HTTP.Paths {
-			bytes += len(p.Path)
+		for j, p := range rule.HTTP.Paths {
+			if len(p.Path) <= MaxPathLength {
+				continue
+			}
+			problems = append(problems, bus.Problem{Field: fmt.Sprintf("spec.rules[%d].http.paths[%d].path", i, j), Reason: "PathTooLong",
+				Message: fmt.Sprintf("%d bytes, over the limit of %d per path (NGINX does not match longer exact locations): the Ingress is not served",
+					len(p.Path), MaxPathLength)})
+			if len(problems) == 10 {
+				return problems // enough to act on
+			}
 		}
-	}
-	var problems []bus.Problem
-	if paths > MaxPathsPerIngress {
-		problems = append(problems, bus.Problem{Field: "spec.rules", Reason: "TooManyPaths", Message: fmt.Sprintf(
-			"%d paths, over the limit of %d per Ingress: it is not served (split it across Ingresses)", paths, MaxPathsPerIngress)})
-	}
-	if bytes > MaxPathBytesPerIngress {
-		problems = append(problems, bus.Problem{Field: "spec.rules", Reason: "PathsTooLarge", Message: fmt.Sprintf(
-			"its paths add up to %d bytes, over the limit of %d per Ingress: it is not served", bytes, MaxPathBytesPerIngress)})
 	}
 	return problems
 }

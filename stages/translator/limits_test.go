@@ -49,9 +49,10 @@ func TestIngressLimits(t *testing.T) {
 		reason string
 	}{
 		{"too many paths", limitIngress("a", "many", "many.test", MaxPathsPerIngress+1, 0, 1), "TooManyPaths"},
-		{"paths too long", limitIngress("a", "long", "long.test", 100, MaxPathBytesPerIngress/100+10, 1), "PathsTooLarge"},
+		{"path too long", limitIngress("a", "long", "long.test", 1, MaxPathLength+1, 1), "PathTooLong"},
 		{"over the bus limit", standIn, "TooLarge"},
-		{"at the limits", limitIngress("a", "fits", "fits.test", MaxPathsPerIngress, MaxPathBytesPerIngress/MaxPathsPerIngress, 1), ""},
+		{"at the limits", limitIngress("a", "fits", "fits.test", MaxPathsPerIngress, MaxPathLength, 1), ""},
+		{"longest path", limitIngress("a", "longest", "longest.test", 1, MaxPathLength, 1), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,8 +65,8 @@ func TestIngressLimits(t *testing.T) {
 				}
 				return
 			}
-			if info == nil || !info.Rejected || len(info.Problems) != 1 || info.Problems[0].Reason != c.reason ||
-				!strings.Contains(info.Problems[0].Message, "limit") {
+			if info == nil || !info.Rejected || info.Problems[len(info.Problems)-1].Reason != c.reason ||
+				!strings.Contains(info.Problems[len(info.Problems)-1].Message, "limit") {
 				t.Fatalf("want rejected with %s naming the limit, got %v", c.reason, reasons(info))
 			}
 			if m.Servers[bus.Key(bus.KindServer, c.ing.Spec.Rules[0].Host)] != nil {
