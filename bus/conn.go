@@ -37,12 +37,7 @@ func (c *Conn) Ready() (bool, error) {
 }
 
 // Health reports whether this connection's calls to the bus succeed.
-func (c *Conn) Health() *Health {
-	if c.health == nil {
-		c.health = newHealth()
-	}
-	return c.health
-}
+func (c *Conn) Health() *Health { return c.health }
 
 // Connect dials an external NATS server.
 func Connect(url, name string) (*Conn, error) {

@@ -48,9 +48,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// retry calls fn until it succeeds, fails permanently or ctx ends. Each
-// failure marks conn not ready for what; success marks it ready again. It
-// returns fn's last error only when ctx ended or the error is permanent.
+// retry calls fn until it succeeds or ctx ends. Each failure marks conn not
+// ready for what; success marks it ready again. It returns fn's last error
+// only when ctx ended.
 func retry[T any](ctx context.Context, conn *Conn, what string, fn func(context.Context) (T, error)) (T, error) {
 	b := NewBackoff(RetryMin, RetryMax)
 	for {
@@ -59,7 +59,7 @@ func retry[T any](ctx context.Context, conn *Conn, what string, fn func(context.
 			conn.Health().set(what, nil)
 			return v, nil
 		}
-		if ctx.Err() != nil || errors.Is(err, errPermanent) {
+		if ctx.Err() != nil {
 			return v, err
 		}
 		conn.Health().set(what, err)
@@ -68,9 +68,6 @@ func retry[T any](ctx context.Context, conn *Conn, what string, fn func(context.
 		}
 	}
 }
-
-// errPermanent marks an error a retry cannot cure.
-var errPermanent = errors.New("permanent")
 
 // Health is whether one connection's calls to the bus succeed. A change is
 // logged, once, rather than every failed attempt.
