@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestSplitFileJoins splits files of every shape and joins them back
@@ -83,4 +84,41 @@ func TestFileAssemblerMissingPart(t *testing.T) {
 	if gotErr != nil || got != content {
 		t.Fatalf("joined %d bytes, %v", len(got), gotErr)
 	}
+}
+
+// FuzzSplitFile splits any text (repeated to cross the part size) and joins
+// it back: the same bytes, and every part within the bus limit once
+// encoded. (Rendered files are text: JSON would replace invalid UTF-8 in a
+// file sent whole just the same.)
+func FuzzSplitFile(f *testing.F) {
+	f.Add("location / {}\n", 3)
+	f.Add("é\n<>&", 50_000)
+	f.Add("😀", 70_000)
+	f.Fuzz(func(t *testing.T, unit string, times int) {
+		if unit == "" || times < 1 || len(unit)*times > 4*FilePartSize || !utf8.ValidString(unit) {
+			return
+		}
+		content := strings.Repeat(unit, times)
+		head, parts := SplitFile("f", content)
+		a := NewFileAssembler()
+		data, _ := json.Marshal(head)
+		_, _ = a.Update(Key(KindFile, "f"), data, true)
+		for _, p := range parts {
+			data, _ := json.Marshal(p)
+			if len(data) > MaxValue {
+				t.Fatalf("part %d: %d bytes encoded", p.Index, len(data))
+			}
+			_, _ = a.Update(FilePartKey("f", p.Index), data, true)
+		}
+		got := content
+		a.Assemble(func(_, c string, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = c
+		})
+		if got != content {
+			t.Fatalf("joined %d bytes differ from the %d split", len(got), len(content))
+		}
+	})
 }
