@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderRegexServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAttribute$$' -fuzztime $(FUZZTIME) ./stages/applier
 	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitFile$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/canary
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHtpasswd$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHeaderList$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth

@@ -84,7 +84,13 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 	var files []txtar.File
 	var backends []json.RawMessage
 	certHosts := map[string][]string{}
+	split := bus.NewFileAssembler()
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
+		if isPart, err := split.Update(key, entries[key], true); err != nil {
+			return nil, err
+		} else if isPart {
+			continue
+		}
 		kind, parts, err := bus.SplitKey(key)
 		if err != nil {
 			return nil, err
@@ -95,7 +101,9 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 			if err := json.Unmarshal(entries[key], &f); err != nil {
 				return nil, err
 			}
-			files = append(files, txtar.File{Name: f.Path, Data: []byte(printable(f))})
+			if f.Parts == 0 {
+				files = append(files, txtar.File{Name: f.Path, Data: []byte(printable(f))})
+			}
 		case bus.KindBackend:
 			backends = append(backends, entries[key])
 		case bus.KindCertificate:
@@ -105,6 +113,14 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 			}
 			certHosts[parts[0]+"/"+parts[1]] = c.Hosts
 		}
+	}
+	var joinErr error
+	split.Assemble(func(path, content string, err error) {
+		joinErr = errors.Join(joinErr, err)
+		files = append(files, txtar.File{Name: path, Data: []byte(printable(bus.RenderedFile{Path: path, Content: content}))})
+	})
+	if joinErr != nil {
+		return nil, joinErr
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	backendsJSON, _ := json.MarshalIndent(backends, "", "  ")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,7 @@ func serveProfiling(ctx context.Context, addr string, log *zap.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/readyz", stageReadiness.serveHTTP)
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	log.Info("profiling", zap.String("addr", addr))
@@ -127,4 +129,37 @@ func runStages(ctx context.Context, o *options, embedded *bus.Embedded, names []
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// stageReadiness is whether each stage of this process reaches the bus
+// (GET /readyz on --profiling-addr): 200 when all do, else 503 naming
+// those that do not.
+var stageReadiness = &readiness{conns: map[string]*bus.Conn{}}
+
+type readiness struct {
+	mu    sync.Mutex
+	conns map[string]*bus.Conn
+}
+
+func (r *readiness) add(name string, conn *bus.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conns[name] = conn
+}
+
+func (r *readiness) serveHTTP(w http.ResponseWriter, _ *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var notReady []string
+	for name, conn := range r.conns {
+		if ok, _ := conn.Ready(); !ok {
+			notReady = append(notReady, name)
+		}
+	}
+	if len(notReady) > 0 {
+		sort.Strings(notReady)
+		http.Error(w, fmt.Sprintf("not ready: %v cannot reach the bus", notReady), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = fmt.Fprintln(w, "ok")
 }

@@ -46,6 +46,9 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.profilingAddr != "" {
+		go serveProfiling(ctx, o.profilingAddr, log)
+	}
 	log.Info("stage running", zap.String("stage", name), zap.String("nats", *natsURL))
 	return stage.Run(ctx)
 }

@@ -81,7 +81,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
-	fs.StringVar(&o.profilingAddr, "profiling-addr", "", "serve Go's pprof on this address (e.g. 127.0.0.1:6060); off by default")
+	fs.StringVar(&o.profilingAddr, "profiling-addr", "", "serve Go's pprof, and /readyz (200 when every stage reaches the bus), on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
@@ -240,6 +240,9 @@ type runner interface {
 // newStage builds one stage by name on a bus connection.
 func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner, error) {
 	log = log.Named(name)
+	// Readiness: a stage whose calls to the bus fail says so, once.
+	conn.Health().SetLogger(log)
+	stageReadiness.add(name, conn)
 	switch name {
 	case bus.StageWatcher:
 		kube, err := o.kubeClient()

@@ -24,25 +24,61 @@ type Conn struct {
 	// storage is where the streams this connection creates keep their
 	// messages; see EnsureStream.
 	storage jetstream.StorageType
+	health  *Health
 }
+
+// Ready says whether the connection is up and no call to the bus is
+// failing, and if not, why.
+func (c *Conn) Ready() (bool, error) {
+	if !c.NC.IsConnected() {
+		return false, errors.New("not connected to the bus")
+	}
+	return c.Health().Ready()
+}
+
+// Health reports whether this connection's calls to the bus succeed.
+func (c *Conn) Health() *Health { return c.health }
 
 // Connect dials an external NATS server.
 func Connect(url, name string) (*Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	// A server that is not up yet is waited for, as one that goes away
+	// later is: a stage never exits because the bus is unavailable.
+	health := newHealth()
+	health.set("connection", fmt.Errorf("nats %s: not connected yet", url))
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.ConnectHandler(func(*nats.Conn) { health.set("connection", nil) }),
+		nats.ReconnectHandler(func(*nats.Conn) { health.set("connection", nil) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err == nil {
+				err = errors.New("disconnected")
+			}
+			health.set("connection", fmt.Errorf("nats %s: %w", url, err))
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
 	}
 	// An external server's streams live in its memory, not ours.
-	return wrap(nc, jetstream.MemoryStorage)
+	c, err := wrap(nc, jetstream.MemoryStorage)
+	if err != nil {
+		return nil, err
+	}
+	c.health = health
+	if nc.IsConnected() {
+		health.set("connection", nil)
+	}
+	return c, nil
 }
 
 func wrap(nc *nats.Conn, storage jetstream.StorageType) (*Conn, error) {
-	js, err := jetstream.New(nc)
+	// An ack that never comes fails its publish, which is then retried
+	// (see Writer.Apply), rather than waiting forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, storage: storage}, nil
+	return &Conn{NC: nc, JS: js, storage: storage, health: newHealth()}, nil
 }
 
 // Close drains the connection.
@@ -55,8 +91,15 @@ func (c *Conn) Close() {
 // EnsureStream creates the stream holding one stage's state tables. Producer
 // and consumers both call it with the same settings, so either may start first.
 // A stream's storage cannot change once created, so an existing stream keeps
-// the storage its creator chose.
+// the storage its creator chose. It retries until the bus answers; it
+// fails only when ctx ends.
 func (c *Conn) EnsureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
+	return retry(ctx, c, "ensure stream "+StreamName(stage), func(ctx context.Context) (jetstream.Stream, error) {
+		return c.ensureStream(ctx, stage)
+	})
+}
+
+func (c *Conn) ensureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
 		Name:              StreamName(stage),
 		Subjects:          []string{StageSubject(stage) + ".>"},

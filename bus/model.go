@@ -127,6 +127,9 @@ type Problem struct {
 type RenderedFile struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
+	// Parts, when set, says the file was too large for one message:
+	// Content is empty and the file is the FileParts 0…Parts-1 joined.
+	Parts int `json:"parts,omitempty"`
 }
 
 // ApplyResult is the applier's outcome for one generation.

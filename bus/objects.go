@@ -56,3 +56,9 @@ func DecodeObject(kind string, data []byte) (any, error) {
 	}
 	return obj, nil
 }
+
+// AnnotationTooLarge marks the stand-in the watcher publishes for an
+// Ingress whose JSON is over the bus limit: its name, class and age, and
+// this annotation with the Ingress's size in bytes. The translator rejects
+// it with a Problem naming the limit, so it is reported, not lost.
+const AnnotationTooLarge = "switchyard.dev/too-large"

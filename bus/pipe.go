@@ -25,13 +25,15 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 			return nil
 		}
 		meta := Meta{Generation: in.Meta.Generation, Trace: in.Meta.Trace.Child(), Ingest: in.Meta.Ingest}
+		// Apply retries until the bus takes the whole output (an
+		// incremental transform's changes are never lost), or ctx ends.
 		changed, err := writer.Apply(ctx, meta, out)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			log.Error("publish failed", zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
+		if ctx.Err() != nil {
 			return nil
+		}
+		if err != nil {
+			log.Error("keys left out of the table; every other key was published", zap.String("stage", to),
+				zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
 		}
 		log.Debug("published", zap.Uint64("generation", in.Meta.Generation), zap.Int("changedKeys", changed),
 			zap.Bool("full", out.Full), zap.Duration("took", time.Since(start)))

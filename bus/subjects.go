@@ -39,6 +39,7 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	translator.ingress.<namespace>.<name>      IngressInfo
 //	annotations.*                              as translator.*, with features filled in
 //	renderer.file.<name>                       RenderedFile (nginx.conf, servers/*.conf)
+//	renderer.filepart.<name>.<i>               FilePart: part i of a file too large for one message
 //	renderer.backend.<name>                    Lua backend payload
 //	renderer.certificate.<namespace>.<name>    Lua certificate payload
 //	applier.result                             ApplyResult (plain publish, not a table)
@@ -51,6 +52,7 @@ const (
 	KindCertificate = "certificate"
 	KindIngress     = "ingress"
 	KindFile        = "file"
+	KindFilePart    = "filepart"
 	KindConfig      = "config"
 )
 

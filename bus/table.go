@@ -67,30 +67,64 @@ type Output struct {
 	Full    bool
 }
 
+// ErrTooLarge marks a value over the bus limit. Apply leaves such a key as
+// it was (its last value stays published), still publishes every other key
+// and commits, and returns an error naming the stage and the key.
+var ErrTooLarge = errors.New("over the bus limit")
+
 // Apply publishes an Output: it puts every changed value, deletes the given
 // keys (with Full, every key the output does not hold), and then commits
 // the generation in meta. It returns how many keys changed. Nothing is sent
 // when nothing changed, except for the first publish, which always commits
 // so consumers start.
+//
+// A failed call to the bus is retried with capped backoff until it works or
+// ctx ends; meanwhile the connection reports not ready. Each attempt reads
+// the table back first, so what an earlier attempt half published is
+// neither lost nor resent needlessly. The error returned is ctx's, or
+// names the keys left out (ErrTooLarge, or a value that does not encode),
+// whose batch was still published and committed.
 func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
+	type result struct {
+		changed int
+		skipped []error
+	}
+	r, err := retry(ctx, w.conn, "publish "+w.stage, func(ctx context.Context) (result, error) {
+		changed, skipped, err := w.applyOnce(ctx, meta, out)
+		if err != nil {
+			// What the table holds is unknown now: read it again.
+			w.loaded = false
+		}
+		return result{changed, skipped}, err
+	})
+	if err != nil {
+		return r.changed, err
+	}
+	return r.changed, errors.Join(r.skipped...)
+}
+
+// applyOnce is one attempt of Apply. Its error is the bus's; skipped says
+// which keys were left out.
+func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed int, skipped []error, err error) {
 	meta.Stage = w.stage
 	first := !w.loaded
 	if _, err := w.Load(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	b := w.batch(ctx, meta)
 	for _, key := range slices.Sorted(maps.Keys(out.Puts)) {
 		if err := b.put(key, out.Puts[key]); err != nil {
-			return b.changed, err
+			return b.changed, nil, err
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(out.Values)) {
 		data, err := json.Marshal(out.Values[key])
 		if err != nil {
-			return b.changed, fmt.Errorf("publish %s %s: encode: %w", w.stage, key, err)
+			b.skipped = append(b.skipped, fmt.Errorf("publish %s %s: encode: %w", w.stage, key, err))
+			continue
 		}
 		if err := b.put(key, data); err != nil {
-			return b.changed, err
+			return b.changed, nil, err
 		}
 	}
 	deletes := out.Deletes
@@ -99,10 +133,11 @@ func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) 
 	}
 	for _, key := range deletes {
 		if err := b.delete(key); err != nil {
-			return b.changed, err
+			return b.changed, nil, err
 		}
 	}
-	return b.commit(first, len(w.published))
+	changed, err = b.commit(first, len(w.published))
+	return changed, b.skipped, err
 }
 
 // keysNotIn lists, sorted, the published keys a whole-table output drops.
@@ -143,16 +178,19 @@ type batch struct {
 	header  nats.Header
 	futures []jetstream.PubAckFuture
 	changed int
+	// skipped are the keys left out, each with why.
+	skipped []error
 }
 
 func (w *Writer) batch(ctx context.Context, meta Meta) *batch {
 	return &batch{ctx: ctx, w: w, meta: meta, header: meta.Header()}
 }
 
+// MaxValue is the largest value a key may hold: the bus limit less room
+// for the subject and headers.
+const MaxValue = MaxPayload - 4096
+
 func (b *batch) send(key string, data []byte, h nats.Header) error {
-	if len(data) > MaxPayload-4096 {
-		return fmt.Errorf("publish %s %s: %d bytes is over the bus limit of %d", b.w.stage, key, len(data), MaxPayload)
-	}
 	if len(b.futures) >= maxInFlight {
 		if err := waitAcks(b.ctx, b.futures); err != nil {
 			return err
@@ -171,6 +209,12 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 func (b *batch) put(key string, data []byte) error {
 	sum := digestOf(data)
 	if old, ok := b.w.published[key]; ok && old == sum {
+		return nil
+	}
+	if len(data) > MaxValue {
+		// One key too large must not hold back the others: its last
+		// value stays, and the error names it.
+		b.skipped = append(b.skipped, fmt.Errorf("publish %s %s: %d bytes: %w of %d bytes", b.w.stage, key, len(data), ErrTooLarge, MaxValue))
 		return nil
 	}
 	if err := b.send(key, data, b.header); err != nil {
@@ -348,20 +392,16 @@ type tableMsg struct {
 }
 
 // subscribeTable delivers the last message of every key, then live updates.
+// It waits for the bus as long as ctx lasts; the ordered consumer then
+// recreates itself whenever the server loses it.
 func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan tableMsg, func(), error) {
 	stream, err := conn.EnsureStream(ctx, stage)
 	if err != nil {
 		return nil, nil, err
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("follow %s: %w", stage, err)
-	}
 	prefix := StageSubject(stage) + "."
 	out := make(chan tableMsg, 1024)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	handler := func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
@@ -380,16 +420,41 @@ func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan table
 		case out <- msg:
 		case <-ctx.Done():
 		}
+	}
+	cc, err := retry(ctx, conn, "follow "+stage, func(ctx context.Context) (jetstream.ConsumeContext, error) {
+		cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("follow %s: %w", stage, err)
+		}
+		cc, err := cons.Consume(handler)
+		if err != nil {
+			return nil, fmt.Errorf("follow %s: %w", stage, err)
+		}
+		return cc, nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("follow %s: %w", stage, err)
+		return nil, nil, err
 	}
 	return out, cc.Stop, nil
 }
 
 // ReadTable returns what stage's table holds now, and the meta of its last
-// commit, without following it.
+// commit, without following it. It waits for the bus as long as ctx lasts.
 func ReadTable(ctx context.Context, conn *Conn, stage string) (map[string][]byte, Meta, error) {
+	type table struct {
+		entries map[string][]byte
+		meta    Meta
+	}
+	t, err := retry(ctx, conn, "read "+stage, func(ctx context.Context) (table, error) {
+		entries, meta, err := readTable(ctx, conn, stage)
+		return table{entries, meta}, err
+	})
+	return t.entries, t.meta, err
+}
+
+func readTable(ctx context.Context, conn *Conn, stage string) (map[string][]byte, Meta, error) {
 	stream, err := conn.EnsureStream(ctx, stage)
 	if err != nil {
 		return nil, Meta{}, err
@@ -403,17 +468,22 @@ func ReadTable(ctx context.Context, conn *Conn, stage string) (map[string][]byte
 	if info.State.Msgs == 0 {
 		return entries, meta, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs, stop, err := subscribeTable(ctx, conn, stage)
+	msgs, stop, err := subscribeTable(subCtx, conn, stage)
 	if err != nil {
 		return nil, Meta{}, err
 	}
 	defer stop()
+	// A table that stops arriving (the bus went away) is read again.
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, Meta{}, fmt.Errorf("read %s: %w", stage, errors.Join(ctx.Err(), errors.New("table did not arrive in time")))
+			return nil, Meta{}, ctx.Err()
+		case <-timeout.C:
+			return nil, Meta{}, fmt.Errorf("read %s: table did not arrive in time", stage)
 		case m := <-msgs:
 			switch {
 			case m.key == CommitToken:

@@ -171,12 +171,13 @@ func (r *runner) retryRecovered(ctx context.Context, recovered <-chan string) {
 
 func (r *runner) publish(ctx context.Context, in bus.Meta, out bus.Output, start time.Time) {
 	meta := bus.Meta{Generation: in.Generation, Trace: in.Trace.Child(), Ingest: in.Ingest}
+	// Apply retries until the bus takes the output, or ctx ends.
 	changed, err := r.writer.Apply(ctx, meta, out)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error("publish failed", zap.Uint64("generation", in.Generation), zap.Error(err))
-		}
+	if ctx.Err() != nil {
 		return
+	}
+	if err != nil {
+		r.log.Error("keys left out of the table; every other key was published", zap.Uint64("generation", in.Generation), zap.Error(err))
 	}
 	r.report(out)
 	r.log.Debug("published", zap.Uint64("generation", in.Generation), zap.Int("changedKeys", changed),

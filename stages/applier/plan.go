@@ -71,26 +71,34 @@ func newDesired() Desired {
 type desiredTable struct {
 	desired Desired
 	broken  map[string]error // key → why its value was not understood
+	// parts joins the files the renderer split across keys.
+	parts *bus.FileAssembler
 }
 
 func newDesiredTable() *desiredTable {
-	return &desiredTable{desired: newDesired(), broken: map[string]error{}}
+	return &desiredTable{desired: newDesired(), broken: map[string]error{}, parts: bus.NewFileAssembler()}
 }
 
 // update applies a snapshot of the renderer's table, decoding only the
 // keys it puts. It returns why the table is not understood, or nil.
 func (t *desiredTable) update(snap bus.Snapshot) error {
 	if snap.Full {
-		t.desired, t.broken = newDesired(), map[string]error{}
+		t.desired, t.broken, t.parts = newDesired(), map[string]error{}, bus.NewFileAssembler()
 	}
 	for _, key := range snap.Deletes {
 		// A deleted key that does not parse was never in the desired
 		// state: forgetting it is all there is to do.
-		_ = t.desired.updateKey(key, nil, false)
+		if isPart, _ := t.parts.Update(key, nil, false); !isPart {
+			_ = t.desired.updateKey(key, nil, false)
+		}
 		delete(t.broken, key)
 	}
 	for key, data := range snap.Puts {
-		if err := t.desired.updateKey(key, data, true); err != nil {
+		isPart, err := t.parts.Update(key, data, true)
+		if err == nil && !isPart {
+			err = t.desired.updateKey(key, data, true)
+		}
+		if err != nil {
 			t.broken[key] = err
 		} else {
 			delete(t.broken, key)
@@ -99,6 +107,17 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 		// whole table.
 		delete(snap.Puts, key)
 	}
+	// A split file is whole only with all its parts; until then the table
+	// is not understood, and the running state stays.
+	t.parts.Assemble(func(path, content string, err error) {
+		key := bus.Key(bus.KindFile, path)
+		if err != nil {
+			t.broken[key] = err
+			return
+		}
+		delete(t.broken, key)
+		t.desired.Files[path] = content
+	})
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(t.broken)) {
 		errs = append(errs, t.broken[key])

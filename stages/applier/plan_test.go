@@ -2,6 +2,7 @@ package applier
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
@@ -115,4 +116,54 @@ func TestDesiredTable(t *testing.T) {
 	if len(table.desired.Files) != 0 || len(table.desired.Backends) != 1 || len(table.desired.Certificates) != 0 {
 		t.Fatalf("a whole table did not replace the state: %+v", table.desired)
 	}
+}
+
+// TestDesiredTableJoinsSplitFiles feeds a server file the renderer split
+// across keys: the applier joins it, takes a change to one part, holds the
+// table back while a part is missing, and forgets the parts with the file.
+func TestDesiredTableJoinsSplitFiles(t *testing.T) {
+	const path = "servers/big.example.com.conf"
+	content := strings.Repeat("location /a { }\n", 3*bus.FilePartSize/16)
+	puts := func(content string) map[string][]byte {
+		head, parts := bus.SplitFile(path, content)
+		m := map[string][]byte{bus.Key(bus.KindFile, path): mustJSON(t, head)}
+		for _, p := range parts {
+			m[bus.FilePartKey(path, p.Index)] = mustJSON(t, p)
+		}
+		return m
+	}
+	table := newDesiredTable()
+	if err := table.update(bus.Snapshot{Full: true, Puts: puts(content)}); err != nil {
+		t.Fatal(err)
+	}
+	if table.desired.Files[path] != content {
+		t.Fatalf("joined %d bytes, want %d", len(table.desired.Files[path]), len(content))
+	}
+	// One part changes: the head is equal and not resent.
+	changed := strings.Replace(content, "/a", "/b", 1)
+	first := bus.FilePartKey(path, 0)
+	if err := table.update(bus.Snapshot{Puts: map[string][]byte{first: puts(changed)[first]}}); err != nil {
+		t.Fatal(err)
+	}
+	if table.desired.Files[path] != changed {
+		t.Fatal("a changed part was not joined in")
+	}
+	// A part missing (never the renderer's doing) holds the table back.
+	if err := table.update(bus.Snapshot{Deletes: []string{bus.FilePartKey(path, 1)}}); err == nil {
+		t.Fatal("a file with a missing part was accepted")
+	}
+	// The file shrinks to one message: its parts go.
+	small := bus.Snapshot{Puts: puts("server small\n"), Deletes: []string{bus.FilePartKey(path, 0), bus.FilePartKey(path, 2)}}
+	if err := table.update(small); err != nil || table.desired.Files[path] != "server small\n" {
+		t.Fatalf("after shrinking: %q %v", table.desired.Files[path], err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

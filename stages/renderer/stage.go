@@ -29,11 +29,12 @@ type Stage struct {
 	// refusals are the applier's, by table key: a new renderer starts
 	// with them.
 	refusals map[string]*bus.Refusal
+	splitter *fileSplitter
 }
 
 // New returns the renderer stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, cfg: cfg, log: log}
+	return &Stage{conn: conn, cfg: cfg, log: log, splitter: newFileSplitter()}
 }
 
 // Run renders after every commit of the annotations stage until ctx ends.
@@ -118,13 +119,18 @@ func (s *Stage) setRefusal(key string, ref *bus.Refusal) {
 }
 
 func (s *Stage) publish(ctx context.Context, out bus.Output, start time.Time) {
+	// A host with thousands of paths renders a file larger than one bus
+	// message: it goes out in parts, which the applier joins.
+	s.splitter.split(&out)
 	meta := bus.Meta{Generation: s.last.Generation, Trace: s.last.Trace.Child(), Ingest: s.last.Ingest}
+	// Apply retries until the bus takes the whole output, or ctx ends.
 	changed, err := s.writer.Apply(ctx, meta, out)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("publish failed", zap.Uint64("generation", meta.Generation), zap.Error(err))
-		}
+	if ctx.Err() != nil {
 		return
+	}
+	if err != nil {
+		s.log.Error("keys left out of the table; every other key was published",
+			zap.Uint64("generation", meta.Generation), zap.Error(err))
 	}
 	s.log.Debug("published", zap.Uint64("generation", meta.Generation), zap.Int("changedKeys", changed),
 		zap.Bool("full", out.Full), zap.Duration("took", time.Since(start)))

@@ -70,6 +70,11 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	// ParseBool, as ingress-nginx's GetBoolAnnotation; the canary plugin
 	// reports a value that does not parse.
 	p.canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
+	if problems := checkLimits(ing); len(problems) > 0 {
+		p.info.Rejected = true
+		p.info.Problems = problems
+		return p
+	}
 	if problems := validateIngress(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems

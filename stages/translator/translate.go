@@ -436,6 +436,9 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	server := &bus.Server{Hostname: host, Locations: []bus.Location{}}
 	owners := map[locationID]string{}
 	for _, p := range primaries {
+		if overBudget(host, server, owners, p, problems) {
+			continue
+		}
 		for _, c := range p.claims[host] {
 			id := locationID{c.path, c.pathType}
 			if prev, taken := owners[id]; taken {

@@ -100,6 +100,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
 	}
 	latest := map[string]map[string][]byte{}
+	tooLarge := map[string]int{}    // Ingresses over the bus limit, as logged
 	var published map[string][]byte // the last set published
 	for {
 		select {
@@ -115,15 +116,16 @@ func (s *Stage) Run(ctx context.Context) error {
 				continue // publish once every source has its first set
 			}
 			generation++
-			objects := merge(latest["kubernetes"], latest["manifests"])
+			objects := standIns(merge(latest["kubernetes"], latest["manifests"]), tooLarge, s.log)
 			meta := bus.Meta{Generation: generation, Trace: bus.NewTrace(), Ingest: time.Now()}
+			// The writer retries until the bus takes the set; an error
+			// names objects left out, and the others are published.
 			changed, err := publishObjects(ctx, writer, meta, published, objects)
+			if ctx.Err() != nil {
+				return nil
+			}
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				s.log.Error("publish objects", zap.Uint64("generation", generation), zap.Error(err))
-				continue
+				s.log.Error("objects left out", zap.Uint64("generation", generation), zap.Error(err))
 			}
 			published = objects
 			s.log.Info("objects published", zap.Uint64("generation", generation),

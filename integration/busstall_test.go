@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"switchyard.dev/switchyard/bus/bustest"
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestStagesWaitForTheBus runs each stage as its own process on an
+// external NATS that cannot be reached at start, and later goes away in
+// the middle of a run: no stage exits, each says it is not ready while the
+// bus is away, NGINX keeps serving the last good configuration, and a
+// change made meanwhile is applied once the bus is back.
+func TestStagesWaitForTheBus(t *testing.T) {
+	harness.Nginx(t)
+	bin := harness.Binary(t)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+	proxy := bustest.StartProxy(t, strings.TrimPrefix(ns.ClientURL(), "nats://"), false)
+
+	dir := t.TempDir()
+	port := harness.StartEcho(t, bin, "echo-a", "a-1")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
+	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	common := []string{"--nats", proxy.URL(), "--manifests", dir, "--state-dir", harness.StateDir(t),
+		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
+	stages := map[string]*harness.Process{}
+	ready := map[string]string{}
+	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
+		ready[name] = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+		stages[name] = harness.Start(t, bin, append([]string{"stage", name, "--profiling-addr", ready[name]}, common...)...)
+	}
+	client := harness.NewClient()
+	get := func(host string) func() error {
+		return func() error {
+			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
+			if err == nil && !servedBy("a-1")(r) {
+				err = fmt.Errorf("status %d", r.Status)
+			}
+			return err
+		}
+	}
+	readiness := func(want int) func() error {
+		return func() error {
+			for name, addr := range ready {
+				if stages[name].Exited() {
+					t.Fatalf("stage %s exited while the bus was away:\n%s", name, stages[name].Output.String())
+				}
+				resp, err := http.Get("http://" + addr + "/readyz")
+				if err != nil {
+					return err
+				}
+				_ = resp.Body.Close()
+				if resp.StatusCode != want {
+					return fmt.Errorf("%s: /readyz %d, want %d", name, resp.StatusCode, want)
+				}
+			}
+			return nil
+		}
+	}
+
+	// At start: the bus cannot be reached.
+	harness.WaitFor(t, 30*time.Second, "every stage to say it is not ready", readiness(http.StatusServiceUnavailable))
+	time.Sleep(2 * time.Second) // longer than a JetStream request's timeout: no stage gives up
+	harness.WaitFor(t, 5*time.Second, "every stage still waiting", readiness(http.StatusServiceUnavailable))
+	proxy.SetUp(true)
+	harness.WaitFor(t, 60*time.Second, "traffic once the bus is reachable", get("one.example.com"))
+	harness.WaitFor(t, 30*time.Second, "every stage ready", readiness(http.StatusOK))
+
+	// Mid-run: the bus goes away while a change is made.
+	proxy.SetUp(false)
+	harness.WaitFor(t, 30*time.Second, "every stage to say it is not ready", readiness(http.StatusServiceUnavailable))
+	harness.WriteFile(t, filepath.Join(dir, "two.yaml"), harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	time.Sleep(2 * time.Second)
+	if err := get("one.example.com")(); err != nil {
+		t.Fatalf("NGINX stopped serving the last good configuration while the bus was away: %v", err)
+	}
+	proxy.SetUp(true)
+	harness.WaitFor(t, 60*time.Second, "the change made while the bus was away", get("two.example.com"))
+	harness.WaitFor(t, 30*time.Second, "every stage ready again", readiness(http.StatusOK))
+	if err := get("one.example.com")(); err != nil {
+		t.Fatalf("the first Ingress after the bus came back: %v", err)
+	}
+}
