@@ -57,6 +57,13 @@ var badKinds = []func(r *rand.Rand, i int, good mixedObject) mixedObject{
 		yaml = strings.Replace(yaml, "namespace: default}", `namespace: default, creationTimestamp: "2026-06-01T00:00:00Z"}`, 1)
 		return mixedObject{name: name, host: good.host, reported: "problem", kind: "conflict with " + good.name, yaml: yaml}
 	},
+	// An Ingress over the bus's message limit (etcd takes up to 1.5 MiB).
+	func(_ *rand.Rand, i int, _ mixedObject) mixedObject {
+		name, host := fmt.Sprintf("huge-%d", i), fmt.Sprintf("huge-%d.test", i)
+		return mixedObject{name: name, host: host, reported: "problem", kind: "1.2 MB Ingress",
+			yaml: harness.AnnotatedIngressYAML("default", name, host, map[string]string{"example.com/blob": strings.Repeat("x", 1200*1024)},
+				harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})}
+	},
 	// An Ingress whose rendered configuration NGINX refuses.
 	func(_ *rand.Rand, i int, _ mixedObject) mixedObject {
 		name, host := fmt.Sprintf("%s%d", refusedPrefix, i), fmt.Sprintf("refused-%d.test", i)
@@ -100,7 +107,7 @@ func mixedBatch(r *rand.Rand, first, n, m int) (good, bad []mixedObject) {
 
 // TestMixedBadObjectsNeverTakeGoodOnesDown mixes random bad objects
 // (regexes NGINX refuses or that backtrack, Unicode hosts, conflicting
-// hosts, an Ingress NGINX refuses, ConfigMap values the parser or NGINX
+// hosts, Ingresses over the bus's message limit, an Ingress NGINX refuses, ConfigMap values the parser or NGINX
 // refuses) with good ones, present at start and added while running:
 // every good Ingress is served by its own backend, every bad one is
 // reported. SWITCHYARD_MIXED_SEED replays a run.
