@@ -3,6 +3,7 @@ package bus
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"regexp"
 )
 
@@ -109,3 +110,25 @@ var SourceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,252})?(/[a-z0
 
 // RevPattern is a SourceRev.
 var RevPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// RefusalTable is a follower's copy of the refusals table, by key.
+type RefusalTable map[string]Refusal
+
+// Update folds a snapshot of the refusals table in. A value that does not
+// decode is dropped: a refusal nobody understands refuses nothing.
+func (t RefusalTable) Update(snap Snapshot) {
+	if snap.Full {
+		clear(t)
+	}
+	for _, key := range snap.Deletes {
+		delete(t, key)
+	}
+	for key, data := range snap.Puts {
+		var ref Refusal
+		if json.Unmarshal(data, &ref) == nil {
+			t[key] = ref
+		} else {
+			delete(t, key)
+		}
+	}
+}

@@ -2,9 +2,9 @@ package applier_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,25 +19,11 @@ func (r *rig) refusals() func() map[string]bus.Refusal {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.t.Cleanup(cancel)
 	latest := make(chan map[string]bus.Refusal, 1)
-	table := map[string]bus.Refusal{}
+	table := bus.RefusalTable{}
 	go func() {
 		_ = bus.Follow(ctx, r.conn, bus.TableRefusals, func(_ context.Context, snap bus.Snapshot) error {
-			if snap.Full {
-				clear(table)
-			}
-			for _, key := range snap.Deletes {
-				delete(table, key)
-			}
-			for key, data := range snap.Puts {
-				var ref bus.Refusal
-				if json.Unmarshal(data, &ref) == nil {
-					table[key] = ref
-				}
-			}
-			view := map[string]bus.Refusal{}
-			for k, v := range table {
-				view[k] = v
-			}
+			table.Update(snap)
+			view := maps.Clone(map[string]bus.Refusal(table))
 			select {
 			case <-latest:
 			default:

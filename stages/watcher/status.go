@@ -197,27 +197,14 @@ func updateInfos(infos map[string]bus.IngressInfo, snap bus.Snapshot) {
 
 // followRefusals sends the newest view of the applier's refusals table.
 func followRefusals(ctx context.Context, conn *bus.Conn, out chan map[string]bus.Refusal) {
-	table := map[string]bus.Refusal{}
+	table := bus.RefusalTable{}
 	_ = bus.Follow(ctx, conn, bus.TableRefusals, func(_ context.Context, snap bus.Snapshot) error {
-		if snap.Full {
-			clear(table)
-		}
-		for _, key := range snap.Deletes {
-			delete(table, key)
-		}
-		for key, data := range snap.Puts {
-			var ref bus.Refusal
-			if json.Unmarshal(data, &ref) == nil {
-				table[key] = ref
-			} else {
-				delete(table, key)
-			}
-		}
+		table.Update(snap)
 		select { // keep only the newest view
 		case <-out:
 		default:
 		}
-		out <- maps.Clone(table)
+		out <- maps.Clone(map[string]bus.Refusal(table))
 		return nil
 	})
 }
