@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"switchyard.dev/switchyard/bus/bustest"
 	"switchyard.dev/switchyard/integration/harness"
 )
@@ -22,15 +20,7 @@ import (
 func TestStagesWaitForTheBus(t *testing.T) {
 	harness.Nginx(t)
 	bin := harness.Binary(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
+	ns := harness.StartNATS(t)
 	proxy := bustest.StartProxy(t, strings.TrimPrefix(ns.ClientURL(), "nats://"), false)
 
 	dir := t.TempDir()

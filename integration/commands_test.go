@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"switchyard.dev/switchyard/integration/harness"
 )
 
@@ -22,15 +20,7 @@ import (
 func TestStagesAsSeparateProcesses(t *testing.T) {
 	harness.Nginx(t)
 	bin := harness.Binary(t)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
+	ns := harness.StartNATS(t)
 
 	dir := t.TempDir()
 	port := harness.StartEcho(t, bin, "echo-a", "a-1")
