@@ -23,7 +23,7 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 		p := &hosted{desc: plugin.Describe(), keys: map[string]*ownedKey{}}
 		byHosted[p] = plugin
 		for _, spec := range p.desc.Annotations {
-			k := &ownedKey{plugin: p, spec: spec, full: DefaultPrefix + "/" + spec.Key,
+			k := &ownedKey{plugin: p, spec: spec, full: bus.DefaultAnnotationsPrefix + "/" + spec.Key,
 				pattern: regexp.MustCompile(`^(?:` + spec.Pattern + `)$`)}
 			owners[k.full], p.keys[k.full] = k, k
 		}
@@ -31,13 +31,13 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 	call := func(_ context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
 		return byHosted[p].Apply(batch), nil
 	}
-	return NewAnnotator(owners, DefaultPrefix, call)
+	return NewAnnotator(owners, bus.DefaultAnnotationsPrefix, call)
 }
 
 func ingressJSON(t *testing.T, namespace, name string, ann map[string]string) []byte {
 	full := map[string]string{}
 	for k, v := range ann {
-		full[DefaultPrefix+"/"+k] = v
+		full[bus.DefaultAnnotationsPrefix+"/"+k] = v
 	}
 	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full})
 }

@@ -41,7 +41,7 @@ func startHost(t *testing.T, cfg HostConfig, names ...string) *hostFixture {
 		}})
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = bus.DefaultAnnotationsPrefix
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
@@ -238,8 +238,8 @@ func TestHostRejects(t *testing.T) {
 		{"nul", map[string]string{headerKey: "ok\x00"}, headerKey, "NUL"},
 		{"risk", map[string]string{riskyKey: "abc"}, riskyKey, "above the controller's annotations-risk-level High"},
 		{"owned-snippet", map[string]string{snippetKey: "return 200;"}, snippetKey, "snippet annotations are off"},
-		{"unowned-snippet", map[string]string{DefaultPrefix + "/configuration-snippet": "more_set_headers x;"},
-			DefaultPrefix + "/configuration-snippet", "snippet annotations are off"},
+		{"unowned-snippet", map[string]string{bus.DefaultAnnotationsPrefix + "/configuration-snippet": "more_set_headers x;"},
+			bus.DefaultAnnotationsPrefix + "/configuration-snippet", "snippet annotations are off"},
 		{"plugin-error", map[string]string{headerKey: rejectValue}, headerKey, "the plugin says no"},
 		{"bad-features", map[string]string{headerKey: forgedValue}, "", "a plugin returned features the host refuses"},
 	}

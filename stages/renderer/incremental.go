@@ -11,9 +11,6 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// DefaultBackendName is the backend of --default-backend-service.
-const DefaultBackendName = "upstream-default-backend"
-
 // Renderer keeps the model it rendered and the artifacts it produced, and
 // renders again only what a change touches: one server file for a changed
 // server, every file when the settings change.
@@ -127,7 +124,7 @@ func (r *Renderer) indexCert(s *bus.Server, add bool) {
 // SetBackend adds, replaces (or with nil removes) a backend.
 func (r *Renderer) SetBackend(name string, b *bus.Backend) {
 	old, had := r.out.Backends[name]
-	if name == DefaultBackendName && had != (b != nil) {
+	if name == bus.DefaultBackendName && had != (b != nil) {
 		r.dirty.main = true // custom error pages appear or go in every server
 	}
 	if target := externalTarget(b); target != externalTarget(old) {
@@ -300,7 +297,7 @@ func (r *Renderer) sources(key string) sources {
 }
 
 func (r *Renderer) backendContext() backendContext {
-	_, hasDefault := r.out.Backends[DefaultBackendName]
+	_, hasDefault := r.out.Backends[bus.DefaultBackendName]
 	return backendContext{hasDefault: hasDefault, external: r.external, hostExists: r.hostExists}
 }
 

@@ -193,7 +193,7 @@ func servicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) (corev1
 func (t *Translator) defaultBackendService() *bus.Backend {
 	key := t.cfg.DefaultBackendService
 	ns, name, _ := stringsCut(key)
-	b := &bus.Backend{Name: DefaultBackendName, Service: bus.ServiceRef{Namespace: ns, Name: name}, Endpoints: []bus.Endpoint{}}
+	b := &bus.Backend{Name: bus.DefaultBackendName, Service: bus.ServiceRef{Namespace: ns, Name: name}, Endpoints: []bus.Endpoint{}}
 	svc, ok := t.objs.services[key]
 	if !ok || len(svc.Spec.Ports) == 0 {
 		return b

@@ -35,7 +35,7 @@ type Config struct {
 	// AnnotationsPrefix is --annotations-prefix: the translator reads
 	// <prefix>/canary to tell a canary Ingress from a conflicting one, and
 	// publishes the Secrets <prefix>/auth-secret names for the plugins.
-	// Empty means DefaultAnnotationsPrefix.
+	// Empty means bus.DefaultAnnotationsPrefix.
 	AnnotationsPrefix string
 	// HostOwnership is who may add rules to a host: HostOwnershipAny (or
 	// empty) lets every namespace, as ingress-nginx does;
@@ -66,13 +66,10 @@ func ParseHostOwnership(v string) (string, error) {
 	return "", fmt.Errorf("host ownership %q: want %s or %s", v, HostOwnershipAny, HostOwnershipNamespace)
 }
 
-// DefaultAnnotationsPrefix is ingress-nginx's annotation prefix.
-const DefaultAnnotationsPrefix = "nginx.ingress.kubernetes.io"
-
 // DefaultConfig is what `switchyard run` uses without flags.
 func DefaultConfig() Config {
 	return Config{ControllerClass: "switchyard.dev/ingress-controller", IngressClass: "switchyard",
-		AnnotationsPrefix: DefaultAnnotationsPrefix}
+		AnnotationsPrefix: bus.DefaultAnnotationsPrefix}
 }
 
 // canaryKey is the annotation that marks a canary Ingress.
@@ -82,7 +79,7 @@ func (c Config) canaryKey() string {
 
 func (c Config) annotationsPrefix() string {
 	if c.AnnotationsPrefix == "" {
-		return DefaultAnnotationsPrefix
+		return bus.DefaultAnnotationsPrefix
 	}
 	return c.AnnotationsPrefix
 }
@@ -124,10 +121,6 @@ const (
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 	serviceNameLabel       = discoveryv1.LabelServiceName
 )
-
-// DefaultBackendName is the backend of --default-backend-service, as
-// ingress-nginx names it.
-const DefaultBackendName = "upstream-default-backend"
 
 // Delta is what one Flush changed in the model, by model key.
 type Delta struct {
@@ -203,7 +196,7 @@ func NewTranslator(cfg Config) *Translator {
 	t.dirty.hosts[bus.DefaultServerName] = true
 	t.dirty.settings = true
 	if cfg.DefaultBackendService != "" {
-		t.dirty.backends[DefaultBackendName] = true
+		t.dirty.backends[bus.DefaultBackendName] = true
 	}
 	return t
 }
@@ -256,7 +249,7 @@ func (t *Translator) markUsers(users ingressSet) {
 
 func (t *Translator) markDefaultBackend(svc string) {
 	if svc == t.cfg.DefaultBackendService {
-		t.dirty.backends[DefaultBackendName] = true
+		t.dirty.backends[bus.DefaultBackendName] = true
 	}
 }
 
@@ -579,7 +572,7 @@ func (t *Translator) setHostProblems(host string, problems map[string][]bus.Prob
 
 func (t *Translator) defaultBackend() string {
 	if t.cfg.DefaultBackendService != "" {
-		return DefaultBackendName
+		return bus.DefaultBackendName
 	}
 	return ""
 }
@@ -600,7 +593,7 @@ func sortLocations(locs []bus.Location) {
 func (t *Translator) refreshBackend(name string, delta *Delta) {
 	key := bus.Key(bus.KindBackend, name)
 	var b *bus.Backend
-	if name == DefaultBackendName && t.cfg.DefaultBackendService != "" {
+	if name == bus.DefaultBackendName && t.cfg.DefaultBackendService != "" {
 		b = t.defaultBackendService()
 	} else {
 		if users := t.backendUsers[name]; len(users) > 0 {
