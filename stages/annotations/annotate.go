@@ -312,7 +312,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	if maxRisk == 0 {
 		maxRisk = plugins.RiskHigh
 	}
-	canary := a.isCanary(info)
+	canary := info.Canary // the translator's decision
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
 		value := info.Annotations[key]
 		owner := a.owners[key]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,7 +40,9 @@ func ingressJSON(t *testing.T, namespace, name string, ann map[string]string) []
 	for k, v := range ann {
 		full[bus.DefaultAnnotationsPrefix+"/"+k] = v
 	}
-	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full})
+	// Canary is the translator's decision, which this stands in for.
+	canary, _ := strconv.ParseBool(ann["canary"])
+	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full, Canary: canary})
 }
 
 func decodeInfo(t *testing.T, out bus.Output, namespace, name string) *bus.IngressInfo {

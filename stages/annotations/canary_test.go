@@ -40,7 +40,8 @@ func canaryInfo(t *testing.T, weight string, extra map[string]string) []byte {
 	for k, v := range extra {
 		ann[k] = v
 	}
-	return mustJSON(t, &bus.IngressInfo{Namespace: "shop", Name: "canary", Annotations: ann})
+	// Canary is the translator's decision, which this stands in for.
+	return mustJSON(t, &bus.IngressInfo{Namespace: "shop", Name: "canary", Annotations: ann, Canary: true})
 }
 
 func decodeBackend(t *testing.T, out bus.Output, name string) *bus.Backend {

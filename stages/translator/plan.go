@@ -22,10 +22,9 @@ import (
 type ingressPlan struct {
 	key     string // namespace/name
 	created metav1.Time
-	// canary: the Ingress is a canary (<prefix>/canary is true); its paths
-	// attach to other Ingresses' locations instead of claiming them.
-	canary bool
-	info   bus.IngressInfo // without the conflicts, which depend on other Ingresses
+	// info.Canary: the Ingress is a canary (<prefix>/canary is true); its
+	// paths attach to other Ingresses' locations instead of claiming them.
+	info bus.IngressInfo // without the conflicts, which depend on other Ingresses
 
 	ruleHosts map[string]bool    // hosts of spec.rules (a rule may list no path)
 	claims    map[string][]claim // host → locations asked for, in spec order
@@ -68,8 +67,9 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		annSecrets: map[string]*bus.Secret{},
 	}
 	// ParseBool, as ingress-nginx's GetBoolAnnotation; the canary plugin
-	// reports a value that does not parse.
-	p.canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
+	// reports a value that does not parse. Decided here only: the
+	// annotations stage reads it from the IngressInfo.
+	p.info.Canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
 	if problems := validateIngress(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems

@@ -407,7 +407,7 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	key := bus.Key(bus.KindServer, host)
 	var primaries, canaries []*ingressPlan
 	for _, p := range plans {
-		if p.canary {
+		if p.info.Canary {
 			canaries = append(canaries, p)
 		} else {
 			primaries = append(primaries, p)
@@ -464,7 +464,7 @@ func (t *Translator) ownedPlans(host string, plans []*ingressPlan, problems map[
 		return plans
 	}
 	owner := plans[0]
-	if i := slices.IndexFunc(plans, func(p *ingressPlan) bool { return !p.canary }); i >= 0 {
+	if i := slices.IndexFunc(plans, func(p *ingressPlan) bool { return !p.info.Canary }); i >= 0 {
 		owner = plans[i]
 	}
 	ns := owner.info.Namespace
