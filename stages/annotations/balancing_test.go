@@ -251,3 +251,37 @@ func TestBalancingWithCanary(t *testing.T) {
 		t.Fatalf("canary backend after weight change: %+v", next)
 	}
 }
+
+func TestApplyBalancing(t *testing.T) {
+	stale := func() *bus.Backend {
+		return &bus.Backend{Name: "web", LoadBalance: bus.LoadBalanceEWMA,
+			UpstreamHashByConfig:  &bus.UpstreamHashByConfig{UpstreamHashBy: "$uri"},
+			SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
+	}
+	b := stale()
+	ApplyBalancing(nil, b, bus.LoadBalanceRoundRobin)
+	if b.LoadBalance != "" || b.UpstreamHashByConfig != nil || b.SessionAffinityConfig != nil {
+		t.Errorf("nil with round_robin: %+v", b)
+	}
+	b = stale()
+	ApplyBalancing(nil, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != bus.LoadBalanceEWMA || b.UpstreamHashByConfig != nil {
+		t.Errorf("nil with the global ewma: %+v", b)
+	}
+	b = stale()
+	ApplyBalancing(&bus.Balancing{LoadBalance: bus.LoadBalanceRoundRobin}, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != "" {
+		t.Errorf("annotation round_robin over the global ewma: %+v", b)
+	}
+	hash := &bus.Balancing{UpstreamHash: &bus.UpstreamHashByConfig{UpstreamHashBy: "$request_uri"}}
+	b = stale()
+	ApplyBalancing(hash, b, bus.LoadBalanceRoundRobin)
+	if b.UpstreamHashByConfig == nil || b.UpstreamHashByConfig.UpstreamHashBy != "$request_uri" || b.SessionAffinityConfig != nil {
+		t.Errorf("hash: %+v", b)
+	}
+	// The backend gets a copy: changing it leaves the plugin's result alone.
+	b.UpstreamHashByConfig.UpstreamHashBy = "x"
+	if hash.UpstreamHash.UpstreamHashBy != "$request_uri" {
+		t.Errorf("ApplyBalancing shares the config with the backend")
+	}
+}

@@ -335,7 +335,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		// The annotations stage should have rejected these settings; the
 		// backend still serves, round robin, rather than 503.
 		*errs = append(*errs, fmt.Errorf("render backend %q: balancing settings ignored: %w", b.Name, err))
-		b = b.WithoutBalancing()
+		b = withoutBalancing(b)
 		r.out.Backends[name] = b
 	}
 	// Everything else goes to Lua as it is: the balancer reads the
@@ -465,4 +465,15 @@ func checkCanaryFields(b *bus.Backend) error {
 		}
 	}
 	return (&bus.Features{Canary: b.TrafficShapingPolicy}).Validate()
+}
+
+// withoutBalancing returns a copy of b that balances round robin: what the
+// renderer publishes when b's balancing settings are invalid, so the
+// backend keeps serving.
+func withoutBalancing(b *bus.Backend) *bus.Backend {
+	c := *b
+	c.LoadBalance = ""
+	c.UpstreamHashByConfig = nil
+	c.SessionAffinityConfig = nil
+	return &c
 }
