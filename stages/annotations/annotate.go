@@ -477,7 +477,7 @@ func (a *Annotator) fold(p *hosted, batch []plugins.Ingress, answers []plugins.R
 				res.reject(p)
 			}
 		}
-		if err := res.features.Merge(&r.Features); err != nil {
+		if err := mergeFeatures(res.features, &r.Features); err != nil {
 			res.reject(bus.Problem{Field: "metadata.annotations", Reason: ReasonInvalidAnnotation, Message: err.Error()})
 		}
 	}
