@@ -277,10 +277,10 @@ func (t *Translator) Flush() Delta {
 		t.refreshBackend(name, &delta)
 	}
 	for id := range d.certs {
-		t.refreshCertificate(id, &delta)
+		refreshShared(t, t.certUsers, plannedCertificates, id, namespacedKey(bus.KindCertificate, id), t.model.Certificates, &delta)
 	}
 	for id := range d.secrets {
-		t.refreshSecret(id, &delta)
+		refreshShared(t, t.annSecretUsers, plannedSecrets, id, namespacedKey(bus.KindSecret, id), t.model.Secrets, &delta)
 	}
 	for key := range d.infos {
 		t.refreshInfo(key, &delta)
@@ -590,39 +590,39 @@ func sortLocations(locs []bus.Location) {
 	})
 }
 
+// refreshBackend publishes one backend: the default backend's Service when
+// --default-backend-service names one, else as its first user planned it.
 func (t *Translator) refreshBackend(name string, delta *Delta) {
 	key := bus.Key(bus.KindBackend, name)
-	var b *bus.Backend
 	if name == bus.DefaultBackendName && t.cfg.DefaultBackendService != "" {
-		b = t.defaultBackendService()
-	} else {
-		if users := t.backendUsers[name]; len(users) > 0 {
-			b = t.plans[users[0]].backends[name]
-		}
+		setModel(t.model.Backends, key, t.defaultBackendService(), delta)
+		return
 	}
-	setModel(t.model.Backends, key, b, delta)
+	refreshShared(t, t.backendUsers, plannedBackends, name, key, t.model.Backends, delta)
 }
 
-func (t *Translator) refreshCertificate(id string, delta *Delta) {
-	ns, name, _ := strings.Cut(id, "/")
-	key := bus.Key(bus.KindCertificate, ns, name)
-	var c *bus.Certificate
-	if users := t.certUsers[id]; len(users) > 0 {
-		c = t.plans[users[0]].certs[id]
+// refreshShared publishes one object that several Ingresses may name (a
+// backend, a certificate, an annotation Secret) under key: as the first of
+// its users (by namespace/name) planned it, or deleted once none names it.
+// An annotation Secret's data goes to the annotations stage only.
+func refreshShared[V any](t *Translator, users map[string]ingressSet, planned func(*ingressPlan) map[string]*V,
+	id, key string, published map[string]*V, delta *Delta) {
+	var v *V
+	if u := users[id]; len(u) > 0 {
+		v = planned(t.plans[u[0]])[id]
 	}
-	setModel(t.model.Certificates, key, c, delta)
+	setModel(published, key, v, delta)
 }
 
-// refreshSecret publishes an annotation Secret while an Ingress names it
-// and it exists. Its data goes to the annotations stage only.
-func (t *Translator) refreshSecret(id string, delta *Delta) {
+// What one Ingress's plan holds of each shared kind, by id.
+func plannedBackends(p *ingressPlan) map[string]*bus.Backend         { return p.backends }
+func plannedCertificates(p *ingressPlan) map[string]*bus.Certificate { return p.certs }
+func plannedSecrets(p *ingressPlan) map[string]*bus.Secret           { return p.annSecrets }
+
+// namespacedKey is the model key of a "namespace/name" id.
+func namespacedKey(kind, id string) string {
 	ns, name, _ := strings.Cut(id, "/")
-	key := bus.Key(bus.KindSecret, ns, name)
-	var s *bus.Secret
-	if users := t.annSecretUsers[id]; len(users) > 0 {
-		s = t.plans[users[0]].annSecrets[id]
-	}
-	setModel(t.model.Secrets, key, s, delta)
+	return bus.Key(kind, ns, name)
 }
 
 // refreshInfo assembles what is known about one Ingress: its own problems
