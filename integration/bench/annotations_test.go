@@ -44,16 +44,7 @@ func TestBenchAnnotations(t *testing.T) {
 	}
 	ann := host.NewAnnotator(owners)
 
-	embedded, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(embedded.Shutdown)
-	conn, err := embedded.Connect("bench-annotations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := harness.Bus(t, "bench-annotations")
 	if _, err := conn.EnsureStream(ctx, bus.StageAnnotations); err != nil {
 		t.Fatal(err)
 	}

@@ -45,19 +45,6 @@ func ingressJSON(t *testing.T, namespace, name string, ann map[string]string) []
 	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full, Canary: canary})
 }
 
-func decodeInfo(t *testing.T, out bus.Output, namespace, name string) *bus.IngressInfo {
-	t.Helper()
-	data, ok := out.Puts[bus.Key(bus.KindIngress, namespace, name)]
-	if !ok {
-		t.Fatalf("info %s/%s not emitted; puts %v", namespace, name, keys(out.Puts))
-	}
-	info := new(bus.IngressInfo)
-	if err := json.Unmarshal(data, info); err != nil {
-		t.Fatal(err)
-	}
-	return info
-}
-
 func updateBalancing(t *testing.T, a *Annotator, changed map[string][]byte) bus.Output {
 	t.Helper()
 	out, err := a.Update(context.Background(), changed)
@@ -102,10 +89,10 @@ func TestBalancingBackends(t *testing.T) {
 	if other := decodeBackend(t, out, "shop-other-80"); other.LoadBalance != "" || other.UpstreamHashByConfig != nil {
 		t.Fatalf("unused backend: %+v", other)
 	}
-	if info := decodeInfo(t, out, "shop", "a"); len(info.Problems) != 0 {
+	if info := infoOf(t, out, "shop", "a"); len(info.Problems) != 0 {
 		t.Fatalf("the winner is warned: %+v", info.Problems)
 	}
-	info := decodeInfo(t, out, "shop", "b")
+	info := infoOf(t, out, "shop", "b")
 	if info.Rejected || len(info.Problems) != 1 || info.Problems[0].Reason != ReasonAnnotationWarning ||
 		!strings.Contains(info.Problems[0].Message, "shop-web-80") || !strings.Contains(info.Problems[0].Message, "shop/a") {
 		t.Fatalf("the loser's warning: %+v", info)
@@ -137,7 +124,7 @@ func TestBalancingBackends(t *testing.T) {
 	if web := decodeBackend(t, out, "shop-web-80"); web.LoadBalance != "ewma" || web.UpstreamHashByConfig != nil {
 		t.Fatalf("after shop/a dropped its annotations: %+v", web)
 	}
-	if info := decodeInfo(t, out, "shop", "b"); len(info.Problems) != 0 {
+	if info := infoOf(t, out, "shop", "b"); len(info.Problems) != 0 {
 		t.Fatalf("shop/b still warned: %+v", info.Problems)
 	}
 
@@ -156,7 +143,7 @@ func TestBalancingBackends(t *testing.T) {
 	if api := decodeBackend(t, out, "shop-api-80"); api.LoadBalance != "" {
 		t.Fatalf("rejected Ingress applied: %+v", api)
 	}
-	if info := decodeInfo(t, out, "shop", "b"); !info.Rejected {
+	if info := infoOf(t, out, "shop", "b"); !info.Rejected {
 		t.Fatalf("affinity: ip not rejected: %+v", info)
 	}
 }
@@ -182,7 +169,7 @@ func TestBalancingSharedWithoutConflict(t *testing.T) {
 		t.Fatalf("affinity: %+v", web.SessionAffinityConfig)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if info := decodeInfo(t, out, "x", name); len(info.Problems) != 0 {
+		if info := infoOf(t, out, "x", name); len(info.Problems) != 0 {
 			t.Errorf("x/%s warned: %+v", name, info.Problems)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 )
@@ -46,23 +47,7 @@ func canaryInfo(t *testing.T, weight string, extra map[string]string) []byte {
 
 func decodeBackend(t *testing.T, out bus.Output, name string) *bus.Backend {
 	t.Helper()
-	data, ok := out.Puts[bus.Key(bus.KindBackend, name)]
-	if !ok {
-		t.Fatalf("backend %s not emitted; puts %v", name, keys(out.Puts))
-	}
-	b := new(bus.Backend)
-	if err := json.Unmarshal(data, b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func keys(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return harness.Decode[bus.Backend](t, out.Puts, bus.Key(bus.KindBackend, name))
 }
 
 func TestCanaryBackends(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 // hostFixture is a Host running real plugin processes (this test binary,
@@ -140,17 +141,10 @@ func served(t *testing.T, out bus.Output, name string) (*bus.Features, bool) {
 	return nil, false
 }
 
-func infoOf(t *testing.T, out bus.Output, ns, name string) bus.IngressInfo {
+// infoOf is the IngressInfo of ns/name in out.
+func infoOf(t *testing.T, out bus.Output, ns, name string) *bus.IngressInfo {
 	t.Helper()
-	var info bus.IngressInfo
-	data, ok := out.Puts[bus.Key(bus.KindIngress, ns, name)]
-	if !ok {
-		t.Fatalf("ingress %s/%s not in the output", ns, name)
-	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		t.Fatal(err)
-	}
-	return info
+	return harness.Decode[bus.IngressInfo](t, out.Puts, bus.Key(bus.KindIngress, ns, name))
 }
 
 func headerOf(f *bus.Features, name string) string {
