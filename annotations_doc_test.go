@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins/builtin"
-	"switchyard.dev/switchyard/stages/annotations"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/annotations.md from the plugins' descriptions")
@@ -17,7 +17,7 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/annotations.md from th
 // from the plugins' own descriptions.
 func TestAnnotationDocsAreCurrent(t *testing.T) {
 	var got bytes.Buffer
-	writeAnnotationDocs(&got, annotations.DefaultPrefix, builtin.Descriptions())
+	writeAnnotationDocs(&got, bus.DefaultAnnotationsPrefix, builtin.Descriptions())
 	const path = "docs/annotations.md"
 	if *updateDocs {
 		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {

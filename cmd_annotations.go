@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
@@ -21,7 +22,7 @@ import (
 // third-party ones too.
 func annotationsCommand(args []string) error {
 	fs := flag.NewFlagSet("annotations", flag.ContinueOnError)
-	prefix := fs.String("annotations-prefix", annotations.DefaultPrefix, "prefix of the annotations")
+	prefix := fs.String("annotations-prefix", bus.DefaultAnnotationsPrefix, "prefix of the annotations")
 	pluginDir := fs.String("plugin-dir", "", "also describe the third-party plugins in this directory")
 	if err := fs.Parse(args); err != nil {
 		return err

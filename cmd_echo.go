@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
+
+	"switchyard.dev/switchyard/internal/echo"
 )
 
 // echoCommand serves a test backend that answers every request with what it
@@ -18,7 +18,7 @@ import (
 func echoCommand(args []string) error {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:9001", "address to listen on")
-	id := echoIdentity{}
+	id := echo.Identity{}
 	fs.StringVar(&id.Service, "service", "echo", "service name to report")
 	fs.StringVar(&id.Pod, "pod", "", "pod name to report (default: hostname)")
 	fs.StringVar(&id.Namespace, "namespace", "default", "namespace to report")
@@ -41,30 +41,4 @@ func echoCommand(args []string) error {
 		return err
 	}
 	return nil
-}
-
-type echoIdentity struct {
-	Namespace, Service, Pod string
-}
-
-type echoReply struct {
-	Path      string              `json:"path"`
-	Host      string              `json:"host"`
-	Method    string              `json:"method"`
-	Proto     string              `json:"proto"`
-	Headers   map[string][]string `json:"headers"`
-	Namespace string              `json:"namespace"`
-	Service   string              `json:"service"`
-	Pod       string              `json:"pod"`
-}
-
-func (id echoIdentity) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := json.Marshal(echoReply{
-		Path: r.RequestURI, Host: r.Host, Method: r.Method, Proto: r.Proto,
-		Headers: r.Header, Namespace: id.Namespace, Service: id.Service, Pod: id.Pod,
-	})
-	body = append(body, '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	_, _ = w.Write(body)
 }

@@ -77,7 +77,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
 	fs.StringVar(&o.hostOwnership, "host-ownership", translator.HostOwnershipAny, "who may add rules to a host: any (every namespace, as ingress-nginx) or namespace (the namespace of the host's oldest Ingress; other namespaces' rules for it are refused)")
-	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", annotations.DefaultPrefix, "prefix of the annotations the plugins read")
+	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", bus.DefaultAnnotationsPrefix, "prefix of the annotations the plugins read")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")

@@ -22,7 +22,7 @@ func TestRenderRedactsSecretDerivedFiles(t *testing.T) {
 	cert, _ := json.Marshal(map[string]any{"hosts": []string{"secure.test"}, "pem": "-----BEGIN PRIVATE KEY-----\nsecret\n"})
 	entries := map[string][]byte{
 		bus.Key(bus.KindFile, "nginx.conf"):                   file("nginx.conf", "http {}\n"),
-		bus.Key(bus.KindFile, renderer.AuthFile(basic)):       file(renderer.AuthFile(basic), basic.HtpasswdFile()),
+		bus.Key(bus.KindFile, renderer.AuthFile(basic)):       file(renderer.AuthFile(basic), renderer.HtpasswdFile(basic)),
 		bus.Key(bus.KindCertificate, "default", "secure-tls"): cert,
 		bus.Key(bus.KindFile, "servers/secure_2etest.conf"):   file("servers/secure_2etest.conf", "server {}\n"),
 	}
@@ -36,7 +36,7 @@ func TestRenderRedactsSecretDerivedFiles(t *testing.T) {
 			t.Errorf("render printed %q:\n%s", secret, text)
 		}
 	}
-	want := "-- " + renderer.AuthFile(basic) + " --\n<redacted: " + strconv.Itoa(len(basic.HtpasswdFile())) + " bytes of secret-derived content>\n"
+	want := "-- " + renderer.AuthFile(basic) + " --\n<redacted: " + strconv.Itoa(len(renderer.HtpasswdFile(basic))) + " bytes of secret-derived content>\n"
 	for _, w := range []string{want, "-- nginx.conf --\nhttp {}\n", "secure.test"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("render output lacks %q:\n%s", w, text)

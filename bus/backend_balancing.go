@@ -151,14 +151,3 @@ func (a *SessionAffinityConfig) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// WithoutBalancing returns a copy of b that balances round robin: what the
-// renderer publishes when b's balancing settings are invalid, so the
-// backend keeps serving.
-func (b *Backend) WithoutBalancing() *Backend {
-	c := *b
-	c.LoadBalance = ""
-	c.UpstreamHashByConfig = nil
-	c.SessionAffinityConfig = nil
-	return &c
-}

@@ -106,50 +106,6 @@ func (h Header) validate() error {
 	return nil
 }
 
-// Merge adds the groups of other into f. A group set in both is a conflict:
-// two plugins must never decide the same thing.
-func (f *Features) Merge(other *Features) error {
-	if other == nil {
-		return nil
-	}
-	// Deny is the exception: the first denial stands, whoever says it.
-	if f.Deny == nil {
-		f.Deny = other.Deny
-	}
-	f.ResponseHeaders = append(f.ResponseHeaders, other.ResponseHeaders...)
-	if err := mergeGroup("canary", &f.Canary, other.Canary); err != nil {
-		return err
-	}
-	if err := mergeGroup("auth", &f.Auth, other.Auth); err != nil {
-		return err
-	}
-	if err := mergeGroup("rateLimit", &f.RateLimit, other.RateLimit); err != nil {
-		return err
-	}
-	if err := mergeGroup("redirect", &f.Redirect, other.Redirect); err != nil {
-		return err
-	}
-	if err := mergeGroup("rewrite", &f.Rewrite, other.Rewrite); err != nil {
-		return err
-	}
-	if err := mergeGroup("balancing", &f.Balancing, other.Balancing); err != nil {
-		return err
-	}
-	return nil
-}
-
-// mergeGroup sets *dst to src, refusing a group two plugins both set.
-func mergeGroup[T any](name string, dst **T, src *T) error {
-	if src == nil {
-		return nil
-	}
-	if *dst != nil {
-		return fmt.Errorf("two plugins set %s", name)
-	}
-	*dst = src
-	return nil
-}
-
 // IsZero reports whether f holds no feature.
 func (f *Features) IsZero() bool {
 	return f == nil || reflect.DeepEqual(*f, Features{})

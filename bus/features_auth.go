@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // Auth is the auth plugin's group: basic auth against an htpasswd file
@@ -112,6 +111,3 @@ func (a *Auth) validate() error {
 	}
 	return nil
 }
-
-// HtpasswdFile is the content of the htpasswd file of b.
-func (b *BasicAuth) HtpasswdFile() string { return strings.Join(b.Users, "\n") + "\n" }

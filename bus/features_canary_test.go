@@ -41,10 +41,3 @@ func TestCanaryValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestCanaryMergeConflict(t *testing.T) {
-	f := &Features{Canary: &Canary{WeightTotal: 100}}
-	if err := f.Merge(&Features{Canary: &Canary{WeightTotal: 10}}); err == nil {
-		t.Fatal("two plugins setting canary were not refused")
-	}
-}

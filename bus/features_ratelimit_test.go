@@ -40,14 +40,3 @@ func TestRateLimitValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestRateLimitMergeConflict(t *testing.T) {
-	f := &Features{RateLimit: &RateLimit{RPS: 1}}
-	if err := f.Merge(&Features{RateLimit: &RateLimit{RPM: 1}}); err == nil {
-		t.Fatal("two plugins setting rateLimit merged")
-	}
-	g := &Features{}
-	if err := g.Merge(&Features{RateLimit: &RateLimit{RPM: 1}}); err != nil || g.RateLimit == nil || g.RateLimit.RPM != 1 {
-		t.Fatalf("merge into empty: %v %+v", err, g.RateLimit)
-	}
-}

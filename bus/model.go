@@ -9,6 +9,15 @@ package bus
 // DefaultServerName is the hostname of the catch-all server.
 const DefaultServerName = "_"
 
+// DefaultBackendName is the backend of --default-backend-service, as
+// ingress-nginx names it: the translator publishes it, the renderer sends
+// custom error pages and unmatched requests to it.
+const DefaultBackendName = "upstream-default-backend"
+
+// DefaultAnnotationsPrefix is ingress-nginx's annotation prefix, the
+// default of --annotations-prefix.
+const DefaultAnnotationsPrefix = "nginx.ingress.kubernetes.io"
+
 // Path types after defaulting: ImplementationSpecific is rendered as Prefix
 // unless a regex annotation says otherwise, as ingress-nginx does.
 const (
@@ -109,6 +118,10 @@ type IngressInfo struct {
 	Name        string            `json:"name"`
 	Generation  int64             `json:"generation,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Canary is set when the Ingress is a canary (<prefix>/canary is true):
+	// the translator decides it once, and the annotations stage keeps only
+	// the canary and balancing annotations of such an Ingress.
+	Canary bool `json:"canary,omitempty"`
 	// Rejected is set when the Ingress is not served at all.
 	Rejected bool      `json:"rejected,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

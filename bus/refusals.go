@@ -1,8 +1,6 @@
 package bus
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"regexp"
 )
@@ -46,7 +44,7 @@ type Refusal struct {
 	Kind string `json:"kind"` // RefusedIngress or RefusedConfigMap
 	// Name is "namespace/name" of an Ingress, or the ConfigMap key.
 	Name string `json:"name"`
-	// Rev is the revision of the source that was refused (SourceRev).
+	// Rev is the revision of the source that was refused (RevPattern).
 	Rev string `json:"rev"`
 	// Message is NGINX's complaint, without the state directory's paths.
 	Message string `json:"message"`
@@ -92,23 +90,13 @@ func cutSlash(s string) (string, string, bool) {
 	return "", "", false
 }
 
-// SourceRev is the short revision the attribution comments carry: the
-// first 48 bits of the SHA-256 of what was rendered from the source.
-func SourceRev(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write(p)
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
-}
-
 // SourceNamePattern is what a source name in an attribution comment may
 // hold: Kubernetes names and ConfigMap keys, and nothing that could end the
 // comment line. Writers and readers of the comments both check it.
 var SourceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,252})?(/[a-z0-9]([-a-z0-9.]{0,252})?)?$`)
 
-// RevPattern is a SourceRev.
+// RevPattern is a revision as the renderer computes it: the first 48 bits
+// of a SHA-256, in hex.
 var RevPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // RefusalTable is a follower's copy of the refusals table, by key.

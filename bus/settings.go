@@ -1,10 +1,5 @@
 package bus
 
-import (
-	"encoding/json"
-	"reflect"
-)
-
 // Settings are the controller-wide settings from the controller ConfigMap
 // (--configmap NAMESPACE/NAME), with ingress-nginx's keys and defaults. The
 // translator parses them (an invalid value is reported and its default
@@ -77,54 +72,4 @@ func DefaultSettings() Settings {
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
 	}
-}
-
-// settingFields are the ConfigMap keys whose values the renderer writes
-// into a configuration file NGINX tests, each with its field: a key NGINX
-// refuses falls back to its default (ResetSetting), and the attribution
-// comments name the value's revision (SettingRev).
-var settingFields = map[string]func(*Settings) any{
-	"worker-processes":               func(s *Settings) any { return &s.WorkerProcesses },
-	"worker-shutdown-timeout":        func(s *Settings) any { return &s.WorkerShutdownTimeout },
-	"server-tokens":                  func(s *Settings) any { return &s.ServerTokens },
-	"use-forwarded-headers":          func(s *Settings) any { return &s.UseForwardedHeaders },
-	"proxy-real-ip-cidr":             func(s *Settings) any { return &s.ProxyRealIPCIDR },
-	"log-format-upstream":            func(s *Settings) any { return &s.LogFormatUpstream },
-	"limit-req-status-code":          func(s *Settings) any { return &s.LimitReqStatusCode },
-	"limit-conn-status-code":         func(s *Settings) any { return &s.LimitConnStatusCode },
-	"proxy-body-size":                func(s *Settings) any { return &s.ProxyBodySize },
-	"proxy-connect-timeout":          func(s *Settings) any { return &s.ProxyConnectTimeout },
-	"proxy-send-timeout":             func(s *Settings) any { return &s.ProxySendTimeout },
-	"proxy-read-timeout":             func(s *Settings) any { return &s.ProxyReadTimeout },
-	"compute-full-forwarded-for":     func(s *Settings) any { return &s.ComputeFullForwardedFor },
-	"ssl-protocols":                  func(s *Settings) any { return &s.SSLProtocols },
-	"ssl-ciphers":                    func(s *Settings) any { return &s.SSLCiphers },
-	"upstream-keepalive-connections": func(s *Settings) any { return &s.UpstreamKeepaliveConnections },
-	"upstream-keepalive-timeout":     func(s *Settings) any { return &s.UpstreamKeepaliveTimeout },
-	"upstream-keepalive-requests":    func(s *Settings) any { return &s.UpstreamKeepaliveRequests },
-	"upstream-keepalive-time":        func(s *Settings) any { return &s.UpstreamKeepaliveTime },
-	"custom-http-errors":             func(s *Settings) any { return &s.CustomHTTPErrors },
-}
-
-// SettingRev is the revision of a ConfigMap key's value in s, as the
-// attribution comments carry it; "" for a key not written into a file.
-func (s *Settings) SettingRev(key string) string {
-	field, ok := settingFields[key]
-	if !ok {
-		return ""
-	}
-	data, _ := json.Marshal(field(s))
-	return SourceRev([]byte(key), data)
-}
-
-// ResetSetting sets a ConfigMap key back to its ingress-nginx default and
-// says whether the key is one the renderer writes.
-func (s *Settings) ResetSetting(key string) bool {
-	field, ok := settingFields[key]
-	if !ok {
-		return false
-	}
-	def := DefaultSettings()
-	reflect.ValueOf(field(s)).Elem().Set(reflect.ValueOf(field(&def)).Elem())
-	return true
 }

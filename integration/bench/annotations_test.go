@@ -32,7 +32,7 @@ func TestBenchAnnotations(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", example, "switchyard.dev/switchyard/plugins/examples/responseheader").CombinedOutput(); err != nil {
 		t.Fatalf("build the example plugin: %v\n%s", err, out)
 	}
-	host := annotations.NewHost(annotations.HostConfig{Prefix: annotations.DefaultPrefix, Sources: []annotations.PluginSource{
+	host := annotations.NewHost(annotations.HostConfig{Prefix: bus.DefaultAnnotationsPrefix, Sources: []annotations.PluginSource{
 		{Name: "builtin compat", Command: func() *exec.Cmd { return exec.Command(bin, "plugin", "compat") }},
 		{Name: example, Command: func() *exec.Cmd { return exec.Command(example) }},
 	}}, zap.NewNop())
@@ -44,16 +44,7 @@ func TestBenchAnnotations(t *testing.T) {
 	}
 	ann := host.NewAnnotator(owners)
 
-	embedded, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(embedded.Shutdown)
-	conn, err := embedded.Connect("bench-annotations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := harness.Bus(t, "bench-annotations")
 	if _, err := conn.EnsureStream(ctx, bus.StageAnnotations); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +99,9 @@ func addAnnotated(t *testing.T, entries map[string][]byte, i int, value string) 
 	t.Helper()
 	name := fmt.Sprintf("app-%d", i)
 	info, err := json.Marshal(&bus.IngressInfo{Namespace: "bench", Name: name, Annotations: map[string]string{
-		"plugins.example.com/response-header":         "X-Bench: " + value,
-		annotations.DefaultPrefix + "/upstream-vhost": "backend.example.com",
-		annotations.DefaultPrefix + "/mirror-host":    "mirror.example.com",
+		"plugins.example.com/response-header":            "X-Bench: " + value,
+		bus.DefaultAnnotationsPrefix + "/upstream-vhost": "backend.example.com",
+		bus.DefaultAnnotationsPrefix + "/mirror-host":    "mirror.example.com",
 	}})
 	if err != nil {
 		t.Fatal(err)

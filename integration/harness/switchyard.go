@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"switchyard.dev/switchyard/internal/echo"
 )
 
 var (
@@ -247,16 +249,7 @@ type Response struct {
 }
 
 // EchoReply is the JSON `switchyard echo` answers with.
-type EchoReply struct {
-	Path      string              `json:"path"`
-	Host      string              `json:"host"`
-	Method    string              `json:"method"`
-	Proto     string              `json:"proto"`
-	Headers   map[string][]string `json:"headers"`
-	Namespace string              `json:"namespace"`
-	Service   string              `json:"service"`
-	Pod       string              `json:"pod"`
-}
+type EchoReply = echo.Reply
 
 // Get sends GET http://host/path to NGINX's HTTP listener.
 func (s *Switchyard) Get(host, path string) (Response, error) {

@@ -312,7 +312,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	if maxRisk == 0 {
 		maxRisk = plugins.RiskHigh
 	}
-	canary := a.isCanary(info)
+	canary := info.Canary // the translator's decision
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
 		value := info.Annotations[key]
 		owner := a.owners[key]
@@ -477,7 +477,7 @@ func (a *Annotator) fold(p *hosted, batch []plugins.Ingress, answers []plugins.R
 				res.reject(p)
 			}
 		}
-		if err := res.features.Merge(&r.Features); err != nil {
+		if err := mergeFeatures(res.features, &r.Features); err != nil {
 			res.reject(bus.Problem{Field: "metadata.annotations", Reason: ReasonInvalidAnnotation, Message: err.Error()})
 		}
 	}

@@ -26,12 +26,12 @@ func newFakeAnnotator(t *testing.T) *fakeAnnotator {
 	p := &hosted{desc: plugins.Description{Name: "fake", Annotations: []plugins.Annotation{
 		{Key: headerKey, Pattern: `[a-z0-9-]*`, Risk: plugins.RiskMedium},
 	}}}
-	keys, err := NewHost(HostConfig{Prefix: DefaultPrefix}, zap.NewNop()).compileKeys(p)
+	keys, err := NewHost(HostConfig{Prefix: bus.DefaultAnnotationsPrefix}, zap.NewNop()).compileKeys(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeAnnotator{}
-	f.Annotator = NewAnnotator(keys, DefaultPrefix, func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+	f.Annotator = NewAnnotator(keys, bus.DefaultAnnotationsPrefix, func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
 		var ids []string
 		var out []plugins.Result
 		for _, in := range batch {

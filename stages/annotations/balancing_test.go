@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 		p := &hosted{desc: plugin.Describe(), keys: map[string]*ownedKey{}}
 		byHosted[p] = plugin
 		for _, spec := range p.desc.Annotations {
-			k := &ownedKey{plugin: p, spec: spec, full: DefaultPrefix + "/" + spec.Key,
+			k := &ownedKey{plugin: p, spec: spec, full: bus.DefaultAnnotationsPrefix + "/" + spec.Key,
 				pattern: regexp.MustCompile(`^(?:` + spec.Pattern + `)$`)}
 			owners[k.full], p.keys[k.full] = k, k
 		}
@@ -31,28 +32,17 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 	call := func(_ context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
 		return byHosted[p].Apply(batch), nil
 	}
-	return NewAnnotator(owners, DefaultPrefix, call)
+	return NewAnnotator(owners, bus.DefaultAnnotationsPrefix, call)
 }
 
 func ingressJSON(t *testing.T, namespace, name string, ann map[string]string) []byte {
 	full := map[string]string{}
 	for k, v := range ann {
-		full[DefaultPrefix+"/"+k] = v
+		full[bus.DefaultAnnotationsPrefix+"/"+k] = v
 	}
-	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full})
-}
-
-func decodeInfo(t *testing.T, out bus.Output, namespace, name string) *bus.IngressInfo {
-	t.Helper()
-	data, ok := out.Puts[bus.Key(bus.KindIngress, namespace, name)]
-	if !ok {
-		t.Fatalf("info %s/%s not emitted; puts %v", namespace, name, keys(out.Puts))
-	}
-	info := new(bus.IngressInfo)
-	if err := json.Unmarshal(data, info); err != nil {
-		t.Fatal(err)
-	}
-	return info
+	// Canary is the translator's decision, which this stands in for.
+	canary, _ := strconv.ParseBool(ann["canary"])
+	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full, Canary: canary})
 }
 
 func updateBalancing(t *testing.T, a *Annotator, changed map[string][]byte) bus.Output {
@@ -99,10 +89,10 @@ func TestBalancingBackends(t *testing.T) {
 	if other := decodeBackend(t, out, "shop-other-80"); other.LoadBalance != "" || other.UpstreamHashByConfig != nil {
 		t.Fatalf("unused backend: %+v", other)
 	}
-	if info := decodeInfo(t, out, "shop", "a"); len(info.Problems) != 0 {
+	if info := infoOf(t, out, "shop", "a"); len(info.Problems) != 0 {
 		t.Fatalf("the winner is warned: %+v", info.Problems)
 	}
-	info := decodeInfo(t, out, "shop", "b")
+	info := infoOf(t, out, "shop", "b")
 	if info.Rejected || len(info.Problems) != 1 || info.Problems[0].Reason != ReasonAnnotationWarning ||
 		!strings.Contains(info.Problems[0].Message, "shop-web-80") || !strings.Contains(info.Problems[0].Message, "shop/a") {
 		t.Fatalf("the loser's warning: %+v", info)
@@ -134,7 +124,7 @@ func TestBalancingBackends(t *testing.T) {
 	if web := decodeBackend(t, out, "shop-web-80"); web.LoadBalance != "ewma" || web.UpstreamHashByConfig != nil {
 		t.Fatalf("after shop/a dropped its annotations: %+v", web)
 	}
-	if info := decodeInfo(t, out, "shop", "b"); len(info.Problems) != 0 {
+	if info := infoOf(t, out, "shop", "b"); len(info.Problems) != 0 {
 		t.Fatalf("shop/b still warned: %+v", info.Problems)
 	}
 
@@ -153,7 +143,7 @@ func TestBalancingBackends(t *testing.T) {
 	if api := decodeBackend(t, out, "shop-api-80"); api.LoadBalance != "" {
 		t.Fatalf("rejected Ingress applied: %+v", api)
 	}
-	if info := decodeInfo(t, out, "shop", "b"); !info.Rejected {
+	if info := infoOf(t, out, "shop", "b"); !info.Rejected {
 		t.Fatalf("affinity: ip not rejected: %+v", info)
 	}
 }
@@ -179,7 +169,7 @@ func TestBalancingSharedWithoutConflict(t *testing.T) {
 		t.Fatalf("affinity: %+v", web.SessionAffinityConfig)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		if info := decodeInfo(t, out, "x", name); len(info.Problems) != 0 {
+		if info := infoOf(t, out, "x", name); len(info.Problems) != 0 {
 			t.Errorf("x/%s warned: %+v", name, info.Problems)
 		}
 	}
@@ -246,5 +236,39 @@ func TestBalancingWithCanary(t *testing.T) {
 		map[string]string{"canary": "true", "canary-weight": "50", "upstream-hash-by": "$request_uri"})})
 	if next := decodeBackend(t, out, "next"); next.TrafficShapingPolicy.Weight != 50 || hashBy(next) != "$request_uri" {
 		t.Fatalf("canary backend after weight change: %+v", next)
+	}
+}
+
+func TestApplyBalancing(t *testing.T) {
+	stale := func() *bus.Backend {
+		return &bus.Backend{Name: "web", LoadBalance: bus.LoadBalanceEWMA,
+			UpstreamHashByConfig:  &bus.UpstreamHashByConfig{UpstreamHashBy: "$uri"},
+			SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
+	}
+	b := stale()
+	ApplyBalancing(nil, b, bus.LoadBalanceRoundRobin)
+	if b.LoadBalance != "" || b.UpstreamHashByConfig != nil || b.SessionAffinityConfig != nil {
+		t.Errorf("nil with round_robin: %+v", b)
+	}
+	b = stale()
+	ApplyBalancing(nil, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != bus.LoadBalanceEWMA || b.UpstreamHashByConfig != nil {
+		t.Errorf("nil with the global ewma: %+v", b)
+	}
+	b = stale()
+	ApplyBalancing(&bus.Balancing{LoadBalance: bus.LoadBalanceRoundRobin}, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != "" {
+		t.Errorf("annotation round_robin over the global ewma: %+v", b)
+	}
+	hash := &bus.Balancing{UpstreamHash: &bus.UpstreamHashByConfig{UpstreamHashBy: "$request_uri"}}
+	b = stale()
+	ApplyBalancing(hash, b, bus.LoadBalanceRoundRobin)
+	if b.UpstreamHashByConfig == nil || b.UpstreamHashByConfig.UpstreamHashBy != "$request_uri" || b.SessionAffinityConfig != nil {
+		t.Errorf("hash: %+v", b)
+	}
+	// The backend gets a copy: changing it leaves the plugin's result alone.
+	b.UpstreamHashByConfig.UpstreamHashBy = "x"
+	if hash.UpstreamHash.UpstreamHashBy != "$request_uri" {
+		t.Errorf("ApplyBalancing shares the config with the backend")
 	}
 }

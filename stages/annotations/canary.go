@@ -3,7 +3,6 @@ package annotations
 import (
 	"maps"
 	"slices"
-	"strconv"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -28,12 +27,6 @@ const canaryPlugin = "canary"
 // backend and the canary Ingress whose policy applies.
 type canaryLink struct {
 	primary, canary, ingress string
-}
-
-// isCanary says whether an Ingress is a canary, as the translator does.
-func (a *Annotator) isCanary(info *bus.IngressInfo) bool {
-	v, _ := strconv.ParseBool(info.Annotations[a.prefix+"/canary"])
-	return v
 }
 
 // policy is the canary policy of a canary Ingress, nil when the plugins

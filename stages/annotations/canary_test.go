@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 )
@@ -19,7 +20,7 @@ func canaryAnnotator(t *testing.T) (*Annotator, *int) {
 	p := &hosted{desc: plugin.Describe(), keys: map[string]*ownedKey{}}
 	owners := map[string]*ownedKey{}
 	for _, spec := range p.desc.Annotations {
-		k := &ownedKey{plugin: p, spec: spec, full: DefaultPrefix + "/" + spec.Key,
+		k := &ownedKey{plugin: p, spec: spec, full: bus.DefaultAnnotationsPrefix + "/" + spec.Key,
 			pattern: regexp.MustCompile(`^(?:` + spec.Pattern + `)$`)}
 		owners[k.full], p.keys[k.full] = k, k
 	}
@@ -28,7 +29,7 @@ func canaryAnnotator(t *testing.T) (*Annotator, *int) {
 		*calls += len(batch)
 		return plugin.Apply(batch), nil
 	}
-	return NewAnnotator(owners, DefaultPrefix, call), calls
+	return NewAnnotator(owners, bus.DefaultAnnotationsPrefix, call), calls
 }
 
 func backendJSON(t *testing.T, name string) []byte {
@@ -36,32 +37,17 @@ func backendJSON(t *testing.T, name string) []byte {
 }
 
 func canaryInfo(t *testing.T, weight string, extra map[string]string) []byte {
-	ann := map[string]string{DefaultPrefix + "/canary": "true", DefaultPrefix + "/canary-weight": weight}
+	ann := map[string]string{bus.DefaultAnnotationsPrefix + "/canary": "true", bus.DefaultAnnotationsPrefix + "/canary-weight": weight}
 	for k, v := range extra {
 		ann[k] = v
 	}
-	return mustJSON(t, &bus.IngressInfo{Namespace: "shop", Name: "canary", Annotations: ann})
+	// Canary is the translator's decision, which this stands in for.
+	return mustJSON(t, &bus.IngressInfo{Namespace: "shop", Name: "canary", Annotations: ann, Canary: true})
 }
 
 func decodeBackend(t *testing.T, out bus.Output, name string) *bus.Backend {
 	t.Helper()
-	data, ok := out.Puts[bus.Key(bus.KindBackend, name)]
-	if !ok {
-		t.Fatalf("backend %s not emitted; puts %v", name, keys(out.Puts))
-	}
-	b := new(bus.Backend)
-	if err := json.Unmarshal(data, b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func keys(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return harness.Decode[bus.Backend](t, out.Puts, bus.Key(bus.KindBackend, name))
 }
 
 func TestCanaryBackends(t *testing.T) {
@@ -79,7 +65,7 @@ func TestCanaryBackends(t *testing.T) {
 		bus.Key(bus.KindBackend, "shop-other-80"):   backendJSON(t, "shop-other-80"),
 		bus.Key(bus.KindIngress, "shop", "primary"): mustJSON(t, &bus.IngressInfo{Namespace: "shop", Name: "primary"}),
 		// Ignored on a canary: it would reject any other Ingress.
-		bus.Key(bus.KindIngress, "shop", "canary"): canaryInfo(t, "30", map[string]string{DefaultPrefix + "/server-snippet": "x"}),
+		bus.Key(bus.KindIngress, "shop", "canary"): canaryInfo(t, "30", map[string]string{bus.DefaultAnnotationsPrefix + "/server-snippet": "x"}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +101,7 @@ func TestCanaryBackends(t *testing.T) {
 
 	// An invalid canary is rejected and dropped: the primary serves alone.
 	out, err = a.Update(ctx, map[string][]byte{bus.Key(bus.KindIngress, "shop", "canary"): canaryInfo(t, "70",
-		map[string]string{DefaultPrefix + "/canary-weight-total": "0"})})
+		map[string]string{bus.DefaultAnnotationsPrefix + "/canary-weight-total": "0"})})
 	if err != nil {
 		t.Fatal(err)
 	}

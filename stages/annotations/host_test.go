@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 // hostFixture is a Host running real plugin processes (this test binary,
@@ -41,7 +42,7 @@ func startHost(t *testing.T, cfg HostConfig, names ...string) *hostFixture {
 		}})
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = bus.DefaultAnnotationsPrefix
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.ctx = ctx
@@ -140,17 +141,10 @@ func served(t *testing.T, out bus.Output, name string) (*bus.Features, bool) {
 	return nil, false
 }
 
-func infoOf(t *testing.T, out bus.Output, ns, name string) bus.IngressInfo {
+// infoOf is the IngressInfo of ns/name in out.
+func infoOf(t *testing.T, out bus.Output, ns, name string) *bus.IngressInfo {
 	t.Helper()
-	var info bus.IngressInfo
-	data, ok := out.Puts[bus.Key(bus.KindIngress, ns, name)]
-	if !ok {
-		t.Fatalf("ingress %s/%s not in the output", ns, name)
-	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		t.Fatal(err)
-	}
-	return info
+	return harness.Decode[bus.IngressInfo](t, out.Puts, bus.Key(bus.KindIngress, ns, name))
 }
 
 func headerOf(f *bus.Features, name string) string {
@@ -238,8 +232,8 @@ func TestHostRejects(t *testing.T) {
 		{"nul", map[string]string{headerKey: "ok\x00"}, headerKey, "NUL"},
 		{"risk", map[string]string{riskyKey: "abc"}, riskyKey, "above the controller's annotations-risk-level High"},
 		{"owned-snippet", map[string]string{snippetKey: "return 200;"}, snippetKey, "snippet annotations are off"},
-		{"unowned-snippet", map[string]string{DefaultPrefix + "/configuration-snippet": "more_set_headers x;"},
-			DefaultPrefix + "/configuration-snippet", "snippet annotations are off"},
+		{"unowned-snippet", map[string]string{bus.DefaultAnnotationsPrefix + "/configuration-snippet": "more_set_headers x;"},
+			bus.DefaultAnnotationsPrefix + "/configuration-snippet", "snippet annotations are off"},
 		{"plugin-error", map[string]string{headerKey: rejectValue}, headerKey, "the plugin says no"},
 		{"bad-features", map[string]string{headerKey: forgedValue}, "", "a plugin returned features the host refuses"},
 	}

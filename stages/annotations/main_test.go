@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 const (
 	headerKey   = "test.example.com/header"
 	riskyKey    = "test.example.com/risky"
-	snippetKey  = DefaultPrefix + "/test-snippet"
+	snippetKey  = bus.DefaultAnnotationsPrefix + "/test-snippet"
 	otherKey    = "test.example.com/other"
 	sleepValue  = "sleep"    // the header plugin sleeps longer than any CallTimeout the tests set
 	forgedValue = "forged"   // the header plugin returns a header value the host must refuse

@@ -22,9 +22,6 @@ import (
 	"switchyard.dev/switchyard/plugins"
 )
 
-// DefaultPrefix is ingress-nginx's annotation prefix.
-const DefaultPrefix = "nginx.ingress.kubernetes.io"
-
 // Config configures the stage.
 type Config struct {
 	// Prefix is --annotations-prefix.
@@ -76,7 +73,7 @@ type Stage struct {
 // New returns the annotations stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = bus.DefaultAnnotationsPrefix
 	}
 	return &Stage{conn: conn, cfg: cfg, log: log}
 }

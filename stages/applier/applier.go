@@ -166,10 +166,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		reloadNow = false
 		s.publishResult(current.meta, result)
 		if result.ReloadPending {
-			// Each change that waits pushes the slot back, until changes
-			// stop for ReloadQuiet or the interval is over: a burst is one
-			// reload at its end, a lone change waits only ReloadQuiet.
-			reloadSlot = time.After(min(ReloadQuiet, s.untilReloadSlot()))
+			// Each change that waits pushes the slot back (DecideReload),
+			// timed from the end of this apply.
+			reloadSlot = time.After(DecideReload(s.reloadInput(false, false)).Slot)
 		}
 		if result.Error != "" {
 			retry = time.After(backoff.next())
@@ -189,7 +188,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 	var errs []error
 	fresh := s.nginx == nil
 	plan := Decide(s.runningDesired(), d, fresh)
-	if plan.WriteConfig && !fresh && !reloadNow && s.untilReloadSlot() > 0 {
+	if plan.WriteConfig && DecideReload(s.reloadInput(fresh, reloadNow)).Hold {
 		// Too soon after the last reload: push the dynamic part now and
 		// leave the files for the reload slot, which takes the newest
 		// state then.
@@ -293,16 +292,10 @@ func dictSizes(conf string) string {
 	return fmt.Sprintf("%d,%d", sizes["switchyard_config"], sizes["switchyard_certs"])
 }
 
-// untilReloadSlot is how long a reload must still wait.
-func (s *Stage) untilReloadSlot() time.Duration {
-	interval := s.cfg.MinReloadInterval
-	switch {
-	case interval < 0:
-		return 0
-	case interval == 0:
-		interval = DefaultMinReloadInterval
-	}
-	return max(0, interval-time.Since(s.lastReload))
+// reloadInput is what DecideReload needs to know now.
+func (s *Stage) reloadInput(fresh, slotCame bool) ReloadInput {
+	return ReloadInput{Now: time.Now(), LastReload: s.lastReload, MinInterval: s.cfg.MinReloadInterval,
+		Fresh: fresh, SlotCame: slotCame}
 }
 
 func (s *Stage) runningDesired() *Desired {

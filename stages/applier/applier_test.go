@@ -40,16 +40,7 @@ type rig struct {
 // known, nothing is started).
 func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig)) *rig {
 	nginx := harness.Nginx(t)
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	conn, err := e.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := harness.Bus(t, "test")
 	dir := harness.StateDir(t) // short: unix socket paths are limited
 	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
 		socket: filepath.Join(dir, "nginx", applier.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}

@@ -45,9 +45,12 @@ const secretDir = "auth/"
 // from a Secret (password hashes), which must never be printed or logged.
 func SecretDerived(path string) bool { return strings.HasPrefix(path, secretDir) }
 
+// HtpasswdFile is the content of the htpasswd file of b.
+func HtpasswdFile(b *bus.BasicAuth) string { return strings.Join(b.Users, "\n") + "\n" }
+
 // AuthFile is the path of the htpasswd file with the given users.
 func AuthFile(b *bus.BasicAuth) string {
-	sum := sha256.Sum256([]byte(b.HtpasswdFile()))
+	sum := sha256.Sum256([]byte(HtpasswdFile(b)))
 	return secretDir + hex.EncodeToString(sum[:16]) + ".htpasswd"
 }
 
@@ -85,7 +88,7 @@ func authFiles(s *bus.Server) map[string]string {
 	files := map[string]string{}
 	for _, l := range s.Locations {
 		if l.Features != nil && l.Features.Auth != nil && l.Features.Auth.Basic != nil && l.Features.Deny == nil {
-			files[AuthFile(l.Features.Auth.Basic)] = l.Features.Auth.Basic.HtpasswdFile()
+			files[AuthFile(l.Features.Auth.Basic)] = HtpasswdFile(l.Features.Auth.Basic)
 		}
 	}
 	return files

@@ -11,9 +11,6 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// DefaultBackendName is the backend of --default-backend-service.
-const DefaultBackendName = "upstream-default-backend"
-
 // Renderer keeps the model it rendered and the artifacts it produced, and
 // renders again only what a change touches: one server file for a changed
 // server, every file when the settings change.
@@ -127,7 +124,7 @@ func (r *Renderer) indexCert(s *bus.Server, add bool) {
 // SetBackend adds, replaces (or with nil removes) a backend.
 func (r *Renderer) SetBackend(name string, b *bus.Backend) {
 	old, had := r.out.Backends[name]
-	if name == DefaultBackendName && had != (b != nil) {
+	if name == bus.DefaultBackendName && had != (b != nil) {
 		r.dirty.main = true // custom error pages appear or go in every server
 	}
 	if target := externalTarget(b); target != externalTarget(old) {
@@ -300,7 +297,7 @@ func (r *Renderer) sources(key string) sources {
 }
 
 func (r *Renderer) backendContext() backendContext {
-	_, hasDefault := r.out.Backends[DefaultBackendName]
+	_, hasDefault := r.out.Backends[bus.DefaultBackendName]
 	return backendContext{hasDefault: hasDefault, external: r.external, hostExists: r.hostExists}
 }
 
@@ -338,7 +335,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 		// The annotations stage should have rejected these settings; the
 		// backend still serves, round robin, rather than 503.
 		*errs = append(*errs, fmt.Errorf("render backend %q: balancing settings ignored: %w", b.Name, err))
-		b = b.WithoutBalancing()
+		b = withoutBalancing(b)
 		r.out.Backends[name] = b
 	}
 	// Everything else goes to Lua as it is: the balancer reads the
@@ -468,4 +465,15 @@ func checkCanaryFields(b *bus.Backend) error {
 		}
 	}
 	return (&bus.Features{Canary: b.TrafficShapingPolicy}).Validate()
+}
+
+// withoutBalancing returns a copy of b that balances round robin: what the
+// renderer publishes when b's balancing settings are invalid, so the
+// backend keeps serving.
+func withoutBalancing(b *bus.Backend) *bus.Backend {
+	c := *b
+	c.LoadBalance = ""
+	c.UpstreamHashByConfig = nil
+	c.SessionAffinityConfig = nil
+	return &c
 }

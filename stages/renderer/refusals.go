@@ -99,7 +99,7 @@ func (r *Renderer) ingressRev(name, key string) string {
 			}
 		}
 	}
-	return bus.SourceRev(parts...)
+	return sourceRev(parts...)
 }
 
 // renderedPart is a location without what reaches Lua only.
@@ -136,7 +136,7 @@ func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 				excluded[ref.Name] = ref.Rev
 			}
 		case bus.RefusedConfigMap:
-			if rev := r.settings.SettingRev(ref.Name); rev != "" && rev == ref.Rev {
+			if rev := settingRev(&r.settings, ref.Name); rev != "" && rev == ref.Rev {
 				keys[ref.Name] = rev
 			}
 		}
@@ -168,7 +168,7 @@ func (r *Renderer) effectiveSettings() bus.Settings {
 	s := r.settings
 	s.ProxyRealIPCIDR = slices.Clone(s.ProxyRealIPCIDR)
 	for key := range r.ref.refusedKeys {
-		s.ResetSetting(key)
+		resetSetting(&s, key)
 	}
 	return s
 }
@@ -207,7 +207,7 @@ func (r *Renderer) ingressSource(name, key string) string {
 
 // zoneRev is the revision of an Ingress's rate limit zones, which its
 // servers share: the zone ID, which hashes the Ingress and the limits.
-func zoneRev(id string) string { return bus.SourceRev([]byte("zone"), []byte(id)) }
+func zoneRev(id string) string { return sourceRev([]byte("zone"), []byte(id)) }
 
 // zoneSource attributes a rate limit zone to its Ingress.
 func zoneSource(v zoneView) string {
@@ -257,7 +257,7 @@ func (s sources) configMapSource(key string) string {
 	if _, refused := s.refusedKeys[key]; refused {
 		return sourceSwitchyard
 	}
-	rev := s.settings.SettingRev(key)
+	rev := settingRev(s.settings, key)
 	if !bus.SourceNamePattern.MatchString(key) || !bus.RevPattern.MatchString(rev) {
 		return sourceSwitchyard
 	}

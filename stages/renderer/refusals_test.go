@@ -38,7 +38,7 @@ func TestRefusals(t *testing.T) {
 	}
 	shopFile := ServerFile("shop.example.com")
 	shopRev := revIn(t, base.Files[shopFile], "shop/shop")
-	keyRev := custom.SettingRev("log-format-upstream")
+	keyRev := settingRev(&custom, "log-format-upstream")
 	ingress := func(name, rev string) map[string]*bus.Refusal {
 		ref := &bus.Refusal{Kind: bus.RefusedIngress, Name: name, Rev: rev, Message: "refused"}
 		return map[string]*bus.Refusal{ref.Key(): ref}

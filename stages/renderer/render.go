@@ -175,6 +175,9 @@ type serverView struct {
 	// HasDefaultBackend: --default-backend-service is set, so custom error
 	// pages have somewhere to come from.
 	HasDefaultBackend bool
+	// DefaultBackend is the default backend's name, for custom error pages
+	// and locations without a backend.
+	DefaultBackend string
 	// WWWRedirect is the host of the from-to-www-redirect server, which
 	// redirects to Server.Hostname; empty when there is none.
 	WWWRedirect string
@@ -230,7 +233,7 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 		return "", fmt.Errorf("invalid host name %q", s.Hostname)
 	}
 	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
-		HasDefaultBackend: backends.hasDefault, src: src, HeaderSource: sourceSwitchyard, WWWSource: sourceSwitchyard}
+		HasDefaultBackend: backends.hasDefault, DefaultBackend: bus.DefaultBackendName, src: src, HeaderSource: sourceSwitchyard, WWWSource: sourceSwitchyard}
 	if src.ingress == nil {
 		src.ingress = func(string) string { return sourceSwitchyard }
 	}

@@ -22,10 +22,9 @@ import (
 type ingressPlan struct {
 	key     string // namespace/name
 	created metav1.Time
-	// canary: the Ingress is a canary (<prefix>/canary is true); its paths
-	// attach to other Ingresses' locations instead of claiming them.
-	canary bool
-	info   bus.IngressInfo // without the conflicts, which depend on other Ingresses
+	// info.Canary: the Ingress is a canary (<prefix>/canary is true); its
+	// paths attach to other Ingresses' locations instead of claiming them.
+	info bus.IngressInfo // without the conflicts, which depend on other Ingresses
 
 	ruleHosts map[string]bool    // hosts of spec.rules (a rule may list no path)
 	claims    map[string][]claim // host → locations asked for, in spec order
@@ -68,8 +67,9 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		annSecrets: map[string]*bus.Secret{},
 	}
 	// ParseBool, as ingress-nginx's GetBoolAnnotation; the canary plugin
-	// reports a value that does not parse.
-	p.canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
+	// reports a value that does not parse. Decided here only: the
+	// annotations stage reads it from the IngressInfo.
+	p.info.Canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
 	if problems := checkLimits(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems
@@ -198,7 +198,7 @@ func servicePort(svc *corev1.Service, p networkingv1.ServiceBackendPort) (corev1
 func (t *Translator) defaultBackendService() *bus.Backend {
 	key := t.cfg.DefaultBackendService
 	ns, name, _ := stringsCut(key)
-	b := &bus.Backend{Name: DefaultBackendName, Service: bus.ServiceRef{Namespace: ns, Name: name}, Endpoints: []bus.Endpoint{}}
+	b := &bus.Backend{Name: bus.DefaultBackendName, Service: bus.ServiceRef{Namespace: ns, Name: name}, Endpoints: []bus.Endpoint{}}
 	svc, ok := t.objs.services[key]
 	if !ok || len(svc.Spec.Ports) == 0 {
 		return b

@@ -35,7 +35,7 @@ type Config struct {
 	// AnnotationsPrefix is --annotations-prefix: the translator reads
 	// <prefix>/canary to tell a canary Ingress from a conflicting one, and
 	// publishes the Secrets <prefix>/auth-secret names for the plugins.
-	// Empty means DefaultAnnotationsPrefix.
+	// Empty means bus.DefaultAnnotationsPrefix.
 	AnnotationsPrefix string
 	// HostOwnership is who may add rules to a host: HostOwnershipAny (or
 	// empty) lets every namespace, as ingress-nginx does;
@@ -66,13 +66,10 @@ func ParseHostOwnership(v string) (string, error) {
 	return "", fmt.Errorf("host ownership %q: want %s or %s", v, HostOwnershipAny, HostOwnershipNamespace)
 }
 
-// DefaultAnnotationsPrefix is ingress-nginx's annotation prefix.
-const DefaultAnnotationsPrefix = "nginx.ingress.kubernetes.io"
-
 // DefaultConfig is what `switchyard run` uses without flags.
 func DefaultConfig() Config {
 	return Config{ControllerClass: "switchyard.dev/ingress-controller", IngressClass: "switchyard",
-		AnnotationsPrefix: DefaultAnnotationsPrefix}
+		AnnotationsPrefix: bus.DefaultAnnotationsPrefix}
 }
 
 // canaryKey is the annotation that marks a canary Ingress.
@@ -82,7 +79,7 @@ func (c Config) canaryKey() string {
 
 func (c Config) annotationsPrefix() string {
 	if c.AnnotationsPrefix == "" {
-		return DefaultAnnotationsPrefix
+		return bus.DefaultAnnotationsPrefix
 	}
 	return c.AnnotationsPrefix
 }
@@ -124,10 +121,6 @@ const (
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 	serviceNameLabel       = discoveryv1.LabelServiceName
 )
-
-// DefaultBackendName is the backend of --default-backend-service, as
-// ingress-nginx names it.
-const DefaultBackendName = "upstream-default-backend"
 
 // Delta is what one Flush changed in the model, by model key.
 type Delta struct {
@@ -203,7 +196,7 @@ func NewTranslator(cfg Config) *Translator {
 	t.dirty.hosts[bus.DefaultServerName] = true
 	t.dirty.settings = true
 	if cfg.DefaultBackendService != "" {
-		t.dirty.backends[DefaultBackendName] = true
+		t.dirty.backends[bus.DefaultBackendName] = true
 	}
 	return t
 }
@@ -256,7 +249,7 @@ func (t *Translator) markUsers(users ingressSet) {
 
 func (t *Translator) markDefaultBackend(svc string) {
 	if svc == t.cfg.DefaultBackendService {
-		t.dirty.backends[DefaultBackendName] = true
+		t.dirty.backends[bus.DefaultBackendName] = true
 	}
 }
 
@@ -284,10 +277,10 @@ func (t *Translator) Flush() Delta {
 		t.refreshBackend(name, &delta)
 	}
 	for id := range d.certs {
-		t.refreshCertificate(id, &delta)
+		refreshShared(t, t.certUsers, plannedCertificates, id, namespacedKey(bus.KindCertificate, id), t.model.Certificates, &delta)
 	}
 	for id := range d.secrets {
-		t.refreshSecret(id, &delta)
+		refreshShared(t, t.annSecretUsers, plannedSecrets, id, namespacedKey(bus.KindSecret, id), t.model.Secrets, &delta)
 	}
 	for key := range d.infos {
 		t.refreshInfo(key, &delta)
@@ -414,7 +407,7 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 	key := bus.Key(bus.KindServer, host)
 	var primaries, canaries []*ingressPlan
 	for _, p := range plans {
-		if p.canary {
+		if p.info.Canary {
 			canaries = append(canaries, p)
 		} else {
 			primaries = append(primaries, p)
@@ -474,7 +467,7 @@ func (t *Translator) ownedPlans(host string, plans []*ingressPlan, problems map[
 		return plans
 	}
 	owner := plans[0]
-	if i := slices.IndexFunc(plans, func(p *ingressPlan) bool { return !p.canary }); i >= 0 {
+	if i := slices.IndexFunc(plans, func(p *ingressPlan) bool { return !p.info.Canary }); i >= 0 {
 		owner = plans[i]
 	}
 	ns := owner.info.Namespace
@@ -582,7 +575,7 @@ func (t *Translator) setHostProblems(host string, problems map[string][]bus.Prob
 
 func (t *Translator) defaultBackend() string {
 	if t.cfg.DefaultBackendService != "" {
-		return DefaultBackendName
+		return bus.DefaultBackendName
 	}
 	return ""
 }
@@ -600,39 +593,39 @@ func sortLocations(locs []bus.Location) {
 	})
 }
 
+// refreshBackend publishes one backend: the default backend's Service when
+// --default-backend-service names one, else as its first user planned it.
 func (t *Translator) refreshBackend(name string, delta *Delta) {
 	key := bus.Key(bus.KindBackend, name)
-	var b *bus.Backend
-	if name == DefaultBackendName && t.cfg.DefaultBackendService != "" {
-		b = t.defaultBackendService()
-	} else {
-		if users := t.backendUsers[name]; len(users) > 0 {
-			b = t.plans[users[0]].backends[name]
-		}
+	if name == bus.DefaultBackendName && t.cfg.DefaultBackendService != "" {
+		setModel(t.model.Backends, key, t.defaultBackendService(), delta)
+		return
 	}
-	setModel(t.model.Backends, key, b, delta)
+	refreshShared(t, t.backendUsers, plannedBackends, name, key, t.model.Backends, delta)
 }
 
-func (t *Translator) refreshCertificate(id string, delta *Delta) {
-	ns, name, _ := strings.Cut(id, "/")
-	key := bus.Key(bus.KindCertificate, ns, name)
-	var c *bus.Certificate
-	if users := t.certUsers[id]; len(users) > 0 {
-		c = t.plans[users[0]].certs[id]
+// refreshShared publishes one object that several Ingresses may name (a
+// backend, a certificate, an annotation Secret) under key: as the first of
+// its users (by namespace/name) planned it, or deleted once none names it.
+// An annotation Secret's data goes to the annotations stage only.
+func refreshShared[V any](t *Translator, users map[string]ingressSet, planned func(*ingressPlan) map[string]*V,
+	id, key string, published map[string]*V, delta *Delta) {
+	var v *V
+	if u := users[id]; len(u) > 0 {
+		v = planned(t.plans[u[0]])[id]
 	}
-	setModel(t.model.Certificates, key, c, delta)
+	setModel(published, key, v, delta)
 }
 
-// refreshSecret publishes an annotation Secret while an Ingress names it
-// and it exists. Its data goes to the annotations stage only.
-func (t *Translator) refreshSecret(id string, delta *Delta) {
+// What one Ingress's plan holds of each shared kind, by id.
+func plannedBackends(p *ingressPlan) map[string]*bus.Backend         { return p.backends }
+func plannedCertificates(p *ingressPlan) map[string]*bus.Certificate { return p.certs }
+func plannedSecrets(p *ingressPlan) map[string]*bus.Secret           { return p.annSecrets }
+
+// namespacedKey is the model key of a "namespace/name" id.
+func namespacedKey(kind, id string) string {
 	ns, name, _ := strings.Cut(id, "/")
-	key := bus.Key(bus.KindSecret, ns, name)
-	var s *bus.Secret
-	if users := t.annSecretUsers[id]; len(users) > 0 {
-		s = t.plans[users[0]].annSecrets[id]
-	}
-	setModel(t.model.Secrets, key, s, delta)
+	return bus.Key(kind, ns, name)
 }
 
 // refreshInfo assembles what is known about one Ingress: its own problems

@@ -8,6 +8,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/stages/annotations"
 )
 
 func cookieAffinity(mode string, c bus.CookieSessionAffinity) *bus.SessionAffinityConfig {
@@ -256,7 +257,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %+v, which the host refuses: %v", ann, got, err)
 		}
 		var b bus.Backend
-		got.ApplyTo(&b, bus.LoadBalanceRoundRobin)
+		annotations.ApplyBalancing(got, &b, bus.LoadBalanceRoundRobin)
 		if err := b.Validate(); err != nil {
 			t.Fatalf("Parse(%q) gives a backend the renderer refuses: %v", ann, err)
 		}

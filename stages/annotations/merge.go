@@ -1,0 +1,54 @@
+package annotations
+
+import (
+	"fmt"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Each plugin returns the feature groups it decides for an Ingress; the
+// host merges them into the Ingress's one set of features.
+
+// mergeFeatures adds the groups of other into f. A group set in both is a conflict:
+// two plugins must never decide the same thing.
+func mergeFeatures(f, other *bus.Features) error {
+	if other == nil {
+		return nil
+	}
+	// Deny is the exception: the first denial stands, whoever says it.
+	if f.Deny == nil {
+		f.Deny = other.Deny
+	}
+	f.ResponseHeaders = append(f.ResponseHeaders, other.ResponseHeaders...)
+	if err := mergeGroup("canary", &f.Canary, other.Canary); err != nil {
+		return err
+	}
+	if err := mergeGroup("auth", &f.Auth, other.Auth); err != nil {
+		return err
+	}
+	if err := mergeGroup("rateLimit", &f.RateLimit, other.RateLimit); err != nil {
+		return err
+	}
+	if err := mergeGroup("redirect", &f.Redirect, other.Redirect); err != nil {
+		return err
+	}
+	if err := mergeGroup("rewrite", &f.Rewrite, other.Rewrite); err != nil {
+		return err
+	}
+	if err := mergeGroup("balancing", &f.Balancing, other.Balancing); err != nil {
+		return err
+	}
+	return nil
+}
+
+// mergeGroup sets *dst to src, refusing a group two plugins both set.
+func mergeGroup[T any](name string, dst **T, src *T) error {
+	if src == nil {
+		return nil
+	}
+	if *dst != nil {
+		return fmt.Errorf("two plugins set %s", name)
+	}
+	*dst = src
+	return nil
+}

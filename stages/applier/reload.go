@@ -1,0 +1,60 @@
+package applier
+
+import "time"
+
+// Reload timing, beside Decide: Decide says what an apply must do, and
+// DecideReload says whether the reload it needs happens now or waits for
+// the reload slot. Both are pure; the apply loop owns the clock and the
+// timers.
+
+// ReloadInput is what DecideReload decides from.
+type ReloadInput struct {
+	// Now is the time of the decision.
+	Now time.Time
+	// LastReload is when NGINX last reloaded; zero before the first.
+	LastReload time.Time
+	// MinInterval is Config.MinReloadInterval as configured: zero means
+	// DefaultMinReloadInterval, a negative value never holds a reload back.
+	MinInterval time.Duration
+	// Fresh: NGINX is being (re)started, which loads the configuration
+	// without a reload.
+	Fresh bool
+	// SlotCame: the reload slot an earlier held change set has come; the
+	// reload goes ahead whatever the interval says.
+	SlotCame bool
+}
+
+// ReloadDecision is when the reload a changed configuration needs happens.
+type ReloadDecision struct {
+	// Hold: too soon after the last reload. The configuration is left for
+	// the reload slot, which takes the newest state then; the dynamic part
+	// is pushed at once.
+	Hold bool
+	// Slot is how long until the reload slot: each change that waits pushes
+	// it back, until changes stop for ReloadQuiet or the interval is over,
+	// so a burst is one reload at its end and a lone change waits only
+	// ReloadQuiet. It is zero once the interval is over.
+	Slot time.Duration
+}
+
+// DecideReload decides, for an apply whose plan writes the configuration,
+// whether NGINX reloads now or at the reload slot. The first change of a
+// quiet period reloads at once.
+func DecideReload(in ReloadInput) ReloadDecision {
+	wait := reloadWait(in.MinInterval, in.LastReload, in.Now)
+	return ReloadDecision{
+		Hold: !in.Fresh && !in.SlotCame && wait > 0,
+		Slot: min(ReloadQuiet, wait),
+	}
+}
+
+// reloadWait is how long a reload must still wait at now.
+func reloadWait(interval time.Duration, lastReload, now time.Time) time.Duration {
+	switch {
+	case interval < 0:
+		return 0
+	case interval == 0:
+		interval = DefaultMinReloadInterval
+	}
+	return max(0, interval-now.Sub(lastReload))
+}

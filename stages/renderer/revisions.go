@@ -1,0 +1,75 @@
+package renderer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"reflect"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// The attribution comments carry revisions the renderer computes here; the
+// applier copies them into its refusals (bus.Refusal.Rev), and a refusal
+// holds only while the source's revision is the one refused.
+
+// sourceRev is the short revision the attribution comments carry: the
+// first 48 bits of the SHA-256 of what was rendered from the source.
+func sourceRev(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// settingFields are the ConfigMap keys whose values the renderer writes
+// into a configuration file NGINX tests, each with its field: a key NGINX
+// refuses falls back to its default (resetSetting), and the attribution
+// comments name the value's revision (settingRev).
+var settingFields = map[string]func(*bus.Settings) any{
+	"worker-processes":               func(s *bus.Settings) any { return &s.WorkerProcesses },
+	"worker-shutdown-timeout":        func(s *bus.Settings) any { return &s.WorkerShutdownTimeout },
+	"server-tokens":                  func(s *bus.Settings) any { return &s.ServerTokens },
+	"use-forwarded-headers":          func(s *bus.Settings) any { return &s.UseForwardedHeaders },
+	"proxy-real-ip-cidr":             func(s *bus.Settings) any { return &s.ProxyRealIPCIDR },
+	"log-format-upstream":            func(s *bus.Settings) any { return &s.LogFormatUpstream },
+	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
+	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },
+	"proxy-body-size":                func(s *bus.Settings) any { return &s.ProxyBodySize },
+	"proxy-connect-timeout":          func(s *bus.Settings) any { return &s.ProxyConnectTimeout },
+	"proxy-send-timeout":             func(s *bus.Settings) any { return &s.ProxySendTimeout },
+	"proxy-read-timeout":             func(s *bus.Settings) any { return &s.ProxyReadTimeout },
+	"compute-full-forwarded-for":     func(s *bus.Settings) any { return &s.ComputeFullForwardedFor },
+	"ssl-protocols":                  func(s *bus.Settings) any { return &s.SSLProtocols },
+	"ssl-ciphers":                    func(s *bus.Settings) any { return &s.SSLCiphers },
+	"upstream-keepalive-connections": func(s *bus.Settings) any { return &s.UpstreamKeepaliveConnections },
+	"upstream-keepalive-timeout":     func(s *bus.Settings) any { return &s.UpstreamKeepaliveTimeout },
+	"upstream-keepalive-requests":    func(s *bus.Settings) any { return &s.UpstreamKeepaliveRequests },
+	"upstream-keepalive-time":        func(s *bus.Settings) any { return &s.UpstreamKeepaliveTime },
+	"custom-http-errors":             func(s *bus.Settings) any { return &s.CustomHTTPErrors },
+}
+
+// settingRev is the revision of a ConfigMap key's value in s, as the
+// attribution comments carry it; "" for a key not written into a file.
+func settingRev(s *bus.Settings, key string) string {
+	field, ok := settingFields[key]
+	if !ok {
+		return ""
+	}
+	data, _ := json.Marshal(field(s))
+	return sourceRev([]byte(key), data)
+}
+
+// resetSetting sets a ConfigMap key back to its ingress-nginx default and
+// says whether the key is one the renderer writes.
+func resetSetting(s *bus.Settings, key string) bool {
+	field, ok := settingFields[key]
+	if !ok {
+		return false
+	}
+	def := bus.DefaultSettings()
+	reflect.ValueOf(field(s)).Elem().Set(reflect.ValueOf(field(&def)).Elem())
+	return true
+}
