@@ -131,7 +131,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	var current *target
 	var retry, reloadSlot <-chan time.Time
 	reloadNow := false // the reload slot came: reload whatever the interval says
-	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	backoff := bus.NewBackoff(100*time.Millisecond, 5*time.Second)
 	for {
 		var nginxDone <-chan struct{}
 		if s.nginx != nil {
@@ -171,10 +171,10 @@ func (s *Stage) Run(ctx context.Context) error {
 			reloadSlot = time.After(DecideReload(s.reloadInput(false, false)).Slot)
 		}
 		if result.Error != "" {
-			retry = time.After(backoff.next())
+			retry = time.After(backoff.Next())
 		} else {
 			retry = nil
-			backoff.reset()
+			backoff.Reset()
 		}
 	}
 }
@@ -420,15 +420,3 @@ func (m *mailbox) take() target {
 	defer m.mu.Unlock()
 	return m.t
 }
-
-type backoff struct{ cur, min, max time.Duration }
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{cur: min, min: min, max: max} }
-
-func (b *backoff) next() time.Duration {
-	d := b.cur
-	b.cur = min(b.cur*2, b.max)
-	return d
-}
-
-func (b *backoff) reset() { b.cur = b.min }
