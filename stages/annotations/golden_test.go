@@ -1,12 +1,10 @@
 package annotations
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,35 +34,10 @@ func TestGolden(t *testing.T) {
 	for _, in := range inputs {
 		name := strings.TrimSuffix(filepath.Base(in), ".model.json")
 		t.Run(name, func(t *testing.T) {
-			got := annotateThroughStage(t, self, readModel(t, in))
-			golden := filepath.Join("testdata", name+".golden.json")
-			if *updateGolden {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("annotated model differs from %s (rerun with -update if intended):\n%s", golden, got)
-			}
+			got := annotateThroughStage(t, self, harness.ReadModel(t, in))
+			harness.Golden(t, filepath.Join("testdata", name+".golden.json"), got, *updateGolden)
 		})
 	}
-}
-
-func readModel(t *testing.T, path string) bus.Model {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := bus.NewModel()
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return m
 }
 
 // annotateThroughStage publishes m as the translator's table, runs the
