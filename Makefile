@@ -68,7 +68,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckRegexPath$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/balancing
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBackendBalancing$$' -fuzztime $(FUZZTIME) ./bus
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus/features
 	SWITCHYARD_REGEX_DIFF_N=$(REGEX_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestRegexAgreesWithNginx$$' ./bus
 
 lint:

@@ -91,3 +91,29 @@ func withoutBalancing(f *bus.Features) *bus.Features {
 	}
 	return &c
 }
+
+// applyBalancing sets b's balancing on backend, replacing whatever it had
+// (it was bus.Balancing.ApplyTo; this stage is its only user). A nil b
+// applies defaultLoadBalance alone (the ConfigMap's load-balance);
+// round_robin is left out, being Lua's default, so a backend nobody
+// configured stays as translated.
+func applyBalancing(b *bus.Balancing, backend *bus.Backend, defaultLoadBalance string) {
+	backend.LoadBalance, backend.UpstreamHashByConfig, backend.SessionAffinityConfig = "", nil, nil
+	lb := defaultLoadBalance
+	if b != nil {
+		if b.LoadBalance != "" {
+			lb = b.LoadBalance
+		}
+		if b.UpstreamHash != nil {
+			h := *b.UpstreamHash
+			backend.UpstreamHashByConfig = &h
+		}
+		if b.Affinity != nil {
+			a := *b.Affinity
+			backend.SessionAffinityConfig = &a
+		}
+	}
+	if lb != bus.LoadBalanceRoundRobin {
+		backend.LoadBalance = lb
+	}
+}

@@ -248,3 +248,37 @@ func TestBalancingWithCanary(t *testing.T) {
 		t.Fatalf("canary backend after weight change: %+v", next)
 	}
 }
+
+func TestApplyBalancing(t *testing.T) {
+	stale := func() *bus.Backend {
+		return &bus.Backend{Name: "web", LoadBalance: bus.LoadBalanceEWMA,
+			bus.UpstreamHashByConfig:  &bus.UpstreamHashByConfig{UpstreamHashBy: "$uri"},
+			bus.SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
+	}
+	b := stale()
+	applyBalancing(nil, b, bus.LoadBalanceRoundRobin)
+	if b.LoadBalance != "" || b.UpstreamHashByConfig != nil || b.SessionAffinityConfig != nil {
+		t.Errorf("nil with round_robin: %+v", b)
+	}
+	b = stale()
+	applyBalancing(nil, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != bus.LoadBalanceEWMA || b.UpstreamHashByConfig != nil {
+		t.Errorf("nil with the global ewma: %+v", b)
+	}
+	b = stale()
+	applyBalancing(&bus.Balancing{LoadBalance: bus.LoadBalanceRoundRobin}, b, bus.LoadBalanceEWMA)
+	if b.LoadBalance != "" {
+		t.Errorf("annotation round_robin over the global ewma: %+v", b)
+	}
+	hash := &bus.Balancing{UpstreamHash: &bus.UpstreamHashByConfig{UpstreamHashBy: "$request_uri"}}
+	b = stale()
+	applyBalancing(hash, b, bus.LoadBalanceRoundRobin)
+	if b.UpstreamHashByConfig == nil || b.UpstreamHashByConfig.UpstreamHashBy != "$request_uri" || b.SessionAffinityConfig != nil {
+		t.Errorf("hash: %+v", b)
+	}
+	// The backend gets a copy: changing it leaves the plugin's result alone.
+	b.UpstreamHashByConfig.UpstreamHashBy = "x"
+	if hash.UpstreamHash.UpstreamHashBy != "$request_uri" {
+		t.Errorf("applyBalancing shares the config with the backend")
+	}
+}

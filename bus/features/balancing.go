@@ -1,4 +1,4 @@
-package bus
+package features
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 // Balancing is the balancing plugin's group: how the Lua balancer picks an
 // endpoint of the Ingress's backends. It never reaches nginx.conf: the
-// annotations stage copies it onto the Backends (ApplyTo), which Lua reads,
+// annotations stage copies it onto the Backends, which Lua reads,
 // so a change is a backend push and never a reload.
 type Balancing struct {
 	// LoadBalance is round_robin or ewma; empty keeps the ConfigMap's
@@ -57,29 +57,4 @@ func (b *Balancing) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ApplyTo sets b's balancing on backend, replacing whatever it had. A nil
-// b applies defaultLoadBalance alone (the ConfigMap's load-balance);
-// round_robin is left out, being Lua's default, so a backend nobody
-// configured stays as translated.
-func (b *Balancing) ApplyTo(backend *Backend, defaultLoadBalance string) {
-	backend.LoadBalance, backend.UpstreamHashByConfig, backend.SessionAffinityConfig = "", nil, nil
-	lb := defaultLoadBalance
-	if b != nil {
-		if b.LoadBalance != "" {
-			lb = b.LoadBalance
-		}
-		if b.UpstreamHash != nil {
-			h := *b.UpstreamHash
-			backend.UpstreamHashByConfig = &h
-		}
-		if b.Affinity != nil {
-			a := *b.Affinity
-			backend.SessionAffinityConfig = &a
-		}
-	}
-	if lb != LoadBalanceRoundRobin {
-		backend.LoadBalance = lb
-	}
 }

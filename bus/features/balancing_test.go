@@ -1,4 +1,4 @@
-package bus
+package features
 
 import (
 	"strings"
@@ -34,39 +34,5 @@ func TestBalancingValidate(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "balancing: ") {
 			t.Errorf("%s: got %v, want a balancing error", name, err)
 		}
-	}
-}
-
-func TestBalancingApplyTo(t *testing.T) {
-	stale := func() *Backend {
-		return &Backend{Name: "web", LoadBalance: LoadBalanceEWMA,
-			UpstreamHashByConfig:  &UpstreamHashByConfig{UpstreamHashBy: "$uri"},
-			SessionAffinityConfig: &SessionAffinityConfig{Name: AffinityCookie}}
-	}
-	b := stale()
-	(*Balancing)(nil).ApplyTo(b, LoadBalanceRoundRobin)
-	if b.LoadBalance != "" || b.UpstreamHashByConfig != nil || b.SessionAffinityConfig != nil {
-		t.Errorf("nil with round_robin: %+v", b)
-	}
-	b = stale()
-	(*Balancing)(nil).ApplyTo(b, LoadBalanceEWMA)
-	if b.LoadBalance != LoadBalanceEWMA || b.UpstreamHashByConfig != nil {
-		t.Errorf("nil with the global ewma: %+v", b)
-	}
-	b = stale()
-	(&Balancing{LoadBalance: LoadBalanceRoundRobin}).ApplyTo(b, LoadBalanceEWMA)
-	if b.LoadBalance != "" {
-		t.Errorf("annotation round_robin over the global ewma: %+v", b)
-	}
-	hash := &Balancing{UpstreamHash: &UpstreamHashByConfig{UpstreamHashBy: "$request_uri"}}
-	b = stale()
-	hash.ApplyTo(b, LoadBalanceRoundRobin)
-	if b.UpstreamHashByConfig == nil || b.UpstreamHashByConfig.UpstreamHashBy != "$request_uri" || b.SessionAffinityConfig != nil {
-		t.Errorf("hash: %+v", b)
-	}
-	// The backend gets a copy: changing it leaves the plugin's result alone.
-	b.UpstreamHashByConfig.UpstreamHashBy = "x"
-	if hash.UpstreamHash.UpstreamHashBy != "$request_uri" {
-		t.Errorf("ApplyTo shares the config with the backend")
 	}
 }
