@@ -252,8 +252,8 @@ func TestBalancingWithCanary(t *testing.T) {
 func TestApplyBalancing(t *testing.T) {
 	stale := func() *bus.Backend {
 		return &bus.Backend{Name: "web", LoadBalance: bus.LoadBalanceEWMA,
-			bus.UpstreamHashByConfig:  &bus.UpstreamHashByConfig{UpstreamHashBy: "$uri"},
-			bus.SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
+			UpstreamHashByConfig:  &bus.UpstreamHashByConfig{UpstreamHashBy: "$uri"},
+			SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
 	}
 	b := stale()
 	applyBalancing(nil, b, bus.LoadBalanceRoundRobin)
