@@ -18,6 +18,5 @@ func pluginCommand(args []string) error {
 	if !ok {
 		return fmt.Errorf("no built-in plugin %q; plugins: %s", args[0], strings.Join(builtin.Names(), ", "))
 	}
-	plugins.Serve(p)
-	return nil
+	return plugins.Serve(p)
 }

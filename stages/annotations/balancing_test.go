@@ -28,8 +28,8 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 			owners[k.full], p.keys[k.full] = k, k
 		}
 	}
-	call := func(_ context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
-		return byHosted[p].Apply(batch), nil
+	call := func(ctx context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+		return byHosted[p].Apply(ctx, batch)
 	}
 	return NewAnnotator(owners, DefaultPrefix, call)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/zap"
 
+	"switchyard.dev/switchyard/internal/pluginhost"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -68,7 +69,7 @@ type hosted struct {
 	keys map[string]*ownedKey
 
 	mu     sync.Mutex
-	client *plugins.Client // nil while down
+	client *pluginhost.Client // nil while down
 	// startErr is why the first start failed, if it did.
 	startErr error
 }
@@ -214,7 +215,7 @@ func (h *Host) fullKey(key string) string {
 
 // launch starts p's process and asks what it owns.
 func (h *Host) launch(ctx context.Context, p *hosted) error {
-	client, err := plugins.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
+	client, err := pluginhost.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
 	if err != nil {
 		return err
 	}
