@@ -226,6 +226,14 @@ func (h *Host) launch(ctx context.Context, p *hosted) error {
 		client.Kill()
 		return fmt.Errorf("describe: %w", err)
 	}
+	if known := p.source.Known; known != nil && !sameKeys(*known, desc) {
+		// A built-in served by a switchyard-plugins binary of another
+		// build: what fails closed while it is down would not be what it
+		// owns, so it is refused, and its annotations fail closed.
+		client.Kill()
+		return fmt.Errorf("built-in plugin %s describes other annotations than this switchyard binary knows: "+
+			"rebuild switchyard-plugins together with switchyard", desc.Name)
+	}
 	if p.keys != nil && !sameKeys(p.desc, desc) {
 		// A restarted binary was replaced by one owning other keys; the
 		// ownership checks ran on the old one, so refuse it.
