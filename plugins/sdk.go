@@ -53,7 +53,7 @@ type Plugin interface {
 type IngressPlugin interface {
 	Describe() Description
 	// ApplyIngress returns the features of one Ingress and the problems
-	// with its annotations; a rejecting Error drops the features.
+	// with its annotations; a rejecting Error rejects the Ingress.
 	ApplyIngress(ctx context.Context, in Ingress) (Features, []Error)
 }
 
