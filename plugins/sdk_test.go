@@ -44,10 +44,16 @@ func heavyDeps(t *testing.T, pkg string) []string {
 
 // TestExampleLinksNoController: a plugin built against the SDK links
 // neither the bus nor NATS, client-go or zap (issue 11): the SDK and
-// bus/features import nothing heavy.
+// bus/features import nothing heavy. Nor does switchyard-plugins.
 func TestExampleLinksNoController(t *testing.T) {
-	if found := heavyDeps(t, "switchyard.dev/switchyard/plugins/examples/responseheader"); len(found) > 0 {
-		t.Errorf("the example plugin links %v", found)
+	for _, pkg := range []string{
+		"switchyard.dev/switchyard/plugins/examples/responseheader",
+		// The built-ins' own binary stays as small.
+		"switchyard.dev/switchyard/plugins/builtin/switchyard-plugins",
+	} {
+		if found := heavyDeps(t, pkg); len(found) > 0 {
+			t.Errorf("%s links %v", pkg, found)
+		}
 	}
 	// The check itself: the controller links all of them.
 	found := strings.Join(heavyDeps(t, "switchyard.dev/switchyard"), "\n")
