@@ -293,8 +293,10 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 }
 
 // builtinsBinary is the binary that serves the built-in plugins: the small
-// switchyard-plugins next to this one (about half the memory of this
-// binary per plugin process, and a faster start), or this binary itself.
+// switchyard-plugins next to this one (a plugin process of it starts in
+// about two thirds of the time and holds about a third less private
+// memory than one of this binary, which initializes client-go, NATS and
+// zap for nothing), or this binary itself.
 func builtinsBinary(log *zap.Logger) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
