@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/plugintest"
 )
@@ -45,7 +45,7 @@ func TestApply(t *testing.T) {
 		annotations map[string]string
 		wantUsers   []string
 		wantDeny    bool
-		wantExt     *features.ExternalAuth
+		wantExt     *bus.ExternalAuth
 		wantErrs    []string // keys of rejecting errors
 		wantWarn    []string // keys of warnings
 	}{
@@ -66,15 +66,15 @@ func TestApply(t *testing.T) {
 		{name: "type without secret", annotations: map[string]string{KeyType: "basic"}, wantErrs: []string{KeySecret}},
 		{name: "external", annotations: map[string]string{KeyURL: "http://auth/x", KeyMethod: "POST", KeySignin: "https://l/s?a=b",
 			KeyResponseHeaders: "X-User, x-email ,X-USER", KeyRequestRedirect: "/back"},
-			wantExt: &features.ExternalAuth{URL: "http://auth/x", Method: "POST", SigninURL: "https://l/s?a=b", SigninRedirectParam: "rd",
+			wantExt: &bus.ExternalAuth{URL: "http://auth/x", Method: "POST", SigninURL: "https://l/s?a=b", SigninRedirectParam: "rd",
 				ResponseHeaders: []string{"X-User", "x-email"}, RequestRedirect: "/back"}},
 		{name: "signin param", annotations: map[string]string{KeyURL: "http://auth/x", KeySignin: "https://l/s", KeySigninRedirectParam: "next"},
-			wantExt: &features.ExternalAuth{URL: "http://auth/x", SigninURL: "https://l/s", SigninRedirectParam: "next"}},
+			wantExt: &bus.ExternalAuth{URL: "http://auth/x", SigninURL: "https://l/s", SigninRedirectParam: "next"}},
 		{name: "external options without url", annotations: map[string]string{KeyMethod: "GET"}, wantWarn: []string{KeyMethod}},
 		{name: "cache", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "x", KeyCacheDuration: "200 1m"},
-			wantExt: &features.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyCacheDuration, KeyCacheKey}},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyCacheDuration, KeyCacheKey}},
 		{name: "proxy set headers", annotations: map[string]string{KeyURL: "http://a", KeyProxySetHeaders: "ns/h"},
-			wantExt: &features.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyProxySetHeaders}},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyProxySetHeaders}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestApply(t *testing.T) {
 				t.Errorf("deny = %+v, want deny %v", r.Features.Deny, c.wantDeny)
 			}
 			var users []string
-			var ext *features.ExternalAuth
+			var ext *bus.ExternalAuth
 			if r.Features.Auth != nil {
 				if r.Features.Auth.Basic != nil {
 					users = r.Features.Auth.Basic.Users
@@ -118,7 +118,7 @@ func TestApply(t *testing.T) {
 	}
 }
 
-func equalExt(a, b features.ExternalAuth) bool {
+func equalExt(a, b bus.ExternalAuth) bool {
 	return a.URL == b.URL && a.Method == b.Method && a.SigninURL == b.SigninURL && a.SigninRedirectParam == b.SigninRedirectParam &&
 		slices.Equal(a.ResponseHeaders, b.ResponseHeaders) && a.RequestRedirect == b.RequestRedirect
 }
@@ -175,7 +175,7 @@ func FuzzParseHtpasswd(f *testing.F) {
 			if len(list) == 0 {
 				continue
 			}
-			a := features.Features{Auth: &features.Auth{Basic: &features.BasicAuth{Realm: DefaultRealm, Users: list}}}
+			a := bus.Features{Auth: &bus.Auth{Basic: &bus.BasicAuth{Realm: DefaultRealm, Users: list}}}
 			if err := a.Validate(); err != nil {
 				t.Fatalf("kept lines the host refuses: %v", err)
 			}
@@ -195,7 +195,7 @@ func FuzzParseHeaderList(f *testing.F) {
 	f.Add("a,$b")
 	f.Fuzz(func(t *testing.T, v string) {
 		names, _ := ParseHeaderList(v)
-		e := features.Features{Auth: &features.Auth{External: &features.ExternalAuth{URL: "http://a", ResponseHeaders: names}}}
+		e := bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://a", ResponseHeaders: names}}}
 		if err := e.Validate(); err != nil {
 			t.Fatalf("%q: kept names the host refuses: %v", v, err)
 		}

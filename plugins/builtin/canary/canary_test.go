@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/plugintest"
 )
@@ -15,31 +15,31 @@ func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ann      map[string]string
-		want     *features.Canary
+		want     *bus.Canary
 		errKeys  []string // rejecting errors, by key
 		warnKeys []string
 	}{
 		{name: "not a canary", ann: map[string]string{}, want: nil},
 		{name: "canary false", ann: map[string]string{KeyCanary: "false"}, want: nil},
-		{name: "defaults", ann: map[string]string{KeyCanary: "true"}, want: &features.Canary{WeightTotal: 100}},
-		{name: "ParseBool spellings", ann: map[string]string{KeyCanary: "True", KeyWeight: "5"}, want: &features.Canary{Weight: 5, WeightTotal: 100}},
+		{name: "defaults", ann: map[string]string{KeyCanary: "true"}, want: &bus.Canary{WeightTotal: 100}},
+		{name: "ParseBool spellings", ann: map[string]string{KeyCanary: "True", KeyWeight: "5"}, want: &bus.Canary{Weight: 5, WeightTotal: 100}},
 		{name: "everything", ann: map[string]string{KeyCanary: "true", KeyWeight: "3", KeyWeightTotal: "10",
 			KeyHeader: "X-Canary", KeyHeaderValue: "v2", KeyCookie: "canary"},
-			want: &features.Canary{Weight: 3, WeightTotal: 10, Header: "X-Canary", HeaderValue: "v2", Cookie: "canary"}},
+			want: &bus.Canary{Weight: 3, WeightTotal: 10, Header: "X-Canary", HeaderValue: "v2", Cookie: "canary"}},
 		{name: "pattern", ann: map[string]string{KeyCanary: "1", KeyHeader: "X-Canary", KeyHeaderPattern: `^v\d+$`},
-			want: &features.Canary{WeightTotal: 100, Header: "X-Canary", HeaderPattern: `^v\d+$`}},
+			want: &bus.Canary{WeightTotal: 100, Header: "X-Canary", HeaderPattern: `^v\d+$`}},
 		{name: "value beats pattern", ann: map[string]string{KeyCanary: "1", KeyHeader: "H", KeyHeaderValue: "a", KeyHeaderPattern: "b"},
-			want: &features.Canary{WeightTotal: 100, Header: "H", HeaderValue: "a"}, warnKeys: []string{KeyHeaderPattern}},
+			want: &bus.Canary{WeightTotal: 100, Header: "H", HeaderValue: "a"}, warnKeys: []string{KeyHeaderPattern}},
 		{name: "bad pattern", ann: map[string]string{KeyCanary: "true", KeyHeader: "H", KeyHeaderPattern: "(a"},
 			errKeys: []string{KeyHeaderPattern}},
 		{name: "pattern with back-reference", ann: map[string]string{KeyCanary: "true", KeyHeader: "H", KeyHeaderPattern: `(a)\1`},
 			errKeys: []string{KeyHeaderPattern}},
 		{name: "weight over total is clamped", ann: map[string]string{KeyCanary: "true", KeyWeight: "150"},
-			want: &features.Canary{Weight: 100, WeightTotal: 100}, warnKeys: []string{KeyWeight}},
+			want: &bus.Canary{Weight: 100, WeightTotal: 100}, warnKeys: []string{KeyWeight}},
 		{name: "weight total zero", ann: map[string]string{KeyCanary: "true", KeyWeightTotal: "0"}, errKeys: []string{KeyWeightTotal}},
 		{name: "weight total too big", ann: map[string]string{KeyCanary: "true", KeyWeightTotal: "9999999"}, errKeys: []string{KeyWeightTotal}},
 		{name: "value without header", ann: map[string]string{KeyCanary: "true", KeyHeaderValue: "v"},
-			want: &features.Canary{WeightTotal: 100}, warnKeys: []string{KeyHeaderValue}},
+			want: &bus.Canary{WeightTotal: 100}, warnKeys: []string{KeyHeaderValue}},
 		{name: "configured but not enabled", ann: map[string]string{KeyWeight: "10", KeyCookie: "c"},
 			want: nil, warnKeys: []string{KeyCookie, KeyWeight}},
 		{name: "canary not a bool", ann: map[string]string{KeyCanary: "yes"}, errKeys: []string{KeyCanary}},
@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 			if got != nil {
-				if err := (&features.Features{Canary: got}).Validate(); err != nil {
+				if err := (&bus.Features{Canary: got}).Validate(); err != nil {
 					t.Fatalf("the host would refuse the policy: %v", err)
 				}
 			}
@@ -130,7 +130,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("rejected but returned %+v", got)
 		}
 		if got != nil {
-			if err := (&features.Features{Canary: got}).Validate(); err != nil {
+			if err := (&bus.Features{Canary: got}).Validate(); err != nil {
 				t.Fatalf("Parse(%q) = %+v, which the host refuses: %v", ann, got, err)
 			}
 		}

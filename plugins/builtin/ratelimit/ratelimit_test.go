@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/plugintest"
 )
@@ -15,24 +15,24 @@ func TestParse(t *testing.T) {
 	cases := []struct {
 		name    string
 		in      map[string]string
-		want    *features.RateLimit
+		want    *bus.RateLimit
 		errKeys []string // keys of rejecting errors
 		warn    bool     // a warning is expected
 	}{
 		{"nothing", map[string]string{}, nil, nil, false},
 		{"rps with default burst multiplier", map[string]string{KeyRPS: "10"},
-			&features.RateLimit{RPS: 10, BurstMultiplier: 5}, nil, false},
+			&bus.RateLimit{RPS: 10, BurstMultiplier: 5}, nil, false},
 		{"all limits", map[string]string{KeyRPS: "1", KeyRPM: "30", KeyConnections: "2", KeyBurstMultiplier: "1", KeyRate: "100", KeyRateAfter: "512"},
-			&features.RateLimit{RPS: 1, RPM: 30, Connections: 2, BurstMultiplier: 1, RateKB: 100, RateAfterKB: 512}, nil, false},
+			&bus.RateLimit{RPS: 1, RPM: 30, Connections: 2, BurstMultiplier: 1, RateKB: 100, RateAfterKB: 512}, nil, false},
 		{"zero is no limit", map[string]string{KeyRPS: "0", KeyRPM: "0"}, nil, nil, false},
 		{"limit-rate alone drops multiplier and allowlist", map[string]string{KeyRate: "50", KeyBurstMultiplier: "3", KeyAllowlist: "10.0.0.0/8"},
-			&features.RateLimit{RateKB: 50}, nil, false},
+			&bus.RateLimit{RateKB: 50}, nil, false},
 		{"allowlist canonical, sorted, unique", map[string]string{KeyRPM: "60", KeyAllowlist: " 127.0.0.1, 10.0.0.0/8,::1,127.0.0.1/32 ,"},
-			&features.RateLimit{RPM: 60, BurstMultiplier: 5, Allowlist: []string{"10.0.0.0/8", "127.0.0.1/32", "::1/128"}}, nil, false},
+			&bus.RateLimit{RPM: 60, BurstMultiplier: 5, Allowlist: []string{"10.0.0.0/8", "127.0.0.1/32", "::1/128"}}, nil, false},
 		{"host bits are cleared with a warning", map[string]string{KeyRPS: "5", KeyAllowlist: "192.168.11.20/24"},
-			&features.RateLimit{RPS: 5, BurstMultiplier: 5, Allowlist: []string{"192.168.11.0/24"}}, nil, true},
+			&bus.RateLimit{RPS: 5, BurstMultiplier: 5, Allowlist: []string{"192.168.11.0/24"}}, nil, true},
 		{"empty allowlist", map[string]string{KeyConnections: "3", KeyAllowlist: ""},
-			&features.RateLimit{Connections: 3, BurstMultiplier: 5}, nil, false},
+			&bus.RateLimit{Connections: 3, BurstMultiplier: 5}, nil, false},
 		{"connections above 65535", map[string]string{KeyConnections: "65536"}, nil, []string{KeyConnections}, false},
 		{"rps above the maximum", map[string]string{KeyRPS: "1000001"}, nil, []string{KeyRPS}, false},
 		{"not a number", map[string]string{KeyRPM: "1e3", KeyRate: "-1"}, nil, []string{KeyRPM, KeyRate}, false},
@@ -65,7 +65,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 			if got != nil {
-				f := features.Features{RateLimit: got}
+				f := bus.Features{RateLimit: got}
 				if err := f.Validate(); err != nil {
 					t.Errorf("the host would refuse what the plugin returns: %v", err)
 				}
@@ -142,20 +142,20 @@ func FuzzParse(f *testing.F) {
 	f.Add("-1", "x", "10.0.0.0/8;")
 	f.Add("65535", "1000", "::ffff:1.2.3.4/128")
 	f.Fuzz(func(t *testing.T, count, multiplier, allowlist string) {
-		for _, max := range []int{features.MaxConnectionLimit, features.MaxRateLimit} {
+		for _, max := range []int{bus.MaxConnectionLimit, bus.MaxRateLimit} {
 			if n, err := ParseCount(count, max); err == nil && (n < 0 || n > max) {
 				t.Fatalf("ParseCount(%q, %d) = %d", count, max, n)
 			}
 		}
 		if cidrs, _, err := ParseAllowlist(allowlist); err == nil {
-			f := features.Features{RateLimit: &features.RateLimit{RPS: 1, Allowlist: cidrs}}
+			f := bus.Features{RateLimit: &bus.RateLimit{RPS: 1, Allowlist: cidrs}}
 			if err := f.Validate(); err != nil {
 				t.Fatalf("ParseAllowlist(%q) = %q, refused by the host: %v", allowlist, cidrs, err)
 			}
 		}
 		rl, errs := Parse(map[string]string{KeyConnections: count, KeyBurstMultiplier: multiplier, KeyAllowlist: allowlist, KeyRate: count})
 		if rl != nil {
-			if err := (&features.Features{RateLimit: rl}).Validate(); err != nil {
+			if err := (&bus.Features{RateLimit: rl}).Validate(); err != nil {
 				t.Fatalf("Parse gave %+v, refused by the host: %v", rl, err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/plugintest"
 )
@@ -17,34 +17,34 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		name     string
 		in       map[string]string
-		want     *features.Redirect
+		want     *bus.Redirect
 		errKeys  []string // rejecting errors
 		warnKeys []string // warnings
 	}{
 		{name: "nothing", in: map[string]string{}, want: nil},
 		{name: "ssl-redirect false is kept", in: map[string]string{KeySSLRedirect: "false"},
-			want: &features.Redirect{SSLRedirect: ptr(false)}},
+			want: &bus.Redirect{SSLRedirect: ptr(false)}},
 		{name: "ssl-redirect true is kept too", in: map[string]string{KeySSLRedirect: "True"},
-			want: &features.Redirect{SSLRedirect: ptr(true)}},
+			want: &bus.Redirect{SSLRedirect: ptr(true)}},
 		{name: "force and preserve", in: map[string]string{KeyForceSSLRedirect: "true", KeyPreserveTrailingSlash: "1"},
-			want: &features.Redirect{ForceSSLRedirect: true, PreserveTrailingSlash: true}},
+			want: &bus.Redirect{ForceSSLRedirect: true, PreserveTrailingSlash: true}},
 		{name: "false force is nothing", in: map[string]string{KeyForceSSLRedirect: "false"}, want: nil},
 		{name: "bad bool", in: map[string]string{KeyFromToWWWRedirect: "yes"}, want: nil, errKeys: []string{KeyFromToWWWRedirect}},
-		{name: "www", in: map[string]string{KeyFromToWWWRedirect: "true"}, want: &features.Redirect{FromToWWW: true}},
+		{name: "www", in: map[string]string{KeyFromToWWWRedirect: "true"}, want: &bus.Redirect{FromToWWW: true}},
 		{name: "permanent default code", in: map[string]string{KeyPermanentRedirect: "https://x.example.com/a?b=c"},
-			want: &features.Redirect{URL: "https://x.example.com/a?b=c", Code: 301}},
+			want: &bus.Redirect{URL: "https://x.example.com/a?b=c", Code: 301}},
 		{name: "permanent 308", in: map[string]string{KeyPermanentRedirect: "http://x.example.com", KeyPermanentRedirectCode: "308"},
-			want: &features.Redirect{URL: "http://x.example.com", Code: 308}},
+			want: &bus.Redirect{URL: "http://x.example.com", Code: 308}},
 		{name: "permanent code out of range falls back", in: map[string]string{KeyPermanentRedirect: "http://x.example.com", KeyPermanentRedirectCode: "309"},
-			want: &features.Redirect{URL: "http://x.example.com", Code: 301}, warnKeys: []string{KeyPermanentRedirectCode}},
+			want: &bus.Redirect{URL: "http://x.example.com", Code: 301}, warnKeys: []string{KeyPermanentRedirectCode}},
 		{name: "permanent 300 has no Location in NGINX", in: map[string]string{KeyPermanentRedirect: "http://x.example.com", KeyPermanentRedirectCode: "300"},
-			want: &features.Redirect{URL: "http://x.example.com", Code: 300}, warnKeys: []string{KeyPermanentRedirectCode}},
+			want: &bus.Redirect{URL: "http://x.example.com", Code: 300}, warnKeys: []string{KeyPermanentRedirectCode}},
 		{name: "temporal default code", in: map[string]string{KeyTemporalRedirect: "https://t.example.com/"},
-			want: &features.Redirect{URL: "https://t.example.com/", Code: 302}},
+			want: &bus.Redirect{URL: "https://t.example.com/", Code: 302}},
 		{name: "temporal 308 is out of its range", in: map[string]string{KeyTemporalRedirect: "https://t.example.com/", KeyTemporalRedirectCode: "308"},
-			want: &features.Redirect{URL: "https://t.example.com/", Code: 302}, warnKeys: []string{KeyTemporalRedirectCode}},
+			want: &bus.Redirect{URL: "https://t.example.com/", Code: 302}, warnKeys: []string{KeyTemporalRedirectCode}},
 		{name: "temporal wins over permanent", in: map[string]string{KeyTemporalRedirect: "https://t.example.com/", KeyPermanentRedirect: "https://p.example.com/"},
-			want: &features.Redirect{URL: "https://t.example.com/", Code: 302}, warnKeys: []string{KeyPermanentRedirect}},
+			want: &bus.Redirect{URL: "https://t.example.com/", Code: 302}, warnKeys: []string{KeyPermanentRedirect}},
 		{name: "code without URL", in: map[string]string{KeyPermanentRedirectCode: "301"}, want: nil, warnKeys: []string{KeyPermanentRedirectCode}},
 		{name: "URL with $ refused", in: map[string]string{KeyPermanentRedirect: "https://x.example.com/$host"}, want: nil, errKeys: []string{KeyPermanentRedirect}},
 		{name: "URL with quote refused", in: map[string]string{KeyPermanentRedirect: `https://x.example.com/";return 200 "x`}, want: nil, errKeys: []string{KeyPermanentRedirect}},
@@ -62,7 +62,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("errors %v warnings %v, want %v %v (%+v)", errKeys, warnKeys, tt.errKeys, tt.warnKeys, errs)
 			}
 			if got != nil {
-				f := features.Features{Redirect: got}
+				f := bus.Features{Redirect: got}
 				if err := f.Validate(); err != nil {
 					t.Fatalf("features refused: %v", err)
 				}
@@ -126,7 +126,7 @@ func FuzzParse(f *testing.F) {
 		for _, drop := range []string{"", KeyTemporalRedirect} {
 			delete(in, drop)
 			got, _ := Parse(in)
-			f := features.Features{Redirect: got}
+			f := bus.Features{Redirect: got}
 			if err := f.Validate(); err != nil {
 				t.Fatalf("Parse returned features Validate refuses: %v", err)
 			}
