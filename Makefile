@@ -1,6 +1,9 @@
 # Switchyard: `make run` to try it, `make test` before every push.
 GO        ?= go
 BIN       := bin/switchyard
+# The built-in annotation plugins' own small binary, next to BIN, where
+# switchyard looks for it (without it, switchyard serves them itself).
+PLUGINS_BIN := $(dir $(BIN))switchyard-plugins
 STATE_DIR ?= $(CURDIR)/.state
 FUZZTIME  ?= 4s
 # Random regexes compiled by NGINX in make fuzz (make test's unit run: 300).
@@ -17,6 +20,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) .
+	$(GO) build -o $(PLUGINS_BIN) ./plugins/builtin/switchyard-plugins
 
 ## deps: install the Debian packages that are missing (idempotent).
 deps:
@@ -69,7 +73,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckRegexPath$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/balancing
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBackendBalancing$$' -fuzztime $(FUZZTIME) ./bus
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus/features
 	SWITCHYARD_REGEX_DIFF_N=$(REGEX_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestRegexAgreesWithNginx$$' ./bus
 
 lint:

@@ -264,12 +264,12 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return translator.New(conn, cfg, log), nil
 	case bus.StageAnnotations:
-		self, err := os.Executable()
+		bin, err := builtinsBinary(log)
 		if err != nil {
-			return nil, fmt.Errorf("find the switchyard binary for its built-in plugins: %w", err)
+			return nil, err
 		}
 		return annotations.New(conn, annotations.Config{
-			Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: self, PluginDir: o.pluginDir,
+			Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir,
 		}, log), nil
 	case bus.StageRenderer:
 		cfg, err := o.rendererConfig()
@@ -293,4 +293,23 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}, log), nil
 	}
 	return nil, fmt.Errorf("unknown stage %q (stages: %v)", name, bus.Stages)
+}
+
+// builtinsBinary is the binary that serves the built-in plugins: the small
+// switchyard-plugins next to this one (a plugin process of it starts in
+// about two thirds of the time and holds about a third less private
+// memory than one of this binary, which initializes client-go, NATS and
+// zap for nothing), or this binary itself.
+func builtinsBinary(log *zap.Logger) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the switchyard binary for its built-in plugins: %w", err)
+	}
+	slim := filepath.Join(filepath.Dir(self), builtin.BinaryName)
+	if info, err := os.Stat(slim); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		return slim, nil
+	}
+	log.Info("built-in plugins run from the switchyard binary: "+builtin.BinaryName+" is not next to it "+
+		"(build it with make build for less memory and a faster start)", zap.String("looked for", slim))
+	return self, nil
 }

@@ -29,8 +29,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds the switchyard binary once per test process and returns
-// its path. Tests run the real binary: the same code users run.
+// Binary builds the switchyard binary (and switchyard-plugins beside it)
+// once per test process and returns its path. Tests run the real binary: the same code users run.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -40,10 +40,15 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "switchyard")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		// switchyard-plugins lies next to switchyard, as make build
+		// leaves them: the built-in plugins run from it.
+		for _, b := range [][2]string{{binPath, "."}, {filepath.Join(dir, "switchyard-plugins"), "./plugins/builtin/switchyard-plugins"}} {
+			cmd := exec.Command("go", "build", "-o", b[0], b[1])
+			cmd.Dir = repoRoot()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {

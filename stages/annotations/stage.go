@@ -26,8 +26,9 @@ import (
 type Config struct {
 	// Prefix is --annotations-prefix.
 	Prefix string
-	// Builtins are the plugins this binary serves (`switchyard plugin
-	// NAME`), with what each owns; Self is the binary's path.
+	// Builtins are the built-in plugins, with what each owns; Self is the
+	// binary that serves them (`Self plugin NAME`): switchyard-plugins or
+	// switchyard itself.
 	Builtins []plugins.Description
 	Self     string
 	// PluginDir holds third-party plugin binaries (--plugin-dir).
