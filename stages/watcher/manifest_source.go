@@ -20,6 +20,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+	"switchyard.dev/switchyard/internal/manifest"
 )
 
 // ManifestSource watches a directory of *.yaml / *.yml files.
@@ -175,8 +176,8 @@ func (s *ManifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 type manifestFile struct {
 	info    os.FileInfo // as of the last read
 	sum     [sha256.Size]byte
-	objects []Object // last good parse
-	err     string   // last failure, "" while the file parses
+	objects []manifest.Object // last good parse
+	err     string            // last failure, "" while the file parses
 }
 
 // scanState is the state of one Run.
@@ -289,7 +290,7 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 		return false, true // same content: nothing to reparse, nothing to relog
 	}
 	f.info, f.sum = info, sum
-	objs, skipped, err := parseManifest(name, data)
+	objs, skipped, err := manifest.Parse(name, data)
 	if err != nil {
 		// Logged once per content change: an unchanged file is not reparsed.
 		f.err = err.Error()
@@ -302,12 +303,12 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 		f.err = ""
 	}
 	for _, sk := range skipped {
-		if sk.knownKind {
+		if sk.KnownKind {
 			s.log.Warn("skipping object: unsupported apiVersion for this kind",
-				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+				zap.String("source", sk.Source), zap.String("apiVersion", clip(sk.APIVersion)), zap.String("kind", clip(sk.Kind)))
 		} else {
 			s.log.Debug("skipping object of an unsupported kind",
-				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+				zap.String("source", sk.Source), zap.String("apiVersion", clip(sk.APIVersion)), zap.String("kind", clip(sk.Kind)))
 		}
 	}
 	if equalObjects(f.objects, objs) {
@@ -392,8 +393,8 @@ func sameStat(a, b os.FileInfo) bool {
 	return a != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-func equalObjects(a, b []Object) bool {
-	return slices.EqualFunc(a, b, func(x, y Object) bool {
+func equalObjects(a, b []manifest.Object) bool {
+	return slices.EqualFunc(a, b, func(x, y manifest.Object) bool {
 		return x.Key == y.Key && x.Source == y.Source && bytes.Equal(x.JSON, y.JSON)
 	})
 }
