@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/status"
 	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
 	"switchyard.dev/switchyard/stages/applier"
@@ -252,7 +253,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
 			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
-			Status: watcher.StatusConfig{
+			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
 			},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/status"
 )
 
 // Config of the watcher. At least one source must be set; with both, the
@@ -36,7 +37,7 @@ type Config struct {
 	// auth-secret annotations name are forwarded.
 	AnnotationsPrefix string
 	// Status, when Kube is set, writes Ingress status and Events.
-	Status StatusConfig
+	Status status.Config
 }
 
 // Stage runs the watcher.
@@ -97,7 +98,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		}()
 	}
 	if s.cfg.Kube != nil {
-		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
+		go func() { sourceErr <- status.Run(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
 	}
 	latest := map[string]map[string][]byte{}
 	tooLarge := map[string]int{}    // Ingresses over the bus limit, as logged
