@@ -23,14 +23,14 @@ import (
 	"switchyard.dev/switchyard/internal/manifest"
 )
 
-// ManifestSource watches a directory of *.yaml / *.yml files.
+// manifestSource watches a directory of *.yaml / *.yml files.
 //
 // Files are read in lexical order; when two define the same object, the
 // later one wins. A file that stops parsing keeps its last good objects in
 // the set until it parses again. Subdirectories, hidden files and editor
 // temporary files are ignored; symlinks to files are followed, so a
 // ConfigMap-mounted directory works.
-type ManifestSource struct {
+type manifestSource struct {
 	dir string
 	log *zap.Logger
 
@@ -40,12 +40,12 @@ type ManifestSource struct {
 	maxBytes int64         // larger files are refused
 }
 
-// NewManifestSource returns a source for dir. log is used as given.
-func NewManifestSource(dir string, log *zap.Logger) *ManifestSource {
+// newManifestSource returns a source for dir. log is used as given.
+func newManifestSource(dir string, log *zap.Logger) *manifestSource {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &ManifestSource{
+	return &manifestSource{
 		dir:      filepath.Clean(dir),
 		log:      log,
 		debounce: 15 * time.Millisecond,
@@ -62,8 +62,8 @@ func NewManifestSource(dir string, log *zap.Logger) *ManifestSource {
 // folded into the newest. Run returns an error when the directory does not
 // exist or cannot be watched, and nil when ctx ends. While the directory is
 // missing (being replaced), the last set is kept. Run must not be called
-// twice at once on one ManifestSource.
-func (s *ManifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+// twice at once on one manifestSource.
+func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
 	info, err := os.Stat(s.dir)
 	if err != nil {
 		return fmt.Errorf("manifest directory: %w", err)
@@ -182,7 +182,7 @@ type manifestFile struct {
 
 // scanState is the state of one Run.
 type scanState struct {
-	src        *ManifestSource
+	src        *manifestSource
 	w          *fsnotify.Watcher
 	files      map[string]*manifestFile
 	dirInfo    os.FileInfo

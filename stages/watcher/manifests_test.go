@@ -21,7 +21,7 @@ import (
 	"switchyard.dev/switchyard/internal/manifest/manifesttest"
 )
 
-// --- ManifestSource ---
+// --- manifestSource ---
 
 type harness struct {
 	t    *testing.T
@@ -31,12 +31,12 @@ type harness struct {
 	last map[string][]byte
 }
 
-// startSource runs a ManifestSource on dir until the test ends; tune, if
+// startSource runs a manifestSource on dir until the test ends; tune, if
 // given, adjusts it first.
-func startSource(t *testing.T, dir string, tune ...func(*ManifestSource)) *harness {
+func startSource(t *testing.T, dir string, tune ...func(*manifestSource)) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	src := NewManifestSource(dir, zap.New(core))
+	src := newManifestSource(dir, zap.New(core))
 	for _, f := range tune {
 		f(src)
 	}
@@ -341,7 +341,7 @@ func TestManifestSourceResyncBackstop(t *testing.T) {
 	target := filepath.Join(outside, "app.yaml")
 	mustDo(t, os.WriteFile(target, []byte(configMap("app", "1")), 0o644))
 	mustDo(t, os.Symlink(target, filepath.Join(dir, "app.yaml")))
-	h := startSource(t, dir, func(s *ManifestSource) { s.resync = 100 * time.Millisecond })
+	h := startSource(t, dir, func(s *manifestSource) { s.resync = 100 * time.Millisecond })
 	if got := cmValue(t, h.next(), "app"); got != "1" {
 		t.Fatalf("app = %q, want 1", got)
 	}
@@ -374,7 +374,7 @@ func TestManifestSourceSkippedKindsLogged(t *testing.T) {
 }
 
 func TestManifestSourceMissingDirectory(t *testing.T) {
-	src := NewManifestSource(filepath.Join(t.TempDir(), "nope"), zap.NewNop())
+	src := newManifestSource(filepath.Join(t.TempDir(), "nope"), zap.NewNop())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := src.Run(ctx, make(chan map[string][]byte))
@@ -384,7 +384,7 @@ func TestManifestSourceMissingDirectory(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "file.yaml")
 	mustDo(t, os.WriteFile(file, nil, 0o644))
-	if err := NewManifestSource(file, nil).Run(ctx, make(chan map[string][]byte)); err == nil {
+	if err := newManifestSource(file, nil).Run(ctx, make(chan map[string][]byte)); err == nil {
 		t.Fatal("Run on a file: no error")
 	}
 }

@@ -61,18 +61,18 @@ type source interface {
 func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
-		src := NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).WithAnnotationsPrefix(s.cfg.AnnotationsPrefix)
+		src := newKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).withAnnotationsPrefix(s.cfg.AnnotationsPrefix)
 		if s.cfg.NamespaceSelector != "" {
 			sel, err := labels.Parse(s.cfg.NamespaceSelector)
 			if err != nil {
 				return fmt.Errorf("watcher: namespace selector %q: %w", s.cfg.NamespaceSelector, err)
 			}
-			src.WithNamespaceSelector(sel)
+			src.withNamespaceSelector(sel)
 		}
 		sources["kubernetes"] = src
 	}
 	if s.cfg.ManifestsDir != "" {
-		sources["manifests"] = NewManifestSource(s.cfg.ManifestsDir, s.log)
+		sources["manifests"] = newManifestSource(s.cfg.ManifestsDir, s.log)
 	}
 	if len(sources) == 0 {
 		return fmt.Errorf("watcher: no source configured (--manifests DIR or --kubeconfig)")
