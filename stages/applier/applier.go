@@ -37,10 +37,10 @@ type Config struct {
 	WorkerUser *nginx.WorkerUser
 	// MinReloadInterval spaces reloads: a change that needs one within this
 	// time of the last reload waits, together with every change after it,
-	// until changes stop for 100 ms (reloadQuiet) or the interval is over, while its
-	// dynamic part (endpoints, certificates) is pushed at once. The first
-	// change of a quiet period reloads at once. Zero means DefaultMinReloadInterval; a negative
-	// value never holds a reload back.
+	// until changes stop for 100 ms (reloadQuiet) or the interval is over,
+	// while its dynamic part (endpoints, certificates) is pushed at once.
+	// The first change of a quiet period reloads at once. Zero means
+	// DefaultMinReloadInterval; a negative value never holds a reload back.
 	MinReloadInterval time.Duration
 }
 
