@@ -60,7 +60,7 @@ fuzz: fuzz-targets
 	SWITCHYARD_REGEX_DIFF_N=$(REGEX_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestRegexAgreesWithNginx$$' ./bus
 
 fuzz-targets:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./stages/watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./internal/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/nginx"
+	"switchyard.dev/switchyard/internal/status"
 	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
 	"switchyard.dev/switchyard/stages/applier"
@@ -110,12 +112,12 @@ func (o *options) prefix() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return applier.PrefixFor(abs), nil
+	return nginx.PrefixFor(abs), nil
 }
 
 func (o *options) controlSocket() (string, error) {
 	prefix, err := o.prefix()
-	return filepath.Join(prefix, applier.ControlDir, "control.sock"), err
+	return filepath.Join(prefix, nginx.ControlDir, "control.sock"), err
 }
 
 func (o *options) translatorConfig() (translator.Config, error) {
@@ -221,11 +223,11 @@ func (o *options) resolverList() []string {
 
 // workerUser is the user NGINX workers drop to; nil unless we run as root,
 // in which case workers must never keep root.
-func (o *options) workerUser() (*applier.WorkerUser, error) {
+func (o *options) workerUser() (*nginx.WorkerUser, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	w, err := applier.LookupWorkerUser(o.nginxUser)
+	w, err := nginx.LookupWorkerUser(o.nginxUser)
 	if err != nil {
 		return nil, fmt.Errorf("--nginx-user: %w", err)
 	}
@@ -252,7 +254,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
 			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
-			Status: watcher.StatusConfig{
+			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
 			},

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"switchyard.dev/switchyard/internal/echo"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 var (
@@ -300,7 +301,10 @@ func DoWithHeaders(client *http.Client, method, url, host string, headers map[st
 }
 
 // Prefix is the NGINX prefix below the state dir.
-func (s *Switchyard) Prefix() string { return filepath.Join(s.StateDir, "nginx") }
+func (s *Switchyard) Prefix() string { return nginx.PrefixFor(s.StateDir) }
+
+// ConfDir is NGINX's live configuration directory.
+func (s *Switchyard) ConfDir() string { return filepath.Join(s.Prefix(), nginx.ConfDir) }
 
 // MasterPID reads NGINX's pid file.
 func (s *Switchyard) MasterPID(t testing.TB) int {
