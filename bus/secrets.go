@@ -1,9 +1,10 @@
 package bus
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // KindSecret is a Secret an annotation names (auth-secret), published by
@@ -27,21 +28,11 @@ type Secret struct {
 // plugin that owns the key declares it SecretRef.
 var SecretAnnotations = []string{"auth-secret"}
 
-// secretRefPattern is a Secret name with an optional namespace: DNS
-// labels and subdomains only, so a value can never be a path ("../x").
-var secretRefPattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$`)
-
 // ParseSecretRef reads an annotation value naming a Secret, relative to the
-// Ingress's namespace, and returns "namespace/name". ok is false for a value
-// that is not a Secret name.
+// Ingress's namespace, and returns "namespace/name"; see
+// features.ParseSecretRef.
 func ParseSecretRef(namespace, value string) (id string, ok bool) {
-	if !secretRefPattern.MatchString(value) {
-		return "", false
-	}
-	if strings.Contains(value, "/") {
-		return value, true
-	}
-	return namespace + "/" + value, true
+	return features.ParseSecretRef(namespace, value)
 }
 
 // AnnotationSecretRefs returns the Secrets ("namespace/name", sorted) the

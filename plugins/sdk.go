@@ -7,23 +7,33 @@
 // validates the Features again and the renderer decides how they are
 // written.
 //
-// A plugin is a program whose main calls Serve:
+// A plugin is a program whose main calls Serve. One that handles an Ingress
+// at a time implements IngressPlugin and is served through PerIngress:
 //
-//	func main() { plugins.Serve(myPlugin{}) }
+//	func main() {
+//		if err := plugins.Serve(plugins.PerIngress(myPlugin{})); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
 //
 // Build it, put the binary in the directory given to `switchyard run
 // --plugin-dir`, and the annotations stage starts it as a child process
 // (hashicorp/go-plugin over gRPC). The program is not meant to be run by
 // hand.
+//
+// This package and bus/features, whose types it re-exports, import neither
+// the bus nor NATS, client-go or zap: a plugin links the SDK, go-plugin and
+// gRPC, nothing of the controller.
 package plugins
 
 import (
+	"context"
 	"fmt"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
-// Plugin is what a plugin author implements.
+// Plugin is what a plugin author implements (or gets from PerIngress).
 type Plugin interface {
 	// Describe names the plugin and the annotations it owns. It is called
 	// once per process and must not change while the process runs.
@@ -32,8 +42,37 @@ type Plugin interface {
 	// batch and returns one Result per Ingress, in any order. Apply must
 	// not keep state between calls that changes its answers: the host may
 	// call it again for the same Ingress at any time, for instance after a
-	// restart.
-	Apply(batch []Ingress) []Result
+	// restart. ctx ends when the host's call times out. An error (or a
+	// panic) fails the whole batch: the host fails its Ingresses closed and
+	// calls again with the next change.
+	Apply(ctx context.Context, batch []Ingress) ([]Result, error)
+}
+
+// IngressPlugin is a plugin that decides for one Ingress at a time, on its
+// own: PerIngress turns it into a Plugin.
+type IngressPlugin interface {
+	Describe() Description
+	// ApplyIngress returns the features of one Ingress and the problems
+	// with its annotations; a rejecting Error rejects the Ingress.
+	ApplyIngress(ctx context.Context, in Ingress) (Features, []Error)
+}
+
+// PerIngress returns a Plugin whose Apply calls p.ApplyIngress for each
+// Ingress of the batch, in order, until ctx ends.
+func PerIngress(p IngressPlugin) Plugin { return perIngress{p} }
+
+type perIngress struct{ IngressPlugin }
+
+func (p perIngress) Apply(ctx context.Context, batch []Ingress) ([]Result, error) {
+	results := make([]Result, 0, len(batch))
+	for _, in := range batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		features, errs := p.ApplyIngress(ctx, in)
+		results = append(results, Result{Namespace: in.Namespace, Name: in.Name, Features: features, Errors: errs})
+	}
+	return results, nil
 }
 
 // Description is what Describe returns.
@@ -158,22 +197,24 @@ func Errorf(key, format string, args ...any) Error {
 	return Error{Key: key, Message: fmt.Sprintf(format, args...)}
 }
 
-// Features are the typed features a plugin can return; see bus.Features.
+// Features are the typed features a plugin can return, defined in
+// bus/features (a leaf package: the standard library only); see
+// features.Features.
 type (
-	Features = bus.Features
-	Deny     = bus.Deny
-	Header   = bus.Header
-	Canary   = bus.Canary
+	Features = features.Features
+	Deny     = features.Deny
+	Header   = features.Header
+	Canary   = features.Canary
 	// Auth group (plugin auth).
-	Auth         = bus.Auth
-	BasicAuth    = bus.BasicAuth
-	ExternalAuth = bus.ExternalAuth
-	RateLimit    = bus.RateLimit
-	Redirect     = bus.Redirect
-	Rewrite      = bus.Rewrite
+	Auth         = features.Auth
+	BasicAuth    = features.BasicAuth
+	ExternalAuth = features.ExternalAuth
+	RateLimit    = features.RateLimit
+	Redirect     = features.Redirect
+	Rewrite      = features.Rewrite
 	// Balancing group (plugin balancing).
-	Balancing             = bus.Balancing
-	UpstreamHashByConfig  = bus.UpstreamHashByConfig
-	SessionAffinityConfig = bus.SessionAffinityConfig
-	CookieSessionAffinity = bus.CookieSessionAffinity
+	Balancing             = features.Balancing
+	UpstreamHashByConfig  = features.UpstreamHashByConfig
+	SessionAffinityConfig = features.SessionAffinityConfig
+	CookieSessionAffinity = features.CookieSessionAffinity
 )

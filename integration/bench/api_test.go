@@ -29,7 +29,6 @@ import (
 
 	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/integration/kube"
-	"switchyard.dev/switchyard/stages/applier"
 )
 
 // profileDirEnv names a directory where TestBenchAPI saves a heap profile of
@@ -283,7 +282,7 @@ func benchAPIMemory(t *testing.T, bin string, n int, rep *apiReport) {
 	}
 	settled, settledPeak := reportAPIMemory(t, rep, sy, pid, fmt.Sprintf("%s later", apiSettle), profiling, profile)
 	rep.line(fmt.Sprintf("Warning Events in %s after %s", apiNS, apiSettle), "%s", warningEvents(t, client))
-	if size, count, err := dirSize(filepath.Join(sy.Prefix(), applier.ConfDir)); err == nil {
+	if size, count, err := dirSize(sy.ConfDir()); err == nil {
 		rep.line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
 	}
 	rep.line("machine after this part", "%s", machineLoad())

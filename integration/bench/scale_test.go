@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
-	"switchyard.dev/switchyard/stages/applier"
 	"switchyard.dev/switchyard/stages/renderer"
 	"switchyard.dev/switchyard/stages/translator"
 )
@@ -184,7 +183,7 @@ func TestBenchScale(t *testing.T) {
 		}
 	}
 	reportMemory("after start-up")
-	confDir := filepath.Join(sy.Prefix(), applier.ConfDir)
+	confDir := sy.ConfDir()
 	if size, count, err := dirSize(confDir); err == nil {
 		line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
 	} else {

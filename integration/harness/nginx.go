@@ -6,10 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/stages/applier"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 // RequireEnv makes a missing NGINX a failure instead of a skip. `make test`
@@ -44,11 +43,11 @@ func Nginx(t testing.TB) string {
 func Prefix(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := applier.PreparePrefix(dir); err != nil {
+	if err := nginx.PreparePrefix(dir); err != nil {
 		t.Fatal(err)
 	}
 	for name, content := range files {
-		path := filepath.Join(dir, applier.ConfDir, name)
+		path := filepath.Join(dir, nginx.ConfDir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -61,12 +60,9 @@ func Prefix(t testing.TB, files map[string]string) string {
 
 // NginxTest runs nginx -t on the prefix's configuration and fails the test
 // with NGINX's own words when it does not pass.
-func NginxTest(t testing.TB, nginx, prefix string) {
+func NginxTest(t testing.TB, bin, prefix string) {
 	t.Helper()
-	cmd := exec.Command(nginx, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(applier.ConfDir, "nginx.conf"), "-e", "stderr")
-	cmd.Dir = prefix
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("nginx -t failed: %v\n%s", err, strings.TrimSpace(string(out)))
+	if _, err := nginx.TestConfig(bin, prefix, nginx.ConfDir); err != nil {
+		t.Fatalf("nginx -t failed: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"switchyard.dev/switchyard/internal/echo"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 var (
@@ -29,8 +30,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds the switchyard binary once per test process and returns
-// its path. Tests run the real binary: the same code users run.
+// Binary builds the switchyard binary (and switchyard-plugins beside it)
+// once per test process and returns its path. Tests run the real binary: the same code users run.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -40,10 +41,15 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "switchyard")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		// switchyard-plugins lies next to switchyard, as make build
+		// leaves them: the built-in plugins run from it.
+		for _, b := range [][2]string{{binPath, "."}, {filepath.Join(dir, "switchyard-plugins"), "./plugins/builtin/switchyard-plugins"}} {
+			cmd := exec.Command("go", "build", "-o", b[0], b[1])
+			cmd.Dir = repoRoot()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
@@ -295,7 +301,10 @@ func DoWithHeaders(client *http.Client, method, url, host string, headers map[st
 }
 
 // Prefix is the NGINX prefix below the state dir.
-func (s *Switchyard) Prefix() string { return filepath.Join(s.StateDir, "nginx") }
+func (s *Switchyard) Prefix() string { return nginx.PrefixFor(s.StateDir) }
+
+// ConfDir is NGINX's live configuration directory.
+func (s *Switchyard) ConfDir() string { return filepath.Join(s.Prefix(), nginx.ConfDir) }
 
 // MasterPID reads NGINX's pid file.
 func (s *Switchyard) MasterPID(t testing.TB) int {

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"switchyard.dev/switchyard/stages/applier"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 // SelfSigned makes a certificate and key (PEM) for host.
 func SelfSigned(t testing.TB, host string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	cert, key, err := applier.SelfSignedCertificate(host, []string{host}, time.Now())
+	cert, key, err := nginx.SelfSignedCertificate(host, []string{host}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

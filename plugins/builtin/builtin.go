@@ -1,11 +1,17 @@
-// Package builtin lists the annotation plugins the switchyard binary
-// serves itself (`switchyard plugin NAME`), each in its own process like a
-// third-party plugin, so that one `go build` gives a complete product.
+// Package builtin lists Switchyard's built-in annotation plugins. Each runs
+// in its own process, like a third-party plugin, started as `BIN plugin
+// NAME`, where BIN is the small switchyard-plugins binary (BinaryName, built
+// from ./plugins/builtin/switchyard-plugins) when it sits next to the
+// switchyard binary, and switchyard itself otherwise: one `go build .`
+// still gives a complete product, the second binary saves memory and
+// start-up time.
 package builtin
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
@@ -48,4 +54,21 @@ func Descriptions() []plugins.Description {
 		descs = append(descs, registry[name]().Describe())
 	}
 	return descs
+}
+
+// BinaryName is the file name of the binary that serves only the built-in
+// plugins, looked for next to the switchyard binary.
+const BinaryName = "switchyard-plugins"
+
+// Serve serves the built-in plugin args[0] until the host stops it: the
+// `plugin NAME` command of both binaries.
+func Serve(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: plugin NAME (started by the annotations stage); plugins: %s", strings.Join(Names(), ", "))
+	}
+	p, ok := Get(args[0])
+	if !ok {
+		return fmt.Errorf("no built-in plugin %q; plugins: %s", args[0], strings.Join(Names(), ", "))
+	}
+	return plugins.Serve(p)
 }

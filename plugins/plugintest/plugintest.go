@@ -2,10 +2,22 @@
 package plugintest
 
 import (
+	"context"
 	"testing"
 
 	"switchyard.dev/switchyard/plugins"
 )
+
+// Apply calls p.Apply with batch, as the host would but in-process, and
+// fails t if it returns an error.
+func Apply(t testing.TB, p plugins.Plugin, batch []plugins.Ingress) []plugins.Result {
+	t.Helper()
+	results, err := p.Apply(context.Background(), batch)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return results
+}
 
 // ErrorKeys splits errs into the keys of rejecting errors and of warnings,
 // in order, and fails t for an error without a message: a person reads it.

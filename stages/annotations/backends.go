@@ -166,7 +166,7 @@ func (a *Annotator) emitBackends(dirty map[string]bool, out *bus.Output) error {
 			return fmt.Errorf("decode backend %s: %w", name, err)
 		}
 		a.applyCanary(name, b)
-		ApplyBalancing(balancing, b, a.settings.LoadBalance)
+		applyBalancing(balancing, b, a.settings.LoadBalance)
 		annotated, err := json.Marshal(b)
 		if err != nil {
 			return fmt.Errorf("encode backend %s: %w", name, err)

@@ -92,12 +92,12 @@ func withoutBalancing(f *bus.Features) *bus.Features {
 	return &c
 }
 
-// ApplyBalancing sets b's balancing on backend, replacing whatever it had.
+// applyBalancing sets b's balancing on backend, replacing whatever it had.
 // A nil b applies defaultLoadBalance alone (the ConfigMap's load-balance);
 // round_robin is left out, being Lua's default, so a backend nobody
 // configured stays as translated. The backend gets copies: changing it
 // leaves b alone.
-func ApplyBalancing(b *bus.Balancing, backend *bus.Backend, defaultLoadBalance string) {
+func applyBalancing(b *bus.Balancing, backend *bus.Backend, defaultLoadBalance string) {
 	backend.LoadBalance, backend.UpstreamHashByConfig, backend.SessionAffinityConfig = "", nil, nil
 	lb := defaultLoadBalance
 	if b != nil {

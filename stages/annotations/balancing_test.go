@@ -29,8 +29,8 @@ func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
 			owners[k.full], p.keys[k.full] = k, k
 		}
 	}
-	call := func(_ context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
-		return byHosted[p].Apply(batch), nil
+	call := func(ctx context.Context, p *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+		return byHosted[p].Apply(ctx, batch)
 	}
 	return NewAnnotator(owners, bus.DefaultAnnotationsPrefix, call)
 }
@@ -246,29 +246,29 @@ func TestApplyBalancing(t *testing.T) {
 			SessionAffinityConfig: &bus.SessionAffinityConfig{Name: bus.AffinityCookie}}
 	}
 	b := stale()
-	ApplyBalancing(nil, b, bus.LoadBalanceRoundRobin)
+	applyBalancing(nil, b, bus.LoadBalanceRoundRobin)
 	if b.LoadBalance != "" || b.UpstreamHashByConfig != nil || b.SessionAffinityConfig != nil {
 		t.Errorf("nil with round_robin: %+v", b)
 	}
 	b = stale()
-	ApplyBalancing(nil, b, bus.LoadBalanceEWMA)
+	applyBalancing(nil, b, bus.LoadBalanceEWMA)
 	if b.LoadBalance != bus.LoadBalanceEWMA || b.UpstreamHashByConfig != nil {
 		t.Errorf("nil with the global ewma: %+v", b)
 	}
 	b = stale()
-	ApplyBalancing(&bus.Balancing{LoadBalance: bus.LoadBalanceRoundRobin}, b, bus.LoadBalanceEWMA)
+	applyBalancing(&bus.Balancing{LoadBalance: bus.LoadBalanceRoundRobin}, b, bus.LoadBalanceEWMA)
 	if b.LoadBalance != "" {
 		t.Errorf("annotation round_robin over the global ewma: %+v", b)
 	}
 	hash := &bus.Balancing{UpstreamHash: &bus.UpstreamHashByConfig{UpstreamHashBy: "$request_uri"}}
 	b = stale()
-	ApplyBalancing(hash, b, bus.LoadBalanceRoundRobin)
+	applyBalancing(hash, b, bus.LoadBalanceRoundRobin)
 	if b.UpstreamHashByConfig == nil || b.UpstreamHashByConfig.UpstreamHashBy != "$request_uri" || b.SessionAffinityConfig != nil {
 		t.Errorf("hash: %+v", b)
 	}
 	// The backend gets a copy: changing it leaves the plugin's result alone.
 	b.UpstreamHashByConfig.UpstreamHashBy = "x"
 	if hash.UpstreamHash.UpstreamHashBy != "$request_uri" {
-		t.Errorf("ApplyBalancing shares the config with the backend")
+		t.Errorf("applyBalancing shares the config with the backend")
 	}
 }

@@ -25,9 +25,9 @@ func canaryAnnotator(t *testing.T) (*Annotator, *int) {
 		owners[k.full], p.keys[k.full] = k, k
 	}
 	calls := new(int)
-	call := func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+	call := func(ctx context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
 		*calls += len(batch)
-		return plugin.Apply(batch), nil
+		return plugin.Apply(ctx, batch)
 	}
 	return NewAnnotator(owners, bus.DefaultAnnotationsPrefix, call), calls
 }

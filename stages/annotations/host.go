@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/zap"
 
+	"switchyard.dev/switchyard/internal/pluginhost"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -68,7 +69,7 @@ type hosted struct {
 	keys map[string]*ownedKey
 
 	mu     sync.Mutex
-	client *plugins.Client // nil while down
+	client *pluginhost.Client // nil while down
 	// startErr is why the first start failed, if it did.
 	startErr error
 }
@@ -214,7 +215,7 @@ func (h *Host) fullKey(key string) string {
 
 // launch starts p's process and asks what it owns.
 func (h *Host) launch(ctx context.Context, p *hosted) error {
-	client, err := plugins.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
+	client, err := pluginhost.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
 	if err != nil {
 		return err
 	}
@@ -224,6 +225,14 @@ func (h *Host) launch(ctx context.Context, p *hosted) error {
 	if err != nil {
 		client.Kill()
 		return fmt.Errorf("describe: %w", err)
+	}
+	if known := p.source.Known; known != nil && !sameKeys(*known, desc) {
+		// A built-in served by a switchyard-plugins binary of another
+		// build: what fails closed while it is down would not be what it
+		// owns, so it is refused, and its annotations fail closed.
+		client.Kill()
+		return fmt.Errorf("built-in plugin %s describes other annotations than this switchyard binary knows: "+
+			"rebuild switchyard-plugins together with switchyard", desc.Name)
 	}
 	if p.keys != nil && !sameKeys(p.desc, desc) {
 		// A restarted binary was replaced by one owning other keys; the

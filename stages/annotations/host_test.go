@@ -366,3 +366,27 @@ func TestHostBuiltinThatCannotStartFailsClosed(t *testing.T) {
 		t.Fatalf("problems %+v, want %s", info.Problems, ReasonPluginUnavailable)
 	}
 }
+
+// TestHostBuiltinOfAnotherBuildFailsClosed: a built-in plugin served by a
+// switchyard-plugins binary of another build (it describes other
+// annotations than the controller knows) is refused, and what the
+// controller knows it owns fails closed.
+func TestHostBuiltinOfAnotherBuildFailsClosed(t *testing.T) {
+	desc := testPlugins["header"].Describe()
+	f := startHost(t, HostConfig{HealthInterval: time.Hour, Sources: []PluginSource{{
+		Name: "builtin header", Known: &desc,
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), testPluginEnv+"=other")
+			return cmd
+		},
+	}}})
+	if f.owners[headerKey] == nil || f.owners[otherKey] != nil {
+		t.Fatalf("owners %v: want the known keys only", slices.Sorted(maps.Keys(f.owners)))
+	}
+	out := update(t, f.ann, f.ctx, change{}.ingress("ns", "guarded", map[string]string{headerKey: "one"}))
+	feats, ok := served(t, out, "guarded")
+	if !ok || feats == nil || feats.Deny == nil || feats.Deny.Status != 503 {
+		t.Fatalf("served %v with %+v, want Deny 503", ok, feats)
+	}
+}

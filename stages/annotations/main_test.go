@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -28,7 +29,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "no test plugin %q\n", name)
 			os.Exit(2)
 		}
-		plugins.Serve(p)
+		if err := plugins.Serve(p); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -72,7 +76,7 @@ func (p headerPlugin) Describe() plugins.Description {
 	return plugins.Description{Name: p.name, Doc: "test plugin", Annotations: p.annotations}
 }
 
-func (p headerPlugin) Apply(batch []plugins.Ingress) []plugins.Result {
+func (p headerPlugin) Apply(_ context.Context, batch []plugins.Ingress) ([]plugins.Result, error) {
 	if path := os.Getenv(testCallsEnv); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err == nil {
@@ -97,5 +101,5 @@ func (p headerPlugin) Apply(batch []plugins.Ingress) []plugins.Result {
 		}
 		out = append(out, r)
 	}
-	return out
+	return out, nil
 }

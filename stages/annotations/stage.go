@@ -12,13 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/problems"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -26,8 +26,9 @@ import (
 type Config struct {
 	// Prefix is --annotations-prefix.
 	Prefix string
-	// Builtins are the plugins this binary serves (`switchyard plugin
-	// NAME`), with what each owns; Self is the binary's path.
+	// Builtins are the built-in plugins, with what each owns; Self is the
+	// binary that serves them (`Self plugin NAME`): switchyard-plugins or
+	// switchyard itself.
 	Builtins []plugins.Description
 	Self     string
 	// PluginDir holds third-party plugin binaries (--plugin-dir).
@@ -93,7 +94,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		newAnnotator: func() *Annotator { return host.NewAnnotator(owners) },
 		writer:       bus.NewWriter(s.conn, bus.StageAnnotations),
 		log:          s.log,
-		reported:     map[string][]bus.Problem{},
+		problems:     problems.NewReporter(s.log),
 	}
 	go r.retryRecovered(ctx, host.Recovered())
 	return bus.Follow(ctx, s.conn, bus.StageTranslator, r.follow)
@@ -109,11 +110,11 @@ type runner struct {
 	log          *zap.Logger
 	last         bus.Meta
 	started      bool
-	// reported remembers each Ingress's problems as last logged, so they
-	// are logged when they change (the translator logs its own; these are
-	// the plugins' and the host's, which nothing else logs when there is
-	// no Kubernetes API to write Events to).
-	reported map[string][]bus.Problem
+	// problems logs each Ingress's problems when they change (the
+	// translator logs its own; these are the plugins' and the host's,
+	// which nothing else logs when there is no Kubernetes API to write
+	// Events to).
+	problems *problems.Reporter
 }
 
 func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
@@ -182,10 +183,10 @@ func (r *runner) publish(ctx context.Context, in bus.Meta, out bus.Output, start
 }
 
 // report logs the problems of each Ingress info in out whose problems
-// changed. Values are never logged whole: messages quote them cut short.
+// changed.
 func (r *runner) report(out bus.Output) {
 	for _, key := range out.Deletes {
-		delete(r.reported, key)
+		r.problems.Forget(key)
 	}
 	for key, data := range out.Puts {
 		kind, _, err := bus.SplitKey(key)
@@ -193,14 +194,8 @@ func (r *runner) report(out bus.Output) {
 			continue
 		}
 		var info bus.IngressInfo
-		if json.Unmarshal(data, &info) != nil || slices.Equal(r.reported[key], info.Problems) {
-			continue
-		}
-		r.reported[key] = info.Problems
-		for _, p := range info.Problems {
-			r.log.Warn("ingress problem",
-				zap.String("ingress", info.Namespace+"/"+info.Name), zap.Bool("rejected", info.Rejected),
-				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+		if json.Unmarshal(data, &info) == nil {
+			r.problems.Report(key, &info)
 		}
 	}
 }

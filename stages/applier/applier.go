@@ -1,6 +1,8 @@
 // Package applier is the only code that touches NGINX: it writes and tests
 // the configuration, starts, reloads and stops NGINX, and posts backends and
-// certificates to the Lua configuration endpoint.
+// certificates to the Lua configuration endpoint. The mechanics of the
+// prefix, the files and the process are in internal/nginx; what to do and
+// when is decided here (plan.go, reload.go).
 package applier
 
 import (
@@ -9,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 // Config of the applier.
@@ -32,13 +34,13 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// WorkerUser, when set, is the user NGINX workers run as (the renderer
 	// writes the same into nginx.conf); it is given the temporary dirs.
-	WorkerUser *WorkerUser
+	WorkerUser *nginx.WorkerUser
 	// MinReloadInterval spaces reloads: a change that needs one within this
 	// time of the last reload waits, together with every change after it,
-	// until changes stop for ReloadQuiet or the interval is over, while its
-	// dynamic part (endpoints, certificates) is pushed at once. The first
-	// change of a quiet period reloads at once. Zero means DefaultMinReloadInterval; a negative
-	// value never holds a reload back.
+	// until changes stop for 100 ms (reloadQuiet) or the interval is over,
+	// while its dynamic part (endpoints, certificates) is pushed at once.
+	// The first change of a quiet period reloads at once. Zero means
+	// DefaultMinReloadInterval; a negative value never holds a reload back.
 	MinReloadInterval time.Duration
 }
 
@@ -47,9 +49,9 @@ type Config struct {
 // the old one.
 const DefaultMinReloadInterval = time.Second
 
-// ReloadQuiet is how long a change that must wait for its reload waits when
+// reloadQuiet is how long a change that must wait for its reload waits when
 // no other change follows it: the burst it might start has not come.
-const ReloadQuiet = 100 * time.Millisecond
+const reloadQuiet = 100 * time.Millisecond
 
 // Stage runs the applier.
 type Stage struct {
@@ -58,7 +60,7 @@ type Stage struct {
 	log     *zap.Logger
 	control *controlClient
 
-	nginx *nginxProcess
+	nginx *nginx.Process
 	// lastReload is when NGINX last reloaded (or started).
 	lastReload time.Time
 	running    struct {
@@ -84,17 +86,17 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 
 // target is the newest desired state with the generation it belongs to.
 type target struct {
-	desired Desired
+	desired desiredState
 	meta    bus.Meta
 }
 
 // Run applies every rendered generation until ctx ends, then stops NGINX
 // gracefully.
 func (s *Stage) Run(ctx context.Context) error {
-	if err := PreparePrefix(s.cfg.Prefix); err != nil {
+	if err := nginx.PreparePrefix(s.cfg.Prefix); err != nil {
 		return err
 	}
-	if err := secureControlDir(s.cfg.Prefix, s.cfg.ControlSocket); err != nil {
+	if err := nginx.SecureControlDir(s.cfg.Prefix, s.cfg.ControlSocket); err != nil {
 		return err
 	}
 	// The stream keeps the last apply result, so a status writer that
@@ -106,7 +108,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.WorkerUser != nil {
-		if err := grantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
+		if err := nginx.GrantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
 			return err
 		}
 	}
@@ -135,7 +137,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	for {
 		var nginxDone <-chan struct{}
 		if s.nginx != nil {
-			nginxDone = s.nginx.done
+			nginxDone = s.nginx.Done()
 		}
 		select {
 		case <-ctx.Done():
@@ -149,8 +151,8 @@ func (s *Stage) Run(ctx context.Context) error {
 			t := inbox.take()
 			current = &t
 		case <-nginxDone:
-			s.log.Error("nginx exited unexpectedly; restarting it", zap.Error(s.nginx.err))
-			s.nginx.reapOrphans()
+			s.log.Error("nginx exited unexpectedly; restarting it", zap.Error(s.nginx.Err()))
+			s.nginx.ReapOrphans()
 			s.nginx = nil
 			if current == nil {
 				continue
@@ -166,9 +168,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		reloadNow = false
 		s.publishResult(current.meta, result)
 		if result.ReloadPending {
-			// Each change that waits pushes the slot back (DecideReload),
+			// Each change that waits pushes the slot back (decideReload),
 			// timed from the end of this apply.
-			reloadSlot = time.After(DecideReload(s.reloadInput(false, false)).Slot)
+			reloadSlot = time.After(decideReload(s.reloadInput(false, false)).Slot)
 		}
 		if result.Error != "" {
 			retry = time.After(backoff.Next())
@@ -183,12 +185,12 @@ func (s *Stage) Run(ctx context.Context) error {
 // only after nginx -t passes; otherwise the last good configuration keeps
 // running and the dynamic part is still pushed, so endpoint changes flow
 // even while a bad configuration waits to be fixed.
-func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow bool) bus.ApplyResult {
+func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reloadNow bool) bus.ApplyResult {
 	res := bus.ApplyResult{Generation: meta.Generation}
 	var errs []error
 	fresh := s.nginx == nil
-	plan := Decide(s.runningDesired(), d, fresh)
-	if plan.WriteConfig && DecideReload(s.reloadInput(fresh, reloadNow)).Hold {
+	plan := decide(s.runningDesired(), d, fresh)
+	if plan.WriteConfig && decideReload(s.reloadInput(fresh, reloadNow)).Hold {
 		// Too soon after the last reload: push the dynamic part now and
 		// leave the files for the reload slot, which takes the newest
 		// state then.
@@ -237,9 +239,9 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 		}
 	}
 	if configReady && !fresh {
-		dicts := dictSizes(d.Files[MainFile])
-		resized := dicts != dictSizes(s.running.files[MainFile])
-		if err := s.nginx.reload(); err != nil {
+		dicts := dictSizes(d.Files[nginx.MainFile])
+		resized := dicts != dictSizes(s.running.files[nginx.MainFile])
+		if err := s.nginx.Reload(); err != nil {
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
@@ -262,7 +264,7 @@ func (s *Stage) apply(ctx context.Context, d Desired, meta bus.Meta, reloadNow b
 
 // repush sends the dynamic part to the workers of a reload that resized
 // the Lua dicts, making sure the workers with the new dicts took it.
-func (s *Stage) repush(ctx context.Context, d Desired, dicts string) []error {
+func (s *Stage) repush(ctx context.Context, d desiredState, dicts string) []error {
 	var errs []error
 	if err := s.control.postTo(ctx, "/configuration/backends", d.backendsPayload(), dicts); err != nil {
 		errs = append(errs, fmt.Errorf("push backends after resizing the dicts: %w", err))
@@ -292,28 +294,28 @@ func dictSizes(conf string) string {
 	return fmt.Sprintf("%d,%d", sizes["switchyard_config"], sizes["switchyard_certs"])
 }
 
-// reloadInput is what DecideReload needs to know now.
-func (s *Stage) reloadInput(fresh, slotCame bool) ReloadInput {
-	return ReloadInput{Now: time.Now(), LastReload: s.lastReload, MinInterval: s.cfg.MinReloadInterval,
+// reloadInput is what decideReload needs to know now.
+func (s *Stage) reloadInput(fresh, slotCame bool) reloadFacts {
+	return reloadFacts{Now: time.Now(), LastReload: s.lastReload, MinInterval: s.cfg.MinReloadInterval,
 		Fresh: fresh, SlotCame: slotCame}
 }
 
-func (s *Stage) runningDesired() *Desired {
+func (s *Stage) runningDesired() *desiredState {
 	if s.running.files == nil {
 		return nil
 	}
-	return &Desired{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates}
+	return &desiredState{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates}
 }
 
 // prepareConfig writes the candidate configuration, tests it, and swaps it
 // in. A refusal is traced to its source, which the renderer then leaves out;
 // one that cannot be is logged whole.
 func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta bus.Meta) error {
-	if err := writeConfig(s.cfg.Prefix, NextConfDir, files, s.running.files); err != nil {
+	if err := nginx.WriteConfig(s.cfg.Prefix, nginx.NextConfDir, files, s.running.files); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
-	if output, err := testConfig(s.cfg.NginxBinary, s.cfg.Prefix, NextConfDir); err != nil {
-		if ref, ok := attribute(output, s.cfg.Prefix, NextConfDir, files); ok {
+	if output, err := nginx.TestConfig(s.cfg.NginxBinary, s.cfg.Prefix, nginx.NextConfDir); err != nil {
+		if ref, ok := attribute(output, s.cfg.Prefix, nginx.NextConfDir, files); ok {
 			s.refused(ctx, ref, meta)
 			return fmt.Errorf("configuration refused because of %s %s, rendering again without it: %s", ref.Kind, ref.Name, ref.Message)
 		}
@@ -321,8 +323,8 @@ func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta
 			zap.Uint64("generation", meta.Generation), zap.String("nginx", output))
 		return fmt.Errorf("configuration rejected, keeping the last good one: %w", err)
 	}
-	s.forgetRefusals(ctx, files[MainFile], meta)
-	if err := swapConfig(s.cfg.Prefix); err != nil {
+	s.forgetRefusals(ctx, files[nginx.MainFile], meta)
+	if err := nginx.SwapConfig(s.cfg.Prefix); err != nil {
 		return fmt.Errorf("swap configuration: %w", err)
 	}
 	return nil
@@ -345,25 +347,25 @@ func (s *Stage) loadRefusals(ctx context.Context) error {
 }
 
 func (s *Stage) startNginx(ctx context.Context) error {
-	stopLeftover(s.cfg.Prefix, s.log)
+	nginx.StopLeftover(s.cfg.Prefix, s.log)
 	// A socket left by a crashed NGINX would make bind() fail.
 	_ = os.Remove(s.cfg.ControlSocket)
-	p, err := startNginx(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
+	p, err := nginx.Start(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
 	if err != nil {
 		return err
 	}
 	s.nginx = p
-	if err := s.control.waitReady(ctx, p.done, 15*time.Second); err != nil {
+	if err := s.control.waitReady(ctx, p.Done(), 15*time.Second); err != nil {
 		return fmt.Errorf("nginx did not come up: %w", err)
 	}
-	if err := secureControlSocket(s.cfg.ControlSocket); err != nil {
+	if err := nginx.SecureControlSocket(s.cfg.ControlSocket); err != nil {
 		return err
 	}
-	s.log.Info("nginx started", zap.Int("pid", p.pid()), zap.String("prefix", s.cfg.Prefix))
+	s.log.Info("nginx started", zap.Int("pid", p.PID()), zap.String("prefix", s.cfg.Prefix))
 	return nil
 }
 
-func (s *Stage) pushCertificates(ctx context.Context, d Desired) error {
+func (s *Stage) pushCertificates(ctx context.Context, d desiredState) error {
 	body, err := d.certificatesPayload()
 	if err == nil {
 		err = s.control.post(ctx, "/configuration/certificates", body)
@@ -378,8 +380,8 @@ func (s *Stage) stopNginx() {
 	if s.nginx == nil {
 		return
 	}
-	s.log.Info("stopping nginx gracefully", zap.Int("pid", s.nginx.pid()))
-	s.nginx.stop(s.cfg.ShutdownGrace)
+	s.log.Info("stopping nginx gracefully", zap.Int("pid", s.nginx.PID()))
+	s.nginx.Stop(s.cfg.ShutdownGrace)
 	s.nginx = nil
 }
 
@@ -391,9 +393,6 @@ func (s *Stage) publishResult(meta bus.Meta, res bus.ApplyResult) {
 		s.log.Warn("publish apply result", zap.Error(err))
 	}
 }
-
-// PrefixFor is where `run` keeps NGINX below its state directory.
-func PrefixFor(stateDir string) string { return filepath.Join(stateDir, "nginx") }
 
 // mailbox holds only the newest target: a burst of generations that
 // arrives while one is being applied collapses into one apply.

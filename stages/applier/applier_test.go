@@ -20,6 +20,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/stages/applier"
 )
 
@@ -39,11 +40,11 @@ type rig struct {
 // newRig starts the applier; before, if given, runs first (the prefix is
 // known, nothing is started).
 func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig)) *rig {
-	nginx := harness.Nginx(t)
+	bin := harness.Nginx(t)
 	conn := harness.Bus(t, "test")
 	dir := harness.StateDir(t) // short: unix socket paths are limited
 	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
-		socket: filepath.Join(dir, "nginx", applier.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
+		socket: filepath.Join(dir, "nginx", nginx.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
 	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(m *nats.Msg) {
 		var res bus.ApplyResult
 		if json.Unmarshal(m.Data, &res) == nil {
@@ -60,10 +61,10 @@ func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := applier.Config{NginxBinary: nginx, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second,
+	cfg := applier.Config{NginxBinary: bin, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second,
 		MinReloadInterval: minReloadInterval}
 	if os.Geteuid() == 0 {
-		w, err := applier.LookupWorkerUser("nobody")
+		w, err := nginx.LookupWorkerUser("nobody")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestApplier(t *testing.T) {
 		if got := r.get(); got != "two" {
 			t.Fatalf("served %q, want the last good configuration", got)
 		}
-		live, _ := os.ReadFile(filepath.Join(r.prefix, applier.ConfDir, "nginx.conf"))
+		live, _ := os.ReadFile(filepath.Join(r.prefix, nginx.ConfDir, "nginx.conf"))
 		if strings.Contains(string(live), "not nginx") {
 			t.Fatal("the rejected configuration replaced the live one")
 		}
@@ -370,10 +371,10 @@ func TestDictResizePushesAgain(t *testing.T) {
 func TestLeftoverNginxIsReplaced(t *testing.T) {
 	leftover := make(chan error, 1)
 	r := newRig(t, -1, func(r *rig) {
-		if err := applier.PreparePrefix(r.prefix); err != nil {
+		if err := nginx.PreparePrefix(r.prefix); err != nil {
 			t.Fatal(err)
 		}
-		harness.WriteFile(t, filepath.Join(r.prefix, applier.ConfDir, "nginx.conf"), r.config("leftover"))
+		harness.WriteFile(t, filepath.Join(r.prefix, nginx.ConfDir, "nginx.conf"), r.config("leftover"))
 		if err := os.MkdirAll(filepath.Dir(r.socket), 0o700); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 // TestAttribute traces what nginx -t says to the source comments.
@@ -39,7 +40,7 @@ func TestAttribute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := attribute(tt.output, prefix, NextConfDir, files)
+			got, ok := attribute(tt.output, prefix, nginx.NextConfDir, files)
 			if tt.want == nil {
 				if ok {
 					t.Fatalf("attributed to %+v, want nothing", got)
@@ -59,7 +60,7 @@ func FuzzAttribute(f *testing.F) {
 	f.Add(`2026/11/24 [emerg] 1#1: unknown "x_y" variable`, "# source configmap log-format-upstream rev=bbbbbbbbbbbb\nlog_format x '$x_y';\n")
 	f.Add(`2026/11/24 [emerg] 1#1: bad in /p/conf.next/nginx.conf:2`, "# source ingress a/b rev=cccccccccccc\nbad;\n")
 	f.Fuzz(func(t *testing.T, output, conf string) {
-		ref, ok := attribute(output, "/p", NextConfDir, map[string]string{"nginx.conf": conf})
+		ref, ok := attribute(output, "/p", nginx.NextConfDir, map[string]string{"nginx.conf": conf})
 		if !ok {
 			return
 		}

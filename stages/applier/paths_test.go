@@ -3,7 +3,6 @@ package applier_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/stages/applier"
 	"switchyard.dev/switchyard/stages/renderer"
 )
@@ -25,7 +25,7 @@ var sourceLine = regexp.MustCompile(`^\s*# source (ingress|configmap) (\S+) rev=
 // in nginx.conf), runs the real nginx -t, and checks that the applier
 // traces the refusal to the source the part names.
 func TestEveryRenderedPathIsTraced(t *testing.T) {
-	nginx := harness.Nginx(t)
+	bin := harness.Nginx(t)
 	seen := map[string]int{} // kinds of parts traced
 	for _, model := range []string{"auth", "ratelimit", "redirect", "settings", "default-backend"} {
 		t.Run(model, func(t *testing.T) {
@@ -65,8 +65,8 @@ func TestEveryRenderedPathIsTraced(t *testing.T) {
 						files[n] = c
 					}
 					files[name] = strings.Join(injected, "\n")
-					out := nginxT(t, nginx, prefix, name, files[name])
-					got, ok := applier.Attribute(out, prefix, applier.ConfDir, files)
+					out := nginxT(t, bin, prefix, name, files[name])
+					got, ok := applier.Attribute(out, prefix, nginx.ConfDir, files)
 					if !ok || got.Kind != want[1] || got.Name != want[2] || got.Rev != want[3] || got.File != name || got.Line != at+1 {
 						t.Errorf("%s line %d (%s): traced to %+v (%v); nginx said %s", name, at+1, l, got, ok, out)
 					}
@@ -119,20 +119,18 @@ func spanEnd(lines []string, i int) int {
 
 func writeConf(t *testing.T, prefix, name, content string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(prefix, applier.ConfDir, name), []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(prefix, nginx.ConfDir, name), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // nginxT writes one file and returns what nginx -t says; it must refuse.
-func nginxT(t *testing.T, nginx, prefix, name, content string) string {
+func nginxT(t *testing.T, bin, prefix, name, content string) string {
 	t.Helper()
 	writeConf(t, prefix, name, content)
-	cmd := exec.Command(nginx, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(applier.ConfDir, "nginx.conf"), "-e", "stderr")
-	cmd.Dir = prefix
-	out, err := cmd.CombinedOutput()
+	out, err := nginx.TestConfig(bin, prefix, nginx.ConfDir)
 	if err == nil {
 		t.Fatalf("nginx -t accepted %s with the injected directive", name)
 	}
-	return string(out)
+	return out
 }

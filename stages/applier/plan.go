@@ -10,9 +10,9 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// Desired is what the renderer asks for, split into the static part (files,
+// desiredState is what the renderer asks for, split into the static part (files,
 // a change reloads NGINX) and the dynamic part (Lua payloads, never reload).
-type Desired struct {
+type desiredState struct {
 	Files        map[string]string          // path below conf/ → content
 	Backends     map[string]json.RawMessage // backend name → JSON
 	Certificates map[string]luaCertificate  // "namespace/name" → PEM and hosts
@@ -23,23 +23,23 @@ type luaCertificate struct {
 	Hosts []string `json:"hosts"`
 }
 
-// Plan says what one apply does.
-type Plan struct {
+// applyPlan says what one apply does.
+type applyPlan struct {
 	WriteConfig      bool // test, swap and (re)load the files
 	PushBackends     bool
 	PushCertificates bool
 }
 
-// Decide compares what runs with what is desired. Backends and
+// decide compares what runs with what is desired. Backends and
 // certificates are left out of the static comparison: ingress-nginx reloads
 // for far less, and every avoided reload is a worker generation not drained.
 // A freshly started NGINX has empty shared dictionaries, so everything is
 // pushed to it.
-func Decide(running *Desired, next Desired, freshNginx bool) Plan {
+func decide(running *desiredState, next desiredState, freshNginx bool) applyPlan {
 	if running == nil {
-		return Plan{WriteConfig: true, PushBackends: true, PushCertificates: true}
+		return applyPlan{WriteConfig: true, PushBackends: true, PushCertificates: true}
 	}
-	return Plan{
+	return applyPlan{
 		WriteConfig:      !maps.Equal(running.Files, next.Files),
 		PushBackends:     freshNginx || !maps.EqualFunc(running.Backends, next.Backends, jsonEqual),
 		PushCertificates: freshNginx || !maps.EqualFunc(running.Certificates, next.Certificates, certEqual),
@@ -60,8 +60,8 @@ func certEqual(a, b luaCertificate) bool {
 	return true
 }
 
-func newDesired() Desired {
-	return Desired{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
+func newDesired() desiredState {
+	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
 }
 
 // desiredTable is the applier's decoded copy of the renderer's table. The
@@ -69,7 +69,7 @@ func newDesired() Desired {
 // this stage cannot decode is set aside until the renderer replaces or
 // deletes it; until then the table is not understood and is not applied.
 type desiredTable struct {
-	desired Desired
+	desired desiredState
 	broken  map[string]error // key → why its value was not understood
 	// parts joins the files the renderer split across keys.
 	parts *bus.FileAssembler
@@ -125,7 +125,7 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 	return errors.Join(errs...)
 }
 
-func (d *Desired) updateKey(key string, data []byte, present bool) error {
+func (d *desiredState) updateKey(key string, data []byte, present bool) error {
 	kind, parts, err := bus.SplitKey(key)
 	if err != nil {
 		return err
@@ -164,13 +164,13 @@ func (d *Desired) updateKey(key string, data []byte, present bool) error {
 
 // clone copies the maps (not the values, which are never changed in
 // place), so the apply loop can keep one state while the next is built.
-func (d Desired) clone() Desired {
-	return Desired{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates)}
+func (d desiredState) clone() desiredState {
+	return desiredState{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates)}
 }
 
 // backendsPayload is the body of POST /configuration/backends: every
 // backend, sorted by name so equal states give equal bodies.
-func (d Desired) backendsPayload() []byte {
+func (d desiredState) backendsPayload() []byte {
 	buf := []byte{'['}
 	for i, n := range slices.Sorted(maps.Keys(d.Backends)) {
 		if i > 0 {
@@ -182,7 +182,7 @@ func (d Desired) backendsPayload() []byte {
 }
 
 // certificatesPayload is the body of POST /configuration/certificates.
-func (d Desired) certificatesPayload() ([]byte, error) {
+func (d desiredState) certificatesPayload() ([]byte, error) {
 	body := struct {
 		Certificates map[string]string `json:"certificates"`
 		Servers      map[string]string `json:"servers"`

@@ -9,8 +9,8 @@ import (
 )
 
 func TestDecide(t *testing.T) {
-	base := func() Desired {
-		return Desired{
+	base := func() desiredState {
+		return desiredState{
 			Files:        map[string]string{"nginx.conf": "main", "servers/a.conf": "server a"},
 			Backends:     map[string]json.RawMessage{"ns-a-80": json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.1","port":"80"}]}`)},
 			Certificates: map[string]luaCertificate{"ns/a": {PEM: "pem-1", Hosts: []string{"a.example.com"}}},
@@ -18,36 +18,36 @@ func TestDecide(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		running *Desired
-		change  func(*Desired)
+		running *desiredState
+		change  func(*desiredState)
 		fresh   bool
-		want    Plan
+		want    applyPlan
 	}{
-		{"first apply does everything", nil, func(*Desired) {}, true, Plan{true, true, true}},
-		{"nothing changed", ptr(base()), func(*Desired) {}, false, Plan{}},
-		{"endpoint change is dynamic", ptr(base()), func(d *Desired) {
+		{"first apply does everything", nil, func(*desiredState) {}, true, applyPlan{true, true, true}},
+		{"nothing changed", ptr(base()), func(*desiredState) {}, false, applyPlan{}},
+		{"endpoint change is dynamic", ptr(base()), func(d *desiredState) {
 			d.Backends["ns-a-80"] = json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.2","port":"80"}]}`)
-		}, false, Plan{PushBackends: true}},
-		{"new backend is dynamic", ptr(base()), func(d *Desired) {
+		}, false, applyPlan{PushBackends: true}},
+		{"new backend is dynamic", ptr(base()), func(d *desiredState) {
 			d.Backends["ns-b-80"] = json.RawMessage(`{"name":"ns-b-80","endpoints":[]}`)
-		}, false, Plan{PushBackends: true}},
-		{"certificate renewal is dynamic", ptr(base()), func(d *Desired) {
+		}, false, applyPlan{PushBackends: true}},
+		{"certificate renewal is dynamic", ptr(base()), func(d *desiredState) {
 			d.Certificates["ns/a"] = luaCertificate{PEM: "pem-2", Hosts: []string{"a.example.com"}}
-		}, false, Plan{PushCertificates: true}},
-		{"certificate for another host is dynamic", ptr(base()), func(d *Desired) {
+		}, false, applyPlan{PushCertificates: true}},
+		{"certificate for another host is dynamic", ptr(base()), func(d *desiredState) {
 			d.Certificates["ns/a"] = luaCertificate{PEM: "pem-1", Hosts: []string{"a.example.com", "b.example.com"}}
-		}, false, Plan{PushCertificates: true}},
-		{"server change reloads", ptr(base()), func(d *Desired) { d.Files["servers/a.conf"] = "server a v2" }, false, Plan{WriteConfig: true}},
-		{"new server file reloads", ptr(base()), func(d *Desired) { d.Files["servers/b.conf"] = "server b" }, false, Plan{WriteConfig: true}},
-		{"removed server file reloads", ptr(base()), func(d *Desired) { delete(d.Files, "servers/a.conf") }, false, Plan{WriteConfig: true}},
-		{"restarted nginx gets every payload again", ptr(base()), func(*Desired) {}, true, Plan{PushBackends: true, PushCertificates: true}},
+		}, false, applyPlan{PushCertificates: true}},
+		{"server change reloads", ptr(base()), func(d *desiredState) { d.Files["servers/a.conf"] = "server a v2" }, false, applyPlan{WriteConfig: true}},
+		{"new server file reloads", ptr(base()), func(d *desiredState) { d.Files["servers/b.conf"] = "server b" }, false, applyPlan{WriteConfig: true}},
+		{"removed server file reloads", ptr(base()), func(d *desiredState) { delete(d.Files, "servers/a.conf") }, false, applyPlan{WriteConfig: true}},
+		{"restarted nginx gets every payload again", ptr(base()), func(*desiredState) {}, true, applyPlan{PushBackends: true, PushCertificates: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			next := base()
 			c.change(&next)
-			if got := Decide(c.running, next, c.fresh); got != c.want {
-				t.Fatalf("Decide = %+v, want %+v", got, c.want)
+			if got := decide(c.running, next, c.fresh); got != c.want {
+				t.Fatalf("decide = %+v, want %+v", got, c.want)
 			}
 		})
 	}
@@ -56,7 +56,7 @@ func TestDecide(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestPayloads(t *testing.T) {
-	d := Desired{
+	d := desiredState{
 		Backends: map[string]json.RawMessage{"b": json.RawMessage(`{"name":"b"}`), "a": json.RawMessage(`{"name":"a"}`)},
 		Certificates: map[string]luaCertificate{
 			"ns/x": {PEM: "X", Hosts: []string{"x.example.com", "*.x.example.com"}},

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 var (
@@ -84,7 +85,7 @@ func findQuoted(msg string, files map[string]string) (string, int) {
 	slices.SortStableFunc(names, func(a, b string) int {
 		// nginx.conf first: the complaints that name no line are about
 		// http-level settings.
-		return boolRank(a != MainFile) - boolRank(b != MainFile)
+		return boolRank(a != nginx.MainFile) - boolRank(b != nginx.MainFile)
 	})
 	for _, q := range quotedInMessage.FindAllStringSubmatch(msg, -1) {
 		needles := []string{`"` + q[1] + `"`, "$" + q[1], "${" + q[1] + "}"}

@@ -2,13 +2,13 @@ package applier
 
 import "time"
 
-// Reload timing, beside Decide: Decide says what an apply must do, and
-// DecideReload says whether the reload it needs happens now or waits for
+// Reload timing, beside decide: decide says what an apply must do, and
+// decideReload says whether the reload it needs happens now or waits for
 // the reload slot. Both are pure; the apply loop owns the clock and the
 // timers.
 
-// ReloadInput is what DecideReload decides from.
-type ReloadInput struct {
+// reloadFacts is what decideReload decides from.
+type reloadFacts struct {
 	// Now is the time of the decision.
 	Now time.Time
 	// LastReload is when NGINX last reloaded; zero before the first.
@@ -24,27 +24,27 @@ type ReloadInput struct {
 	SlotCame bool
 }
 
-// ReloadDecision is when the reload a changed configuration needs happens.
-type ReloadDecision struct {
+// reloadDecision is when the reload a changed configuration needs happens.
+type reloadDecision struct {
 	// Hold: too soon after the last reload. The configuration is left for
 	// the reload slot, which takes the newest state then; the dynamic part
 	// is pushed at once.
 	Hold bool
 	// Slot is how long until the reload slot: each change that waits pushes
-	// it back, until changes stop for ReloadQuiet or the interval is over,
+	// it back, until changes stop for reloadQuiet or the interval is over,
 	// so a burst is one reload at its end and a lone change waits only
-	// ReloadQuiet. It is zero once the interval is over.
+	// reloadQuiet. It is zero once the interval is over.
 	Slot time.Duration
 }
 
-// DecideReload decides, for an apply whose plan writes the configuration,
+// decideReload decides, for an apply whose plan writes the configuration,
 // whether NGINX reloads now or at the reload slot. The first change of a
 // quiet period reloads at once.
-func DecideReload(in ReloadInput) ReloadDecision {
+func decideReload(in reloadFacts) reloadDecision {
 	wait := reloadWait(in.MinInterval, in.LastReload, in.Now)
-	return ReloadDecision{
+	return reloadDecision{
 		Hold: !in.Fresh && !in.SlotCame && wait > 0,
-		Slot: min(ReloadQuiet, wait),
+		Slot: min(reloadQuiet, wait),
 	}
 }
 

@@ -15,28 +15,28 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 func TestDecideReload(t *testing.T) {
 	cases := []struct {
 		name string
-		in   ReloadInput
-		want ReloadDecision
+		in   reloadFacts
+		want reloadDecision
 	}{
-		{"never reloaded", ReloadInput{Now: t0}, ReloadDecision{}},
-		{"after the default interval", ReloadInput{Now: t0.Add(time.Second), LastReload: t0}, ReloadDecision{}},
-		{"well within the default interval", ReloadInput{Now: t0.Add(ms(300)), LastReload: t0},
-			ReloadDecision{Hold: true, Slot: ReloadQuiet}},
-		{"near the end of the default interval", ReloadInput{Now: t0.Add(ms(950)), LastReload: t0},
-			ReloadDecision{Hold: true, Slot: ms(50)}},
-		{"custom interval", ReloadInput{Now: t0.Add(ms(150)), LastReload: t0, MinInterval: ms(200)},
-			ReloadDecision{Hold: true, Slot: ms(50)}},
-		{"custom interval over", ReloadInput{Now: t0.Add(ms(250)), LastReload: t0, MinInterval: ms(200)}, ReloadDecision{}},
-		{"negative interval never holds", ReloadInput{Now: t0.Add(ms(1)), LastReload: t0, MinInterval: -1}, ReloadDecision{}},
-		{"fresh NGINX loads at once", ReloadInput{Now: t0.Add(ms(300)), LastReload: t0, Fresh: true},
-			ReloadDecision{Slot: ReloadQuiet}},
-		{"the slot came", ReloadInput{Now: t0.Add(ms(300)), LastReload: t0, SlotCame: true},
-			ReloadDecision{Slot: ReloadQuiet}},
+		{"never reloaded", reloadFacts{Now: t0}, reloadDecision{}},
+		{"after the default interval", reloadFacts{Now: t0.Add(time.Second), LastReload: t0}, reloadDecision{}},
+		{"well within the default interval", reloadFacts{Now: t0.Add(ms(300)), LastReload: t0},
+			reloadDecision{Hold: true, Slot: reloadQuiet}},
+		{"near the end of the default interval", reloadFacts{Now: t0.Add(ms(950)), LastReload: t0},
+			reloadDecision{Hold: true, Slot: ms(50)}},
+		{"custom interval", reloadFacts{Now: t0.Add(ms(150)), LastReload: t0, MinInterval: ms(200)},
+			reloadDecision{Hold: true, Slot: ms(50)}},
+		{"custom interval over", reloadFacts{Now: t0.Add(ms(250)), LastReload: t0, MinInterval: ms(200)}, reloadDecision{}},
+		{"negative interval never holds", reloadFacts{Now: t0.Add(ms(1)), LastReload: t0, MinInterval: -1}, reloadDecision{}},
+		{"fresh NGINX loads at once", reloadFacts{Now: t0.Add(ms(300)), LastReload: t0, Fresh: true},
+			reloadDecision{Slot: reloadQuiet}},
+		{"the slot came", reloadFacts{Now: t0.Add(ms(300)), LastReload: t0, SlotCame: true},
+			reloadDecision{Slot: reloadQuiet}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := DecideReload(c.in); got != c.want {
-				t.Fatalf("DecideReload(%+v) = %+v, want %+v", c.in, got, c.want)
+			if got := decideReload(c.in); got != c.want {
+				t.Fatalf("decideReload(%+v) = %+v, want %+v", c.in, got, c.want)
 			}
 		})
 	}
@@ -44,7 +44,7 @@ func TestDecideReload(t *testing.T) {
 
 // TestReloadTiming plays the apply loop on a fake clock: static changes
 // arrive at the given offsets (each applied at once), and the test records
-// when NGINX reloads, as Run does with DecideReload: a held change arms the
+// when NGINX reloads, as Run does with decideReload: a held change arms the
 // reload slot, a later held change re-arms it, and the slot reloads the
 // newest state.
 func TestReloadTiming(t *testing.T) {
@@ -63,7 +63,7 @@ func TestReloadTiming(t *testing.T) {
 	}{
 		{"first change of a quiet period reloads at once", 0, []time.Duration{0}, []time.Duration{0}},
 		{"changes further apart than the interval", 0, []time.Duration{0, ms(2000)}, []time.Duration{0, ms(2000)}},
-		{"a lone change soon after a reload waits ReloadQuiet", 0,
+		{"a lone change soon after a reload waits reloadQuiet", 0,
 			[]time.Duration{0, ms(500)}, []time.Duration{0, ms(600)}},
 		{"a change near the interval's end waits for the interval", 0,
 			[]time.Duration{0, ms(950)}, []time.Duration{0, ms(1000)}},
@@ -98,8 +98,8 @@ func playReloads(interval time.Duration, changes []time.Duration) []time.Duratio
 		if !pending {
 			return // the slot came for a state already reloaded
 		}
-		in := ReloadInput{Now: now, LastReload: last, MinInterval: interval, SlotCame: slotCame}
-		if d := DecideReload(in); d.Hold {
+		in := reloadFacts{Now: now, LastReload: last, MinInterval: interval, SlotCame: slotCame}
+		if d := decideReload(in); d.Hold {
 			at := now.Add(d.Slot)
 			slot = &at
 			return

@@ -14,13 +14,13 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// ParseSettings reads the controller ConfigMap's data. Every key it knows is
+// parseSettings reads the controller ConfigMap's data. Every key it knows is
 // validated; an invalid value is reported as a Problem (Field "data.<key>",
 // Reason "InvalidValue", a Message naming the key, the rule and what is kept)
 // and the default for that key stays. Unknown keys are ignored (ingress-nginx
 // has ~180 keys; later work adds more) but reported with Reason "UnknownKey"
 // so operators see typos. A nil or empty map gives bus.DefaultSettings().
-func ParseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
+func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 	s := bus.DefaultSettings()
 	var problems []bus.Problem
 	// Walking the keys in order makes the Problems sorted by Field, so the

@@ -17,7 +17,7 @@ import (
 const settingsWordForbidden = ";{}'\"$\\"
 
 // FuzzParseSettings feeds arbitrary values, under known and arbitrary keys,
-// through ParseSettings: it must not panic, must be deterministic, and
+// through parseSettings: it must not panic, must be deterministic, and
 // whatever it accepts must be safe to write into nginx.conf.
 func FuzzParseSettings(f *testing.F) {
 	keys := slices.Sorted(maps.Keys(settingParsers))
@@ -43,10 +43,10 @@ func FuzzParseSettings(f *testing.F) {
 			key = keys[int(pick)%len(keys)]
 		}
 		data := map[string]string{key: value, "hsts": value}
-		got, problems := ParseSettings(data)
-		again, problemsAgain := ParseSettings(data)
+		got, problems := parseSettings(data)
+		again, problemsAgain := parseSettings(data)
 		if !reflect.DeepEqual(got, again) || !reflect.DeepEqual(problems, problemsAgain) {
-			t.Fatal("ParseSettings is not deterministic")
+			t.Fatal("parseSettings is not deterministic")
 		}
 		checkSettingsSafe(t, got)
 		for _, p := range problems {

@@ -184,7 +184,7 @@ func TestParseSettingsCoversEveryKey(t *testing.T) {
 
 func TestParseSettingsEmpty(t *testing.T) {
 	for name, data := range map[string]map[string]string{"nil": nil, "empty": {}} {
-		got, problems := ParseSettings(data)
+		got, problems := parseSettings(data)
 		if !reflect.DeepEqual(got, bus.DefaultSettings()) || len(problems) != 0 {
 			t.Errorf("%s: got %+v, %v; want the defaults and no problems", name, got, problems)
 		}
@@ -194,12 +194,12 @@ func TestParseSettingsEmpty(t *testing.T) {
 // TestParseSettingsDefaults checks, key by key, that an absent key leaves
 // ingress-nginx's default, and that writing that default out changes nothing.
 func TestParseSettingsDefaults(t *testing.T) {
-	absent, _ := ParseSettings(nil)
+	absent, _ := parseSettings(nil)
 	for key, c := range settingsCases {
 		if got := settingParsers[key].show(&absent); got != c.def {
 			t.Errorf("%s absent: got %q, want %q", key, got, c.def)
 		}
-		got, problems := ParseSettings(map[string]string{key: c.def})
+		got, problems := parseSettings(map[string]string{key: c.def})
 		if !reflect.DeepEqual(got, bus.DefaultSettings()) || len(problems) != 0 {
 			t.Errorf("%s: %q: got %+v, %v; want the defaults and no problems", key, c.def, got, problems)
 		}
@@ -211,7 +211,7 @@ func TestParseSettingsValid(t *testing.T) {
 		for _, v := range c.valid {
 			want := bus.DefaultSettings()
 			v.set(&want)
-			got, problems := ParseSettings(map[string]string{key: v.in})
+			got, problems := parseSettings(map[string]string{key: v.in})
 			if len(problems) != 0 {
 				t.Errorf("%s: %q: unexpected problems %v", key, v.in, problems)
 			}
@@ -225,7 +225,7 @@ func TestParseSettingsValid(t *testing.T) {
 func TestParseSettingsInvalid(t *testing.T) {
 	for key, c := range settingsCases {
 		for _, in := range c.invalid {
-			got, problems := ParseSettings(map[string]string{key: in})
+			got, problems := parseSettings(map[string]string{key: in})
 			if !reflect.DeepEqual(got, bus.DefaultSettings()) {
 				t.Errorf("%s: %q: the default was not kept: %+v", key, in, got)
 			}
@@ -258,7 +258,7 @@ func hasControl(s string) bool {
 }
 
 func TestParseSettingsUnknownKey(t *testing.T) {
-	got, problems := ParseSettings(map[string]string{"ssl-redirekt": "false", "hsts": "false"})
+	got, problems := parseSettings(map[string]string{"ssl-redirekt": "false", "hsts": "false"})
 	want := bus.DefaultSettings()
 	want.HSTS = false
 	if !reflect.DeepEqual(got, want) {
@@ -284,7 +284,7 @@ func TestParseSettingsSeveralBadKeys(t *testing.T) {
 	want := bus.DefaultSettings()
 	want.HSTS = false
 	for range 5 { // map order is random: the report must not be
-		got, problems := ParseSettings(data)
+		got, problems := parseSettings(data)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
@@ -326,7 +326,7 @@ func TestParseSettingsInjection(t *testing.T) {
 		{"annotations-risk-level", "Critical\n"},
 	}
 	for _, a := range attempts {
-		got, problems := ParseSettings(map[string]string{a.key: a.value})
+		got, problems := parseSettings(map[string]string{a.key: a.value})
 		if a.key == "annotations-risk-level" { // trimming makes this one valid
 			if got.AnnotationsRiskLevel != "Critical" || len(problems) != 0 {
 				t.Errorf("%q: got %q, %v", a.value, got.AnnotationsRiskLevel, problems)
@@ -341,7 +341,7 @@ func TestParseSettingsInjection(t *testing.T) {
 
 func TestParseSettingsMessageClipped(t *testing.T) {
 	long := "\x1b[31m" + strings.Repeat("é", 100) + "\n"
-	_, problems := ParseSettings(map[string]string{"ssl-ciphers": long, strings.Repeat("k\n", 100): "v"})
+	_, problems := parseSettings(map[string]string{"ssl-ciphers": long, strings.Repeat("k\n", 100): "v"})
 	if len(problems) != 2 {
 		t.Fatalf("want two problems, got %v", problems)
 	}

@@ -3,11 +3,11 @@ package translator
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/problems"
 )
 
 // Stage runs the translator on the bus: it follows the watcher's objects
@@ -19,14 +19,13 @@ type Stage struct {
 	translator *Translator
 	// decoded keeps each object as last set, so a deletion can be applied.
 	decoded map[string]any
-	// reported remembers each Ingress's problems, so they are logged when
-	// they change rather than on every generation.
-	reported map[string][]bus.Problem
+	// problems logs each Ingress's problems when they change.
+	problems *problems.Reporter
 }
 
 // New returns the translator stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, cfg: cfg, log: log, reported: map[string][]bus.Problem{}}
+	return &Stage{conn: conn, cfg: cfg, log: log, problems: problems.NewReporter(log)}
 }
 
 // Run translates after every commit of the watcher until ctx ends.
@@ -89,18 +88,11 @@ func (s *Stage) report(delta Delta) {
 		}
 	}
 	for _, key := range delta.Deletes {
-		delete(s.reported, key)
+		s.problems.Forget(key)
 	}
 	for key, v := range delta.Puts {
-		info, ok := v.(*bus.IngressInfo)
-		if !ok || slices.Equal(s.reported[key], info.Problems) {
-			continue
-		}
-		s.reported[key] = info.Problems
-		for _, p := range info.Problems {
-			s.log.Warn("ingress problem",
-				zap.String("ingress", info.Namespace+"/"+info.Name), zap.Bool("rejected", info.Rejected),
-				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+		if info, ok := v.(*bus.IngressInfo); ok {
+			s.problems.Report(key, info)
 		}
 	}
 }

@@ -653,7 +653,7 @@ func (t *Translator) refreshSettings(delta *Delta) {
 	if cm, ok := t.objs.configMaps[t.cfg.ConfigMap]; ok {
 		data = cm.Data
 	}
-	s, problems := ParseSettings(data)
+	s, problems := parseSettings(data)
 	t.settingsProblems = problems
 	t.model.Settings = &s
 	delta.put(bus.SettingsKey, &s)

@@ -25,12 +25,12 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// KubeSource watches the Kubernetes API with shared informers and sends
+// kubeSource watches the Kubernetes API with shared informers and sends
 // the same object set the manifests source sends, so every later stage is
 // source-agnostic. Secrets and ConfigMaps are sent only when an Ingress or
 // the controller refers to them: the bus never carries the cluster's other
 // secrets.
-type KubeSource struct {
+type kubeSource struct {
 	client    kubernetes.Interface
 	namespace string // "" watches every namespace
 	configMap string // the controller ConfigMap, "namespace/name"
@@ -53,25 +53,25 @@ type KubeSource struct {
 	dirty      chan struct{}
 }
 
-// NewKubeSource returns a source on client. namespace limits the watch to
+// newKubeSource returns a source on client. namespace limits the watch to
 // one namespace ("" for all); configMap names the controller ConfigMap.
-func NewKubeSource(client kubernetes.Interface, namespace, configMap string, log *zap.Logger) *KubeSource {
-	return &KubeSource{
+func newKubeSource(client kubernetes.Interface, namespace, configMap string, log *zap.Logger) *kubeSource {
+	return &kubeSource{
 		client: client, namespace: namespace, configMap: configMap, log: log,
 		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
 		secretRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
 	}
 }
 
-// WithNamespaceSelector keeps only objects of namespaces whose labels match.
-func (s *KubeSource) WithNamespaceSelector(sel labels.Selector) *KubeSource {
+// withNamespaceSelector keeps only objects of namespaces whose labels match.
+func (s *kubeSource) withNamespaceSelector(sel labels.Selector) *kubeSource {
 	s.nsSelector = sel
 	return s
 }
 
-// WithAnnotationsPrefix also forwards the Secrets that annotations under
+// withAnnotationsPrefix also forwards the Secrets that annotations under
 // prefix name (bus.SecretAnnotations).
-func (s *KubeSource) WithAnnotationsPrefix(prefix string) *KubeSource {
+func (s *kubeSource) withAnnotationsPrefix(prefix string) *kubeSource {
 	s.prefix = prefix
 	return s
 }
@@ -95,7 +95,7 @@ var (
 // and again after every change (debounced), until ctx ends. When the API
 // server goes away, the informers retry and resync; the last set sent stays
 // what the pipeline serves.
-func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+func (s *kubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
 		informers.WithNamespace(s.namespace), informers.WithTransform(s.encodeForCache))
 	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(s.encodeForCache))
@@ -150,7 +150,7 @@ func (s *KubeSource) Run(ctx context.Context, out chan<- map[string][]byte) erro
 
 // The controller ConfigMap may live outside --watch-namespace; watch its
 // namespace too.
-func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
+func (s *kubeSource) configMapFactory() informers.SharedInformerFactory {
 	if s.cmFactory == nil {
 		ns := s.namespace
 		if s.configMap != "" && ns != "" {
@@ -165,9 +165,9 @@ func (s *KubeSource) configMapFactory() informers.SharedInformerFactory {
 	return s.cmFactory
 }
 
-func (s *KubeSource) startConfigMapFactory(ctx context.Context) { s.cmFactory.Start(ctx.Done()) }
+func (s *kubeSource) startConfigMapFactory(ctx context.Context) { s.cmFactory.Start(ctx.Done()) }
 
-func (s *KubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte) error {
+func (s *kubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte) error {
 	const debounce = 15 * time.Millisecond
 	var last map[string][]byte
 	send := func() {
@@ -229,7 +229,7 @@ func (o *cachedObject) DeepCopyObject() runtime.Object {
 // encodeForCache is the informers' transform. Objects of the watched kinds
 // become cachedObjects; Namespaces, an object that does not encode (set
 // reports it) and an object already encoded pass through.
-func (s *KubeSource) encodeForCache(obj any) (any, error) {
+func (s *kubeSource) encodeForCache(obj any) (any, error) {
 	kind, ok := watchedKind(obj)
 	if !ok {
 		return dropManagedFields(obj)
@@ -274,7 +274,7 @@ func watchedKind(obj any) (kubeKind, bool) {
 }
 
 // set stores an object as the manifests source would publish it.
-func (s *KubeSource) set(kind kubeKind, obj any) {
+func (s *kubeSource) set(kind kubeKind, obj any) {
 	o, ok := obj.(*cachedObject)
 	if !ok {
 		s.reportUnencoded(kind, obj)
@@ -299,7 +299,7 @@ func (s *KubeSource) set(kind kubeKind, obj any) {
 
 // reportUnencoded logs an object the transform could not encode: it is
 // left out, and an earlier version of it stays published.
-func (s *KubeSource) reportUnencoded(kind kubeKind, obj any) {
+func (s *kubeSource) reportUnencoded(kind kubeKind, obj any) {
 	o, meta, ok := unwrap(obj)
 	if !ok {
 		return
@@ -321,7 +321,7 @@ func tlsSecrets(ing *networkingv1.Ingress) []string {
 	return refs
 }
 
-func (s *KubeSource) remove(kind kubeKind, obj any) {
+func (s *kubeSource) remove(kind kubeKind, obj any) {
 	_, meta, ok := unwrap(obj)
 	if !ok {
 		return
@@ -341,7 +341,7 @@ func (s *KubeSource) remove(kind kubeKind, obj any) {
 	s.markDirty()
 }
 
-func (s *KubeSource) setNamespace(obj any, deleted bool) {
+func (s *kubeSource) setNamespace(obj any, deleted bool) {
 	o, _, ok := unwrap(obj)
 	ns, isNamespace := o.(*corev1.Namespace)
 	if !ok || !isNamespace {
@@ -358,11 +358,11 @@ func (s *KubeSource) setNamespace(obj any, deleted bool) {
 }
 
 // inScope says whether objects of namespace ns are served.
-func (s *KubeSource) inScope(ns string) bool {
+func (s *kubeSource) inScope(ns string) bool {
 	return s.nsSelector == nil || ns == bus.ClusterScope || s.nsMatch[ns]
 }
 
-func (s *KubeSource) markDirty() {
+func (s *kubeSource) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
 	default:
@@ -371,7 +371,7 @@ func (s *KubeSource) markDirty() {
 
 // desired is the set to publish: every object, plus the Secrets the
 // Ingresses name for TLS and the controller ConfigMap.
-func (s *KubeSource) desired() map[string][]byte {
+func (s *kubeSource) desired() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	set := maps.Clone(s.objects)

@@ -20,16 +20,17 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+	"switchyard.dev/switchyard/internal/manifest"
 )
 
-// ManifestSource watches a directory of *.yaml / *.yml files.
+// manifestSource watches a directory of *.yaml / *.yml files.
 //
 // Files are read in lexical order; when two define the same object, the
 // later one wins. A file that stops parsing keeps its last good objects in
 // the set until it parses again. Subdirectories, hidden files and editor
 // temporary files are ignored; symlinks to files are followed, so a
 // ConfigMap-mounted directory works.
-type ManifestSource struct {
+type manifestSource struct {
 	dir string
 	log *zap.Logger
 
@@ -39,12 +40,12 @@ type ManifestSource struct {
 	maxBytes int64         // larger files are refused
 }
 
-// NewManifestSource returns a source for dir. log is used as given.
-func NewManifestSource(dir string, log *zap.Logger) *ManifestSource {
+// newManifestSource returns a source for dir. log is used as given.
+func newManifestSource(dir string, log *zap.Logger) *manifestSource {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &ManifestSource{
+	return &manifestSource{
 		dir:      filepath.Clean(dir),
 		log:      log,
 		debounce: 15 * time.Millisecond,
@@ -61,8 +62,8 @@ func NewManifestSource(dir string, log *zap.Logger) *ManifestSource {
 // folded into the newest. Run returns an error when the directory does not
 // exist or cannot be watched, and nil when ctx ends. While the directory is
 // missing (being replaced), the last set is kept. Run must not be called
-// twice at once on one ManifestSource.
-func (s *ManifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+// twice at once on one manifestSource.
+func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
 	info, err := os.Stat(s.dir)
 	if err != nil {
 		return fmt.Errorf("manifest directory: %w", err)
@@ -175,13 +176,13 @@ func (s *ManifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 type manifestFile struct {
 	info    os.FileInfo // as of the last read
 	sum     [sha256.Size]byte
-	objects []Object // last good parse
-	err     string   // last failure, "" while the file parses
+	objects []manifest.Object // last good parse
+	err     string            // last failure, "" while the file parses
 }
 
 // scanState is the state of one Run.
 type scanState struct {
-	src        *ManifestSource
+	src        *manifestSource
 	w          *fsnotify.Watcher
 	files      map[string]*manifestFile
 	dirInfo    os.FileInfo
@@ -289,7 +290,7 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 		return false, true // same content: nothing to reparse, nothing to relog
 	}
 	f.info, f.sum = info, sum
-	objs, skipped, err := parseManifest(name, data)
+	objs, skipped, err := manifest.Parse(name, data)
 	if err != nil {
 		// Logged once per content change: an unchanged file is not reparsed.
 		f.err = err.Error()
@@ -302,12 +303,12 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 		f.err = ""
 	}
 	for _, sk := range skipped {
-		if sk.knownKind {
+		if sk.KnownKind {
 			s.log.Warn("skipping object: unsupported apiVersion for this kind",
-				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+				zap.String("source", sk.Source), zap.String("apiVersion", clip(sk.APIVersion)), zap.String("kind", clip(sk.Kind)))
 		} else {
 			s.log.Debug("skipping object of an unsupported kind",
-				zap.String("source", sk.source), zap.String("apiVersion", clip(sk.apiVersion)), zap.String("kind", clip(sk.kind)))
+				zap.String("source", sk.Source), zap.String("apiVersion", clip(sk.APIVersion)), zap.String("kind", clip(sk.Kind)))
 		}
 	}
 	if equalObjects(f.objects, objs) {
@@ -392,8 +393,8 @@ func sameStat(a, b os.FileInfo) bool {
 	return a != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-func equalObjects(a, b []Object) bool {
-	return slices.EqualFunc(a, b, func(x, y Object) bool {
+func equalObjects(a, b []manifest.Object) bool {
+	return slices.EqualFunc(a, b, func(x, y manifest.Object) bool {
 		return x.Key == y.Key && x.Source == y.Source && bytes.Equal(x.JSON, y.JSON)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/status"
 )
 
 // Config of the watcher. At least one source must be set; with both, the
@@ -36,7 +37,7 @@ type Config struct {
 	// auth-secret annotations name are forwarded.
 	AnnotationsPrefix string
 	// Status, when Kube is set, writes Ingress status and Events.
-	Status StatusConfig
+	Status status.Config
 }
 
 // Stage runs the watcher.
@@ -60,18 +61,18 @@ type source interface {
 func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
-		src := NewKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).WithAnnotationsPrefix(s.cfg.AnnotationsPrefix)
+		src := newKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).withAnnotationsPrefix(s.cfg.AnnotationsPrefix)
 		if s.cfg.NamespaceSelector != "" {
 			sel, err := labels.Parse(s.cfg.NamespaceSelector)
 			if err != nil {
 				return fmt.Errorf("watcher: namespace selector %q: %w", s.cfg.NamespaceSelector, err)
 			}
-			src.WithNamespaceSelector(sel)
+			src.withNamespaceSelector(sel)
 		}
 		sources["kubernetes"] = src
 	}
 	if s.cfg.ManifestsDir != "" {
-		sources["manifests"] = NewManifestSource(s.cfg.ManifestsDir, s.log)
+		sources["manifests"] = newManifestSource(s.cfg.ManifestsDir, s.log)
 	}
 	if len(sources) == 0 {
 		return fmt.Errorf("watcher: no source configured (--manifests DIR or --kubeconfig)")
@@ -97,7 +98,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		}()
 	}
 	if s.cfg.Kube != nil {
-		go func() { sourceErr <- runStatus(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
+		go func() { sourceErr <- status.Run(ctx, s.conn, s.cfg.Kube, s.cfg.Status, s.log.Named("status")) }()
 	}
 	latest := map[string]map[string][]byte{}
 	tooLarge := map[string]int{}    // Ingresses over the bus limit, as logged

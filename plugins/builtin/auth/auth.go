@@ -7,12 +7,13 @@
 package auth
 
 import (
+	"context"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -55,7 +56,7 @@ const (
 type plugin struct{}
 
 // New returns the auth plugin.
-func New() plugins.Plugin { return plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(plugin{}) }
 
 func (plugin) Describe() plugins.Description {
 	return plugins.Description{
@@ -94,16 +95,9 @@ func (plugin) Describe() plugins.Description {
 	}
 }
 
-func (plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		results = append(results, apply(in))
-	}
-	return results
-}
-
-func apply(in plugins.Ingress) plugins.Result {
-	r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
+// ApplyIngress reads the auth annotations of one Ingress.
+func (plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Features, []plugins.Error) {
+	var r plugins.Result
 	a := in.Annotations
 	for _, key := range []string{KeyCacheKey, KeyCacheDuration} {
 		if _, ok := a[key]; ok {
@@ -114,7 +108,7 @@ func apply(in plugins.Ingress) plugins.Result {
 		r.Errors = append(r.Errors, plugins.Errorf(KeyProxySetHeaders,
 			"extra headers for the auth request are not supported by Switchyard; remove the annotation"))
 	}
-	auth := &bus.Auth{}
+	auth := &features.Auth{}
 	basic, deny, errs := basicAuth(in)
 	r.Errors = append(r.Errors, errs...)
 	auth.Basic = basic
@@ -127,13 +121,13 @@ func apply(in plugins.Ingress) plugins.Result {
 	if auth.Basic != nil || auth.External != nil {
 		r.Features.Auth = auth
 	}
-	return r
+	return r.Features, r.Errors
 }
 
 // basicAuth reads the basic-auth annotations. A Secret that is missing or
 // holds no usable user denies the Ingress (503) with a warning, so the
 // paths stay closed rather than dropped to whatever else matches them.
-func basicAuth(in plugins.Ingress) (*bus.BasicAuth, *bus.Deny, []plugins.Error) {
+func basicAuth(in plugins.Ingress) (*features.BasicAuth, *features.Deny, []plugins.Error) {
 	a := in.Annotations
 	authType, hasType := a[KeyType]
 	if !hasType {
@@ -152,7 +146,7 @@ func basicAuth(in plugins.Ingress) (*bus.BasicAuth, *bus.Deny, []plugins.Error) 
 	if !ok {
 		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "is required with auth-type: basic")}
 	}
-	id, ok := bus.ParseSecretRef(in.Namespace, ref)
+	id, ok := features.ParseSecretRef(in.Namespace, ref)
 	if !ok {
 		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "%q is not a Secret name", ref)}
 	}
@@ -163,11 +157,11 @@ func basicAuth(in plugins.Ingress) (*bus.BasicAuth, *bus.Deny, []plugins.Error) 
 	if !ok {
 		realm = DefaultRealm
 	}
-	deny := func(format string, args ...any) (*bus.BasicAuth, *bus.Deny, []plugins.Error) {
+	deny := func(format string, args ...any) (*features.BasicAuth, *features.Deny, []plugins.Error) {
 		e := plugins.Errorf(KeySecret, format, args...)
 		e.Message += "; the Ingress answers 503 until it is fixed"
 		e.Warning = true
-		return nil, &bus.Deny{Status: 503, Reason: "auth-secret " + id + " unusable"}, []plugins.Error{e}
+		return nil, &features.Deny{Status: 503, Reason: "auth-secret " + id + " unusable"}, []plugins.Error{e}
 	}
 	data, ok := in.Secrets[id]
 	if !ok {
@@ -195,11 +189,11 @@ func basicAuth(in plugins.Ingress) (*bus.BasicAuth, *bus.Deny, []plugins.Error) 
 		b, d, e := deny("Secret %s holds no usable user", id)
 		return b, d, append(errs, e...)
 	}
-	if len(users) > bus.MaxHtpasswdUsers {
-		b, d, e := deny("Secret %s holds over %d users", id, bus.MaxHtpasswdUsers)
+	if len(users) > features.MaxHtpasswdUsers {
+		b, d, e := deny("Secret %s holds over %d users", id, features.MaxHtpasswdUsers)
 		return b, d, append(errs, e...)
 	}
-	return &bus.BasicAuth{Realm: realm, Users: users}, nil, errs
+	return &features.BasicAuth{Realm: realm, Users: users}, nil, errs
 }
 
 var (
@@ -271,7 +265,7 @@ func quoteKey(k string) string {
 
 // externalAuth reads the external-auth annotations. Without auth-url the
 // others do nothing, as in ingress-nginx, and each says so.
-func externalAuth(a map[string]string) (*bus.ExternalAuth, []plugins.Error) {
+func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error) {
 	url, ok := a[KeyURL]
 	if !ok {
 		var errs []plugins.Error
@@ -282,7 +276,7 @@ func externalAuth(a map[string]string) (*bus.ExternalAuth, []plugins.Error) {
 		}
 		return nil, errs
 	}
-	e := &bus.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
+	e := &features.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
 	if e.SigninURL != "" {
 		e.SigninRedirectParam = "rd"
 		if p, ok := a[KeySigninRedirectParam]; ok {

@@ -8,6 +8,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 const apr1 = "$apr1$abcdefgh$5VEbMkemELfbhC5ck.U.z1"
@@ -77,7 +78,7 @@ func TestApply(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := New().Apply([]plugins.Ingress{{Namespace: "ns", Name: "i", Annotations: c.annotations, Secrets: secrets}})[0]
+			r := plugintest.Apply(t, New(), []plugins.Ingress{{Namespace: "ns", Name: "i", Annotations: c.annotations, Secrets: secrets}})[0]
 			var errs, warns []string
 			for _, e := range r.Errors {
 				if strings.Contains(e.Message, apr1) || strings.Contains(e.Message, "nothash") || strings.Contains(e.Message, "PLAIN") {

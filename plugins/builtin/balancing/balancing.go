@@ -21,10 +21,11 @@
 package balancing
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -76,7 +77,7 @@ const (
 type Plugin struct{}
 
 // New returns the plugin (the builtin registry's constructor).
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 // Describe names the sixteen balancing annotations, with ingress-nginx's
 // risk levels.
@@ -102,7 +103,7 @@ func (Plugin) Describe() plugins.Description {
 				Doc: "balanced: sessions may move when endpoints scale; persistent: they never move."},
 			{Key: KeyAffinityCanaryBehavior, Pattern: `sticky|legacy`, Scope: ing, Risk: plugins.RiskLow, Default: "sticky",
 				Doc: "Accepted for compatibility; the canary is chosen per request (ingress-nginx's legacy behaviour)."},
-			{Key: KeyCookieName, Pattern: cookieNamePattern, Scope: ing, Risk: plugins.RiskMedium, Default: bus.DefaultSessionCookieName,
+			{Key: KeyCookieName, Pattern: cookieNamePattern, Scope: ing, Risk: plugins.RiskMedium, Default: features.DefaultSessionCookieName,
 				Doc: "Name of the session cookie."},
 			{Key: KeyCookiePath, Pattern: cookiePathPattern, Scope: ing, Risk: plugins.RiskMedium, Default: "/",
 				Doc: "Path attribute of the session cookie."},
@@ -124,16 +125,10 @@ func (Plugin) Describe() plugins.Description {
 	}
 }
 
-// Apply parses each Ingress's balancing annotations.
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		b, errs := Parse(in.Annotations)
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name, Errors: errs}
-		r.Features.Balancing = b
-		results = append(results, r)
-	}
-	return results
+// ApplyIngress parses an Ingress's balancing annotations.
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (f plugins.Features, errs []plugins.Error) {
+	f.Balancing, errs = Parse(in.Annotations)
+	return f, errs
 }
 
 // Parse reads the balancing annotations (by their relative keys). It
@@ -141,9 +136,9 @@ func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
 // Describe; Parse checks what a pattern cannot say, with the bus's checks
 // (the ones the host and the renderer apply again), each reported on its
 // own annotation.
-func Parse(ann map[string]string) (*bus.Balancing, []plugins.Error) {
+func Parse(ann map[string]string) (*features.Balancing, []plugins.Error) {
 	p := parser{ann: ann}
-	b := &bus.Balancing{}
+	b := &features.Balancing{}
 	b.UpstreamHash = p.hash()
 	b.Affinity = p.affinity()
 	if b.Affinity != nil {
@@ -160,17 +155,17 @@ func Parse(ann map[string]string) (*bus.Balancing, []plugins.Error) {
 	}
 	if v, ok := ann[KeyLoadBalance]; ok {
 		switch v {
-		case bus.LoadBalanceRoundRobin, bus.LoadBalanceEWMA:
+		case features.LoadBalanceRoundRobin, features.LoadBalanceEWMA:
 			if b.Affinity != nil || b.UpstreamHash != nil {
 				p.warn(KeyLoadBalance, "ignored: affinity or upstream-hash-by decides the balancing")
 			} else {
 				b.LoadBalance = v
 			}
-		case bus.LoadBalanceCHash, bus.LoadBalanceCHashSubset:
+		case features.LoadBalanceCHash, features.LoadBalanceCHashSubset:
 			if b.UpstreamHash == nil {
 				p.warn(KeyLoadBalance, v+" needs upstream-hash-by; ignored")
 			}
-		case bus.LoadBalanceStickyBalanced, bus.LoadBalanceStickyPersistent:
+		case features.LoadBalanceStickyBalanced, features.LoadBalanceStickyPersistent:
 			if b.Affinity == nil {
 				p.warn(KeyLoadBalance, v+` needs affinity: "cookie"; ignored`)
 			}
@@ -181,7 +176,7 @@ func Parse(ann map[string]string) (*bus.Balancing, []plugins.Error) {
 	if p.failed {
 		return nil, p.errs
 	}
-	if *b == (bus.Balancing{}) {
+	if *b == (features.Balancing{}) {
 		return nil, p.errs
 	}
 	return b, p.errs
@@ -216,7 +211,7 @@ func (p *parser) bool(key string) bool {
 }
 
 // hash reads upstream-hash-by and its subset settings.
-func (p *parser) hash() *bus.UpstreamHashByConfig {
+func (p *parser) hash() *features.UpstreamHashByConfig {
 	by, ok := p.ann[KeyHashBy]
 	if !ok {
 		for _, k := range []string{KeyHashBySubset, KeyHashBySubsetSize} {
@@ -226,7 +221,7 @@ func (p *parser) hash() *bus.UpstreamHashByConfig {
 		}
 		return nil
 	}
-	h := &bus.UpstreamHashByConfig{UpstreamHashBy: by, Subset: p.bool(KeyHashBySubset)}
+	h := &features.UpstreamHashByConfig{UpstreamHashBy: by, Subset: p.bool(KeyHashBySubset)}
 	if err := h.Validate(); err != nil || by == "" {
 		p.fail(KeyHashBy, "%s: want literal text and $variable names ([A-Za-z0-9_]), 1 to 256 characters", quote(by))
 		return nil
@@ -243,13 +238,13 @@ func (p *parser) hash() *bus.UpstreamHashByConfig {
 		}
 	}
 	if h.Subset && h.SubsetSize == 0 {
-		h.SubsetSize = bus.DefaultHashBySubsetSize
+		h.SubsetSize = features.DefaultHashBySubsetSize
 	}
 	return h
 }
 
 // affinity reads affinity, affinity-mode and the session cookie.
-func (p *parser) affinity() *bus.SessionAffinityConfig {
+func (p *parser) affinity() *features.SessionAffinityConfig {
 	kind, ok := p.ann[KeyAffinity]
 	if !ok {
 		for _, k := range cookieKeys {
@@ -259,22 +254,22 @@ func (p *parser) affinity() *bus.SessionAffinityConfig {
 		}
 		return nil
 	}
-	if kind != bus.AffinityCookie {
+	if kind != features.AffinityCookie {
 		p.fail(KeyAffinity, "%s: only \"cookie\" is supported", quote(kind))
 		return nil
 	}
-	a := &bus.SessionAffinityConfig{Name: bus.AffinityCookie, Mode: bus.AffinityModeBalanced}
+	a := &features.SessionAffinityConfig{Name: features.AffinityCookie, Mode: features.AffinityModeBalanced}
 	if v, ok := p.ann[KeyAffinityMode]; ok {
-		if v != bus.AffinityModeBalanced && v != bus.AffinityModePersistent {
+		if v != features.AffinityModeBalanced && v != features.AffinityModePersistent {
 			p.fail(KeyAffinityMode, "%s: want balanced or persistent", quote(v))
 		}
 		a.Mode = v
 	}
 	c := &a.CookieSessionAffinity
-	c.Name = bus.DefaultSessionCookieName
+	c.Name = features.DefaultSessionCookieName
 	// Each string attribute is checked alone with the bus's rules, so an
 	// error names the annotation at fault.
-	type cookie = bus.CookieSessionAffinity
+	type cookie = features.CookieSessionAffinity
 	for _, f := range []struct {
 		key  string
 		set  func(c *cookie, v string)
@@ -291,7 +286,7 @@ func (p *parser) affinity() *bus.SessionAffinityConfig {
 		if !ok {
 			continue
 		}
-		var one bus.SessionAffinityConfig
+		var one features.SessionAffinityConfig
 		f.set(&one.CookieSessionAffinity, v)
 		if v == "" || one.Validate() != nil {
 			p.fail(f.key, "%s: want %s", quote(v), f.want)

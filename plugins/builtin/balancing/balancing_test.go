@@ -8,7 +8,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
-	"switchyard.dev/switchyard/stages/annotations"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 func cookieAffinity(mode string, c bus.CookieSessionAffinity) *bus.SessionAffinityConfig {
@@ -191,7 +191,7 @@ func TestRisk(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
-	got := Plugin{}.Apply([]plugins.Ingress{
+	got := plugintest.Apply(t, New(), []plugins.Ingress{
 		{Namespace: "a", Name: "hash", Annotations: map[string]string{KeyHashBy: "$request_uri"}},
 		{Namespace: "a", Name: "bad", Annotations: map[string]string{KeyLoadBalance: "least_conn"}},
 		{Namespace: "b", Name: "none", Annotations: map[string]string{}},
@@ -256,8 +256,9 @@ func FuzzParse(f *testing.F) {
 		if err := (&bus.Features{Balancing: got}).Validate(); err != nil {
 			t.Fatalf("Parse(%q) = %+v, which the host refuses: %v", ann, got, err)
 		}
-		var b bus.Backend
-		annotations.ApplyBalancing(got, &b, bus.LoadBalanceRoundRobin)
+		// What the annotations stage puts on the backend (its
+		// applyBalancing, with the default round_robin).
+		b := bus.Backend{LoadBalance: got.LoadBalance, UpstreamHashByConfig: got.UpstreamHash, SessionAffinityConfig: got.Affinity}
 		if err := b.Validate(); err != nil {
 			t.Fatalf("Parse(%q) gives a backend the renderer refuses: %v", ann, err)
 		}

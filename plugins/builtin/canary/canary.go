@@ -7,10 +7,11 @@
 package canary
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -32,7 +33,7 @@ const DefaultWeightTotal = 100
 type Plugin struct{}
 
 // New returns the plugin (the builtin registry's constructor).
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 // boolPattern is what Go's strconv.ParseBool accepts, which is what
 // ingress-nginx's GetBoolAnnotation uses.
@@ -63,22 +64,16 @@ func (Plugin) Describe() plugins.Description {
 	}
 }
 
-// Apply parses each Ingress's canary annotations.
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		policy, errs := Parse(in.Annotations)
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name, Errors: errs}
-		r.Features.Canary = policy
-		results = append(results, r)
-	}
-	return results
+// ApplyIngress parses an Ingress's canary annotations.
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (f plugins.Features, errs []plugins.Error) {
+	f.Canary, errs = Parse(in.Annotations)
+	return f, errs
 }
 
 // Parse reads the canary annotations (by their relative keys). It returns
 // nil when the Ingress is not a canary. Values already matched the
 // patterns of Describe; Parse checks what a pattern cannot say.
-func Parse(ann map[string]string) (*bus.Canary, []plugins.Error) {
+func Parse(ann map[string]string) (*features.Canary, []plugins.Error) {
 	var errs []plugins.Error
 	enabled := false
 	if v, ok := ann[KeyCanary]; ok {
@@ -100,11 +95,11 @@ func Parse(ann map[string]string) (*bus.Canary, []plugins.Error) {
 		return nil, errs
 	}
 
-	c := &bus.Canary{WeightTotal: DefaultWeightTotal, Header: ann[KeyHeader], Cookie: ann[KeyCookie]}
+	c := &features.Canary{WeightTotal: DefaultWeightTotal, Header: ann[KeyHeader], Cookie: ann[KeyCookie]}
 	if v, ok := ann[KeyWeightTotal]; ok {
 		n, err := parseCount(v)
-		if err != nil || n < 1 || n > bus.MaxCanaryWeightTotal {
-			errs = append(errs, plugins.Errorf(KeyWeightTotal, "%q is not a whole number between 1 and %d", v, bus.MaxCanaryWeightTotal))
+		if err != nil || n < 1 || n > features.MaxCanaryWeightTotal {
+			errs = append(errs, plugins.Errorf(KeyWeightTotal, "%q is not a whole number between 1 and %d", v, features.MaxCanaryWeightTotal))
 		} else {
 			c.WeightTotal = n
 		}
@@ -135,7 +130,7 @@ func Parse(ann map[string]string) (*bus.Canary, []plugins.Error) {
 	} else {
 		c.HeaderValue = value
 		if hasPattern {
-			if err := bus.ValidateCanaryPattern(pattern); err != nil {
+			if err := features.ValidateCanaryPattern(pattern); err != nil {
 				errs = append(errs, plugins.Errorf(KeyHeaderPattern, "%v", err))
 			} else if hasValue {
 				// ingress-nginx: the exact value takes precedence.

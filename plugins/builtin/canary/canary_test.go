@@ -88,7 +88,7 @@ func TestPatterns(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
-	res := (Plugin{}).Apply([]plugins.Ingress{
+	res := plugintest.Apply(t, New(), []plugins.Ingress{
 		{Namespace: "a", Name: "canary", Annotations: map[string]string{KeyCanary: "true", KeyWeight: "7"}},
 		{Namespace: "a", Name: "bad", Annotations: map[string]string{KeyCanary: "true", KeyWeightTotal: "0"}},
 	})

@@ -19,6 +19,7 @@
 package compat
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -167,7 +168,7 @@ func Keys() []string { return slices.Sorted(maps.Keys(byKey)) }
 type Plugin struct{}
 
 // New returns the guard.
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 func (Plugin) Describe() plugins.Description {
 	d := plugins.Description{
@@ -184,18 +185,14 @@ func (Plugin) Describe() plugins.Description {
 	return d
 }
 
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
-		for _, key := range slices.Sorted(maps.Keys(in.Annotations)) {
-			if e, ok := Check(key, in.Annotations[key]); ok {
-				r.Errors = append(r.Errors, e)
-			}
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Features, []plugins.Error) {
+	var errs []plugins.Error
+	for _, key := range slices.Sorted(maps.Keys(in.Annotations)) {
+		if e, ok := Check(key, in.Annotations[key]); ok {
+			errs = append(errs, e)
 		}
-		results = append(results, r)
 	}
-	return results
+	return plugins.Features{}, errs
 }
 
 // Check judges one annotation value and returns the Error to report, if

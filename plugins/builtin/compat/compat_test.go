@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 func TestCheck(t *testing.T) {
@@ -118,7 +119,7 @@ func TestApply(t *testing.T) {
 		{Namespace: "a", Name: "mtls", Annotations: map[string]string{"auth-tls-secret": "a/ca", "mirror-host": "m.example.com"}},
 		{Namespace: "a", Name: "mirror", Annotations: map[string]string{"mirror-target": "https://m.example.com/"}},
 	}
-	results := New().Apply(batch)
+	results := plugintest.Apply(t, New(), batch)
 	if len(results) != 2 {
 		t.Fatalf("%d results, want 2", len(results))
 	}

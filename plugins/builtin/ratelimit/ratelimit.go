@@ -1,18 +1,19 @@
 // Package ratelimit is the built-in plugin for ingress-nginx's rate
 // limiting annotations: limit-rps, limit-rpm, limit-connections,
 // limit-burst-multiplier, limit-rate, limit-rate-after and limit-allowlist
-// (alias limit-whitelist). It turns them into a bus.RateLimit; the
+// (alias limit-whitelist). It turns them into a features.RateLimit; the
 // renderer declares the zones and writes the directives.
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -44,7 +45,7 @@ const cidrListPattern = `[0-9A-Fa-f:./, ]*`
 type Plugin struct{}
 
 // New returns the plugin, for the built-in registry.
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 // Describe lists the keys the plugin owns, with ingress-nginx's scope and
 // risk (all Low, location scope).
@@ -71,36 +72,31 @@ func (Plugin) Describe() plugins.Description {
 	}
 }
 
-// Apply parses each Ingress's annotations into a RateLimit.
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		rl, errs := Parse(in.Annotations)
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name, Errors: errs}
-		if len(errs) == 0 && rl != nil {
-			r.Features.RateLimit = rl
-		}
-		results = append(results, r)
+// ApplyIngress parses an Ingress's annotations into a RateLimit.
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (f plugins.Features, errs []plugins.Error) {
+	rl, errs := Parse(in.Annotations)
+	if len(errs) == 0 && rl != nil {
+		f.RateLimit = rl
 	}
-	return results
+	return f, errs
 }
 
 // Parse reads the annotations of one Ingress (by Key). It returns nil when
 // they limit nothing, and an error per invalid annotation.
-func Parse(annotations map[string]string) (*bus.RateLimit, []plugins.Error) {
-	rl := &bus.RateLimit{BurstMultiplier: DefaultBurstMultiplier}
+func Parse(annotations map[string]string) (*features.RateLimit, []plugins.Error) {
+	rl := &features.RateLimit{BurstMultiplier: DefaultBurstMultiplier}
 	var errs []plugins.Error
 	for _, f := range []struct {
 		key   string
 		field *int
 		max   int
 	}{
-		{KeyRPS, &rl.RPS, bus.MaxRateLimit},
-		{KeyRPM, &rl.RPM, bus.MaxRateLimit},
-		{KeyConnections, &rl.Connections, bus.MaxConnectionLimit},
-		{KeyBurstMultiplier, &rl.BurstMultiplier, bus.MaxBurstMultiplier},
-		{KeyRate, &rl.RateKB, bus.MaxRateKB},
-		{KeyRateAfter, &rl.RateAfterKB, bus.MaxRateKB},
+		{KeyRPS, &rl.RPS, features.MaxRateLimit},
+		{KeyRPM, &rl.RPM, features.MaxRateLimit},
+		{KeyConnections, &rl.Connections, features.MaxConnectionLimit},
+		{KeyBurstMultiplier, &rl.BurstMultiplier, features.MaxBurstMultiplier},
+		{KeyRate, &rl.RateKB, features.MaxRateKB},
+		{KeyRateAfter, &rl.RateAfterKB, features.MaxRateKB},
 	} {
 		v, ok := annotations[f.key]
 		if !ok {
@@ -157,8 +153,8 @@ func ParseCount(v string, max int) (int, error) {
 // ingress-nginx's net.ParseCIDR does, and reported in notes so the author
 // sees what is really allowed.
 func ParseAllowlist(v string) (cidrs, notes []string, err error) {
-	if len(v) > 64*bus.MaxAllowlist {
-		return nil, nil, fmt.Errorf("the list is %d bytes long, too long for %d entries", len(v), bus.MaxAllowlist)
+	if len(v) > 64*features.MaxAllowlist {
+		return nil, nil, fmt.Errorf("the list is %d bytes long, too long for %d entries", len(v), features.MaxAllowlist)
 	}
 	var out []string
 	for item := range strings.SplitSeq(v, ",") {
@@ -187,8 +183,8 @@ func ParseAllowlist(v string) (cidrs, notes []string, err error) {
 		}
 		out = append(out, p.String())
 	}
-	if len(out) > bus.MaxAllowlist {
-		return nil, nil, fmt.Errorf("%d entries, at most %d are allowed", len(out), bus.MaxAllowlist)
+	if len(out) > features.MaxAllowlist {
+		return nil, nil, fmt.Errorf("%d entries, at most %d are allowed", len(out), features.MaxAllowlist)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), notes, nil

@@ -8,6 +8,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 func TestParse(t *testing.T) {
@@ -111,7 +112,7 @@ func TestDescribePatterns(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
-	res := Plugin{}.Apply([]plugins.Ingress{
+	res := plugintest.Apply(t, New(), []plugins.Ingress{
 		{Namespace: "a", Name: "ok", Annotations: map[string]string{KeyRPS: "2"}},
 		{Namespace: "a", Name: "bad", Annotations: map[string]string{KeyRPS: "2", KeyConnections: "99999"}},
 		{Namespace: "b", Name: "none", Annotations: map[string]string{KeyBurstMultiplier: "2"}},

@@ -5,10 +5,11 @@
 package redirect
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -28,15 +29,15 @@ const (
 // GetBoolAnnotation does.
 const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
 
-// urlPattern is the host's first check; bus.RedirectURLPattern is the
+// urlPattern is the host's first check; features.RedirectURLPattern is the
 // same rule, anchored.
-var urlPattern = bus.RedirectURLPattern.String()[1 : len(bus.RedirectURLPattern.String())-1]
+var urlPattern = features.RedirectURLPattern.String()[1 : len(features.RedirectURLPattern.String())-1]
 
 // Plugin implements plugins.Plugin.
 type Plugin struct{}
 
 // New returns the plugin.
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 // Describe implements plugins.Plugin.
 func (Plugin) Describe() plugins.Description {
@@ -63,22 +64,17 @@ func (Plugin) Describe() plugins.Description {
 	}
 }
 
-// Apply implements plugins.Plugin.
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
-		r.Features.Redirect, r.Errors = Parse(in.Annotations)
-		results = append(results, r)
-	}
-	return results
+// ApplyIngress implements plugins.IngressPlugin.
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (f plugins.Features, errs []plugins.Error) {
+	f.Redirect, errs = Parse(in.Annotations)
+	return f, errs
 }
 
 // Parse turns one Ingress's redirect annotations into the Redirect group
 // (nil when they change nothing) and the problems found.
-func Parse(a map[string]string) (*bus.Redirect, []plugins.Error) {
+func Parse(a map[string]string) (*features.Redirect, []plugins.Error) {
 	var errs []plugins.Error
-	red := &bus.Redirect{}
+	red := &features.Redirect{}
 	boolean := func(key string) bool {
 		v, ok := a[key]
 		if !ok {
@@ -118,7 +114,7 @@ func Parse(a map[string]string) (*bus.Redirect, []plugins.Error) {
 			}
 		}
 	}
-	if *red == (bus.Redirect{}) {
+	if *red == (features.Redirect{}) {
 		return nil, errs
 	}
 	return red, errs
@@ -129,7 +125,7 @@ func Parse(a map[string]string) (*bus.Redirect, []plugins.Error) {
 // owner learns of it.
 func fixedRedirect(a map[string]string, urlKey, codeKey string, def, maxCode int, errs *[]plugins.Error) (string, int) {
 	url := a[urlKey]
-	if !bus.RedirectURLPattern.MatchString(url) {
+	if !features.RedirectURLPattern.MatchString(url) {
 		*errs = append(*errs, plugins.Errorf(urlKey, "%q is not an http(s) URL without quotes, backslashes, $, ;, braces or spaces", cut(url)))
 		return "", 0
 	}

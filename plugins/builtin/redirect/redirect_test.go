@@ -98,7 +98,7 @@ func TestApplyAnswersEachIngress(t *testing.T) {
 		{Namespace: "a", Name: "one", Annotations: map[string]string{KeyForceSSLRedirect: "true"}},
 		{Namespace: "b", Name: "two", Annotations: map[string]string{KeyPermanentRedirect: "nope"}},
 	}
-	res := New().Apply(batch)
+	res := plugintest.Apply(t, New(), batch)
 	if len(res) != 2 || res[0].Name != "one" || res[1].Name != "two" {
 		t.Fatalf("results %+v", res)
 	}

@@ -3,9 +3,10 @@
 package rewrite
 
 import (
+	"context"
 	"strconv"
 
-	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -27,7 +28,7 @@ func unanchored(s string) string { return s[1 : len(s)-1] }
 type Plugin struct{}
 
 // New returns the plugin.
-func New() plugins.Plugin { return Plugin{} }
+func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
 // Describe implements plugins.Plugin.
 func (Plugin) Describe() plugins.Description {
@@ -35,34 +36,29 @@ func (Plugin) Describe() plugins.Description {
 		Name: "rewrite",
 		Doc:  "URI rewriting with regex paths, the application root redirect and X-Forwarded-Prefix, as ingress-nginx.",
 		Annotations: []plugins.Annotation{
-			{Key: KeyRewriteTarget, Pattern: unanchored(bus.RewriteTargetPattern.String()), Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
+			{Key: KeyRewriteTarget, Pattern: unanchored(features.RewriteTargetPattern.String()), Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
 				Doc: "The URI sent upstream; $1-$9 are the path regex's capture groups. It makes this Ingress's paths regular expressions, as use-regex does."},
 			{Key: KeyUseRegex, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
 				Doc: "Treat the paths of this Ingress (all of them, as ingress-nginx) as case-insensitive regular expressions anchored at the start. Unlike ingress-nginx, other Ingresses of the host keep Exact and Prefix paths, and no regex takes a request under a path protected by auth. Only a safe subset of regex syntax is accepted (literals, ., simple classes, groups, |, quantifiers; no nested or ambiguous repetition)."},
-			{Key: KeyAppRoot, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+			{Key: KeyAppRoot, Pattern: unanchored(features.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Redirect a request for / to this path with 302."},
-			{Key: KeyXForwardedPrefix, Pattern: unanchored(bus.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
+			{Key: KeyXForwardedPrefix, Pattern: unanchored(features.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Send this path upstream as the X-Forwarded-Prefix request header."},
 		},
 	}
 }
 
-// Apply implements plugins.Plugin.
-func (Plugin) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
-		r.Features.Rewrite, r.Errors = Parse(in.Annotations)
-		results = append(results, r)
-	}
-	return results
+// ApplyIngress implements plugins.IngressPlugin.
+func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (f plugins.Features, errs []plugins.Error) {
+	f.Rewrite, errs = Parse(in.Annotations)
+	return f, errs
 }
 
 // Parse turns one Ingress's rewrite annotations into the Rewrite group
 // (nil when they change nothing) and the problems found.
-func Parse(a map[string]string) (*bus.Rewrite, []plugins.Error) {
+func Parse(a map[string]string) (*features.Rewrite, []plugins.Error) {
 	var errs []plugins.Error
-	rw := &bus.Rewrite{}
+	rw := &features.Rewrite{}
 	if v, ok := a[KeyUseRegex]; ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -71,7 +67,7 @@ func Parse(a map[string]string) (*bus.Rewrite, []plugins.Error) {
 		rw.UseRegex = b
 	}
 	if v, ok := a[KeyRewriteTarget]; ok {
-		if v == "" || !bus.RewriteTargetPattern.MatchString(v) {
+		if v == "" || !features.RewriteTargetPattern.MatchString(v) {
 			errs = append(errs, plugins.Errorf(KeyRewriteTarget,
 				"%q is not a path whose only $ are capture references $1-$9 (no quotes, backslashes, ;, braces or spaces)", cut(v)))
 		} else {
@@ -79,7 +75,7 @@ func Parse(a map[string]string) (*bus.Rewrite, []plugins.Error) {
 		}
 	}
 	if v, ok := a[KeyAppRoot]; ok {
-		if !bus.URIPathPattern.MatchString(v) || v == "/" {
+		if !features.URIPathPattern.MatchString(v) || v == "/" {
 			errs = append(errs, plugins.Errorf(KeyAppRoot,
 				"%q is not a path other than / (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
 		} else {
@@ -87,14 +83,14 @@ func Parse(a map[string]string) (*bus.Rewrite, []plugins.Error) {
 		}
 	}
 	if v, ok := a[KeyXForwardedPrefix]; ok {
-		if !bus.URIPathPattern.MatchString(v) {
+		if !features.URIPathPattern.MatchString(v) {
 			errs = append(errs, plugins.Errorf(KeyXForwardedPrefix,
 				"%q is not a path (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
 		} else {
 			rw.XForwardedPrefix = v
 		}
 	}
-	if *rw == (bus.Rewrite{}) {
+	if *rw == (features.Rewrite{}) {
 		return nil, errs
 	}
 	return rw, errs

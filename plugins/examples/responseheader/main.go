@@ -8,6 +8,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"strings"
 
 	"switchyard.dev/switchyard/plugins"
@@ -33,15 +36,18 @@ func (responseHeader) Describe() plugins.Description {
 	}
 }
 
-func (responseHeader) Apply(batch []plugins.Ingress) []plugins.Result {
-	results := make([]plugins.Result, 0, len(batch))
-	for _, in := range batch {
-		r := plugins.Result{Namespace: in.Namespace, Name: in.Name}
-		name, value, _ := strings.Cut(in.Annotations[key], ":")
-		r.Features.ResponseHeaders = []plugins.Header{{Name: name, Value: strings.TrimSpace(value)}}
-		results = append(results, r)
-	}
-	return results
+// ApplyIngress is called for each Ingress that carries the annotation; its
+// value already matched Pattern.
+func (responseHeader) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Features, []plugins.Error) {
+	name, value, _ := strings.Cut(in.Annotations[key], ":")
+	return plugins.Features{
+		ResponseHeaders: []plugins.Header{{Name: name, Value: strings.TrimSpace(value)}},
+	}, nil
 }
 
-func main() { plugins.Serve(responseHeader{}) }
+func main() {
+	if err := plugins.Serve(plugins.PerIngress(responseHeader{})); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

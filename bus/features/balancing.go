@@ -1,4 +1,4 @@
-package bus
+package features
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 
 // Balancing is the balancing plugin's group: how the Lua balancer picks an
 // endpoint of the Ingress's backends. It never reaches nginx.conf: the
-// annotations stage copies it onto the Backends (annotations.ApplyBalancing),
-// which Lua reads, so a change is a backend push and never a reload.
+// annotations stage copies it onto the Backends, which Lua reads,
+// so a change is a backend push and never a reload.
 type Balancing struct {
 	// LoadBalance is round_robin or ewma; empty keeps the ConfigMap's
 	// load-balance. Hashing and affinity below win over it, as in Lua.

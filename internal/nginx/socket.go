@@ -1,4 +1,4 @@
-package applier
+package nginx
 
 import (
 	"errors"
@@ -16,11 +16,11 @@ import (
 // the master opened for them.
 const ControlDir = "control"
 
-// secureControlDir makes the directory of the control socket private to
+// SecureControlDir makes the directory of the control socket private to
 // this process's user: created if missing, owned by us and mode 0700. The
 // prefix itself must stay open to the workers, so a socket placed directly
-// in it gets only the socket's own 0600 (see secureControlSocket).
-func secureControlDir(prefix, socket string) error {
+// in it gets only the socket's own 0600 (see SecureControlSocket).
+func SecureControlDir(prefix, socket string) error {
 	dir := filepath.Dir(socket)
 	if filepath.Clean(dir) == filepath.Clean(prefix) {
 		return nil
@@ -48,10 +48,10 @@ func secureControlDir(prefix, socket string) error {
 	return nil
 }
 
-// secureControlSocket narrows the socket NGINX created (mode 0666) to its
+// SecureControlSocket narrows the socket NGINX created (mode 0666) to its
 // owner. The directory already keeps others out; this holds even when the
 // socket was configured directly in the prefix.
-func secureControlSocket(socket string) error {
+func SecureControlSocket(socket string) error {
 	err := os.Chmod(socket, 0o600)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("control socket: %w", err)

@@ -1,4 +1,13 @@
-package applier
+// Package nginx holds the mechanics of one NGINX installation: the prefix
+// layout (-p) and its preparation, the control socket's directory, the
+// worker user, the configuration directory (write, nginx -t, swap) and the
+// master process (start, reload, stop). It decides nothing: when to write,
+// test, reload or push is the applier's logic (stages/applier), and the
+// applier is its only caller that writes files or runs and signals NGINX
+// (the design: the applier alone touches NGINX). Others use it for paths
+// only: `run` for the prefix and socket, tests for a prefix of their own
+// and nginx -t. The Lua endpoint is not here: only the applier posts to it.
+package nginx
 
 import (
 	"crypto/ecdsa"
@@ -28,6 +37,9 @@ const (
 	LogsDir     = "logs"
 	TmpDir      = "tmp"
 )
+
+// PrefixFor is where `run` keeps NGINX below its state directory.
+func PrefixFor(stateDir string) string { return filepath.Join(stateDir, "nginx") }
 
 // PreparePrefix creates the prefix layout, installs the Lua modules and
 // makes a self-signed default certificate if there is none.

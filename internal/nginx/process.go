@@ -1,8 +1,7 @@
-package applier
+package nginx
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,21 +17,21 @@ import (
 	"go.uber.org/zap"
 )
 
-// nginxProcess is the NGINX master, a child of this process. Its command
+// Process is the NGINX master, a child of this process. Its command
 // line names the prefix, so an operator can tell which state dir it serves.
-type nginxProcess struct {
+type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the master exits
 	err  error         // why it exited; read after done
 }
 
 func nginxArgs(prefix string, extra ...string) []string {
-	return append([]string{"-p", prefix + "/", "-c", filepath.Join(ConfDir, "nginx.conf"), "-e", "stderr"}, extra...)
+	return append([]string{"-p", prefix + "/", "-c", filepath.Join(ConfDir, MainFile), "-e", "stderr"}, extra...)
 }
 
-// startNginx starts the master in the foreground (daemon off) and streams
+// Start starts the master in the foreground (daemon off) and streams
 // its log lines into the logger.
-func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
+func Start(bin, prefix string, log *zap.Logger) (*Process, error) {
 	cmd := exec.Command(bin, nginxArgs(prefix, "-g", "daemon off; master_process on;")...)
 	cmd.Dir = prefix
 	// Its own process group: a terminal's Ctrl-C reaches only us, and we stop
@@ -46,7 +45,7 @@ func startNginx(bin, prefix string, log *zap.Logger) (*nginxProcess, error) {
 	}
 	// Stdout stays nil (/dev/null): any other writer adds a pipe that
 	// orphaned workers would hold open, and Wait would never return.
-	p := &nginxProcess{cmd: cmd, done: make(chan struct{})}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
 	if err := startOnLockedThread(cmd, func(err error) { p.err = err; close(p.done) }); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
 	}
@@ -77,12 +76,12 @@ func startOnLockedThread(cmd *exec.Cmd, exited func(error)) error {
 	return <-started
 }
 
-// stopLeftover ends an NGINX master that serves this prefix but is not
+// StopLeftover ends an NGINX master that serves this prefix but is not
 // ours: one an earlier controller left (killed before it could set up the
 // parent-death signal, or a version without it). It would hold the ports,
 // the new master could not bind them, and nobody would ever stop it. Only
 // a master whose command line names this prefix is touched.
-func stopLeftover(prefix string, log *zap.Logger) {
+func StopLeftover(prefix string, log *zap.Logger) {
 	data, err := os.ReadFile(filepath.Join(prefix, "nginx.pid"))
 	if err != nil {
 		return
@@ -115,9 +114,17 @@ func isMasterOf(pid int, prefix string) bool {
 	return strings.HasPrefix(line, "nginx: master process ") && strings.Contains(line, " -p "+prefix+"/ ")
 }
 
-func (p *nginxProcess) pid() int { return p.cmd.Process.Pid }
+// Done is closed when the master exits; Err then says why.
+func (p *Process) Done() <-chan struct{} { return p.done }
 
-func (p *nginxProcess) exited() bool {
+// Err is why the master exited, once Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// PID is the master's process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited says whether the master has exited.
+func (p *Process) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -126,25 +133,25 @@ func (p *nginxProcess) exited() bool {
 	}
 }
 
-// reload asks the master to start new workers with the new configuration
+// Reload asks the master to start new workers with the new configuration
 // and to drain the old ones gracefully.
-func (p *nginxProcess) reload() error {
-	if p.exited() {
+func (p *Process) Reload() error {
+	if p.Exited() {
 		return errors.New("nginx is not running")
 	}
 	return p.cmd.Process.Signal(syscall.SIGHUP)
 }
 
-// stop shuts NGINX down gracefully: SIGQUIT lets workers finish their
+// Stop shuts NGINX down gracefully: SIGQUIT lets workers finish their
 // requests (bounded by worker_shutdown_timeout); past grace it is
 // terminated, then killed.
-func (p *nginxProcess) stop(grace time.Duration) {
+func (p *Process) Stop(grace time.Duration) {
 	steps := []struct {
 		sig  syscall.Signal
 		wait time.Duration
 	}{{syscall.SIGQUIT, grace}, {syscall.SIGTERM, 5 * time.Second}, {syscall.SIGKILL, 5 * time.Second}}
 	for _, s := range steps {
-		if p.exited() {
+		if p.Exited() {
 			return
 		}
 		_ = p.cmd.Process.Signal(s.sig)
@@ -156,11 +163,11 @@ func (p *nginxProcess) stop(grace time.Duration) {
 	}
 }
 
-// reapOrphans ends the workers of a master that died: they would keep
+// ReapOrphans ends the workers of a master that died: they would keep
 // serving an old configuration and hold the listening sockets the next
 // master needs. They share the master's process group (Setpgid above).
-func (p *nginxProcess) reapOrphans() {
-	group := -p.pid()
+func (p *Process) ReapOrphans() {
+	group := -p.PID()
 	if syscall.Kill(group, syscall.SIGQUIT) != nil {
 		return // nobody left
 	}
@@ -172,21 +179,6 @@ func (p *nginxProcess) reapOrphans() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = syscall.Kill(group, syscall.SIGKILL)
-}
-
-// testConfig runs nginx -t on the configuration in dir (relative to the
-// prefix) and returns NGINX's complaint when it fails: the error, and the
-// whole output to trace it to its source.
-func testConfig(bin, prefix, dir string) (string, error) {
-	cmd := exec.Command(bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, "nginx.conf"), "-e", "stderr")
-	cmd.Dir = prefix
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		text := strings.TrimSpace(out.String())
-		return text, fmt.Errorf("nginx -t: %w: %s", err, text)
-	}
-	return "", nil
 }
 
 // forwardLog turns NGINX's error log lines into structured log entries.
@@ -204,54 +196,4 @@ func forwardLog(r io.Reader, log *zap.Logger) {
 			log.Debug(line)
 		}
 	}
-}
-
-// writeConfig writes files into a fresh dir below prefix. A file equal to
-// the live one is hard-linked from the live configuration instead of
-// written: with thousands of servers, a change to one writes one file.
-func writeConfig(prefix, dir string, files, live map[string]string) error {
-	root := filepath.Join(prefix, dir)
-	liveRoot := filepath.Join(prefix, ConfDir)
-	if err := os.RemoveAll(root); err != nil {
-		return err
-	}
-	made := map[string]bool{}
-	for name, content := range files {
-		path := filepath.Join(root, filepath.FromSlash(name))
-		if !strings.HasPrefix(path, root+string(filepath.Separator)) {
-			return fmt.Errorf("file %q escapes the configuration directory", name)
-		}
-		if parent := filepath.Dir(path); !made[parent] {
-			if err := os.MkdirAll(parent, 0o755); err != nil {
-				return err
-			}
-			made[parent] = true
-		}
-		if old, ok := live[name]; ok && old == content {
-			if os.Link(filepath.Join(liveRoot, filepath.FromSlash(name)), path) == nil {
-				continue
-			}
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	// servers/*.conf must match at least an empty directory.
-	return os.MkdirAll(filepath.Join(root, "servers"), 0o755)
-}
-
-// swapConfig makes the tested candidate the live configuration. NGINX reads
-// it only when started or reloaded, which happens after the swap.
-func swapConfig(prefix string) error {
-	live, next, old := filepath.Join(prefix, ConfDir), filepath.Join(prefix, NextConfDir), filepath.Join(prefix, OldConfDir)
-	if err := os.RemoveAll(old); err != nil {
-		return err
-	}
-	if err := os.Rename(live, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.Rename(next, live); err != nil {
-		return err
-	}
-	return os.RemoveAll(old)
 }

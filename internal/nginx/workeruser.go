@@ -1,4 +1,4 @@
-package applier
+package nginx
 
 import (
 	"fmt"
@@ -31,11 +31,11 @@ func LookupWorkerUser(name string) (WorkerUser, error) {
 	return WorkerUser{Name: u.Username, Group: g.Name, uid: uid, gid: gid}, nil
 }
 
-// grantWorkerAccess lets the workers write their temporary files (request
+// GrantWorkerAccess lets the workers write their temporary files (request
 // bodies larger than the buffer, proxied responses) and checks that they
 // can reach them: every directory above the prefix must be searchable by
 // others, or NGINX fails on the first large request instead of at start.
-func grantWorkerAccess(prefix string, w WorkerUser) error {
+func GrantWorkerAccess(prefix string, w WorkerUser) error {
 	if err := os.Chmod(prefix, 0o755); err != nil {
 		return err
 	}

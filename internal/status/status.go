@@ -1,4 +1,10 @@
-package watcher
+// Package status writes what the pipeline did back to Kubernetes: the
+// status.loadBalancer of every Ingress the applier applied, and an Event
+// for every Ingress (or controller ConfigMap key) whose problems changed.
+// It follows the bus (the translator's per-Ingress information and the
+// applier's results) and writes through client-go; it is not a stage and
+// publishes nothing. The watcher starts it when it watches the API server.
+package status
 
 import (
 	"context"
@@ -8,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,9 +30,9 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// StatusConfig says where Ingresses are reachable and how the replicas
+// Config says where Ingresses are reachable and how the replicas
 // agree on which one writes.
-type StatusConfig struct {
+type Config struct {
 	// PublishAddresses (--publish-status-address) are IPs or host names
 	// written to status.loadBalancer.ingress.
 	PublishAddresses []string
@@ -43,11 +50,11 @@ type StatusConfig struct {
 	ConfigMap string
 }
 
-// runStatus takes part in leader election and, while leading, writes the
+// Run takes part in leader election and, while leading, writes the
 // status of every Ingress the applier has applied and an Event for every
 // Ingress whose problems changed. Only the leader writes, so replicas never
 // fight over a status.
-func runStatus(ctx context.Context, conn *bus.Conn, client kubernetes.Interface, cfg StatusConfig, log *zap.Logger) error {
+func Run(ctx context.Context, conn *bus.Conn, client kubernetes.Interface, cfg Config, log *zap.Logger) error {
 	if cfg.ElectionID == "" {
 		cfg.ElectionID = "switchyard-leader"
 	}
@@ -63,7 +70,7 @@ func runStatus(ctx context.Context, conn *bus.Conn, client kubernetes.Interface,
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
-	w := &statusWriter{client: client, cfg: cfg, log: log, written: map[string]bool{}, evented: map[string][]bus.Problem{},
+	w := &writer{client: client, cfg: cfg, log: log, written: map[string]bool{}, evented: map[string][]bus.Problem{},
 		keysEvented: map[string]bus.Refusal{}}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: cfg.ElectionID,
@@ -88,9 +95,9 @@ func runStatus(ctx context.Context, conn *bus.Conn, client kubernetes.Interface,
 	return nil
 }
 
-type statusWriter struct {
+type writer struct {
 	client kubernetes.Interface
-	cfg    StatusConfig
+	cfg    Config
 	log    *zap.Logger
 
 	infos    map[string]bus.IngressInfo // translator's view, by "namespace/name"
@@ -108,7 +115,7 @@ type statusWriter struct {
 
 // run follows the translator's per-Ingress information and the applier's
 // results until ctx ends.
-func (w *statusWriter) run(ctx context.Context, conn *bus.Conn) error {
+func (w *writer) run(ctx context.Context, conn *bus.Conn) error {
 	results := make(chan *nats.Msg, 64)
 	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
 	if err != nil {
@@ -227,8 +234,8 @@ func withRefusals(infos map[string]bus.IngressInfo, refusals map[string]bus.Refu
 
 // reportKeyRefusals writes a Warning Event on the controller ConfigMap for
 // each of its keys NGINX newly refused.
-func (w *statusWriter) reportKeyRefusals(ctx context.Context) {
-	ns, name, ok := cutNamespacedName(w.cfg.ConfigMap)
+func (w *writer) reportKeyRefusals(ctx context.Context) {
+	ns, name, ok := strings.Cut(w.cfg.ConfigMap, "/")
 	for key, ref := range w.refusals {
 		if ref.Kind != bus.RefusedConfigMap || w.keysEvented[key] == ref {
 			continue
@@ -276,7 +283,7 @@ func lastApplied(ctx context.Context, conn *bus.Conn) uint64 {
 
 // writeStatus sets the addresses on every served Ingress not yet written,
 // and clears them from Ingresses no longer served.
-func (w *statusWriter) writeStatus(ctx context.Context) {
+func (w *writer) writeStatus(ctx context.Context) {
 	addrs, err := w.addresses(ctx)
 	if err != nil {
 		w.log.Warn("status addresses", zap.Error(err))
@@ -296,7 +303,7 @@ func (w *statusWriter) writeStatus(ctx context.Context) {
 		if info, ok := w.infos[key]; ok && !info.Rejected {
 			continue
 		}
-		ns, name, _ := cutNamespacedName(key)
+		ns, name, _ := strings.Cut(key, "/")
 		if err := w.setStatus(ctx, ns, name, nil); err != nil && !apierrors.IsNotFound(err) {
 			w.log.Warn("clear Ingress status", zap.String("ingress", key), zap.Error(err))
 			continue
@@ -305,7 +312,7 @@ func (w *statusWriter) writeStatus(ctx context.Context) {
 	}
 }
 
-func (w *statusWriter) setStatus(ctx context.Context, ns, name string, addrs []networkingv1.IngressLoadBalancerIngress) error {
+func (w *writer) setStatus(ctx context.Context, ns, name string, addrs []networkingv1.IngressLoadBalancerIngress) error {
 	ing, err := w.client.NetworkingV1().Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -321,10 +328,10 @@ func (w *statusWriter) setStatus(ctx context.Context, ns, name string, addrs []n
 }
 
 // addresses are --publish-status-address, or what --publish-service has.
-func (w *statusWriter) addresses(ctx context.Context) ([]networkingv1.IngressLoadBalancerIngress, error) {
+func (w *writer) addresses(ctx context.Context) ([]networkingv1.IngressLoadBalancerIngress, error) {
 	var names []string
 	if w.cfg.PublishService != "" {
-		ns, name, _ := cutNamespacedName(w.cfg.PublishService)
+		ns, name, _ := strings.Cut(w.cfg.PublishService, "/")
 		svc, err := w.client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("--publish-service %s: %w", w.cfg.PublishService, err)
@@ -351,7 +358,7 @@ func (w *statusWriter) addresses(ctx context.Context) ([]networkingv1.IngressLoa
 
 // reportProblems writes a Warning Event on each Ingress whose problems
 // changed, one per problem, with a reason a person can act on.
-func (w *statusWriter) reportProblems(ctx context.Context) {
+func (w *writer) reportProblems(ctx context.Context) {
 	for key, info := range w.infos {
 		if slices.Equal(w.evented[key], info.Problems) {
 			continue
@@ -368,7 +375,7 @@ func (w *statusWriter) reportProblems(ctx context.Context) {
 	}
 }
 
-func (w *statusWriter) event(ctx context.Context, info bus.IngressInfo, p bus.Problem) {
+func (w *writer) event(ctx context.Context, info bus.IngressInfo, p bus.Problem) {
 	prefix := ""
 	if info.Rejected {
 		prefix = "Ingress not served: "
@@ -378,7 +385,7 @@ func (w *statusWriter) event(ctx context.Context, info bus.IngressInfo, p bus.Pr
 }
 
 // eventOn writes a Warning Event about one problem of an object.
-func (w *statusWriter) eventOn(ctx context.Context, obj corev1.ObjectReference, p bus.Problem, prefix string) {
+func (w *writer) eventOn(ctx context.Context, obj corev1.ObjectReference, p bus.Problem, prefix string) {
 	now := metav1.NewTime(time.Now())
 	source := w.cfg.ControllerName
 	if source == "" {

@@ -1,4 +1,4 @@
-package watcher
+package manifest
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/manifest/manifesttest"
 )
 
 // FuzzParseManifest checks that ParseManifest never panics, that its errors
@@ -19,20 +20,20 @@ func FuzzParseManifest(f *testing.F) {
 	}
 	f.Add(allKinds)
 	f.Add([]byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\n  namespace: web\ntype: kubernetes.io/tls\n" +
-		"data:\n  tls.crt: " + secretMarker + "\nstringData:\n  tls.key: " + secretMarker + "\n  " + secretMarker + ": x\n"))
+		"data:\n  tls.crt: " + manifesttest.SecretMarker + "\nstringData:\n  tls.key: " + manifesttest.SecretMarker + "\n  " + manifesttest.SecretMarker + ": x\n"))
 	f.Add([]byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n---\n" +
-		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: " + secretMarker + "}\n---\n" +
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: &a " + secretMarker + "\n  j: *a\n"))
-	f.Add([]byte("--- {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: '" + secretMarker + "'}}\n...\n"))
-	for _, leak := range secretLeaks {
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: " + manifesttest.SecretMarker + "}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: &a " + manifesttest.SecretMarker + "\n  j: *a\n"))
+	f.Add([]byte("--- {apiVersion: v1, kind: Secret, metadata: {name: s}, data: {k: '" + manifesttest.SecretMarker + "'}}\n...\n"))
+	for _, leak := range manifesttest.SecretLeaks {
 		f.Add([]byte(leak))
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, err := ParseManifest("fuzz.yaml", data)
+		objs, err := parseObjects("fuzz.yaml", data)
 		if err != nil {
 			msg := err.Error()
-			if strings.Contains(msg, secretMarker) {
+			if strings.Contains(msg, manifesttest.SecretMarker) {
 				t.Fatalf("error quotes secret data: %s", msg)
 			}
 			if !strings.HasPrefix(msg, "fuzz.yaml:") {
@@ -62,7 +63,7 @@ func FuzzParseManifest(f *testing.F) {
 				t.Fatalf("%s: unsupported kind %s/%s accepted", o.Key, tm.APIVersion, tm.Kind)
 			}
 			// Parsing the canonical JSON (valid YAML) again gives the same object.
-			again, err := ParseManifest("fuzz.yaml", o.JSON)
+			again, err := parseObjects("fuzz.yaml", o.JSON)
 			if err != nil || len(again) != 1 || again[0].Key != o.Key || string(again[0].JSON) != string(o.JSON) {
 				t.Fatalf("%s does not round-trip: %v", o.Key, err)
 			}

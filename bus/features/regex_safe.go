@@ -1,4 +1,4 @@
-package bus
+package features
 
 // A parser for the regular expressions users give us (use-regex paths,
 // canary-by-header-pattern). They are compiled by NGINX's PCRE, not by Go,

@@ -1,0 +1,76 @@
+package nginx
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// TestConfig runs nginx -t on the configuration in dir (relative to the
+// prefix) and returns NGINX's complaint when it fails: the error, and the
+// whole output to trace it to its source.
+func TestConfig(bin, prefix, dir string) (string, error) {
+	cmd := exec.Command(bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, MainFile), "-e", "stderr")
+	cmd.Dir = prefix
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		text := strings.TrimSpace(out.String())
+		return text, fmt.Errorf("nginx -t: %w: %s", err, text)
+	}
+	return "", nil
+}
+
+// WriteConfig writes files into a fresh dir below prefix. A file equal to
+// the live one is hard-linked from the live configuration instead of
+// written: with thousands of servers, a change to one writes one file.
+func WriteConfig(prefix, dir string, files, live map[string]string) error {
+	root := filepath.Join(prefix, dir)
+	liveRoot := filepath.Join(prefix, ConfDir)
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
+	made := map[string]bool{}
+	for name, content := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if !strings.HasPrefix(path, root+string(filepath.Separator)) {
+			return fmt.Errorf("file %q escapes the configuration directory", name)
+		}
+		if parent := filepath.Dir(path); !made[parent] {
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return err
+			}
+			made[parent] = true
+		}
+		if old, ok := live[name]; ok && old == content {
+			if os.Link(filepath.Join(liveRoot, filepath.FromSlash(name)), path) == nil {
+				continue
+			}
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	// servers/*.conf must match at least an empty directory.
+	return os.MkdirAll(filepath.Join(root, "servers"), 0o755)
+}
+
+// SwapConfig makes the tested candidate the live configuration. NGINX reads
+// it only when started or reloaded, which happens after the swap.
+func SwapConfig(prefix string) error {
+	live, next, old := filepath.Join(prefix, ConfDir), filepath.Join(prefix, NextConfDir), filepath.Join(prefix, OldConfDir)
+	if err := os.RemoveAll(old); err != nil {
+		return err
+	}
+	if err := os.Rename(live, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(next, live); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}

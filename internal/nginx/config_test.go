@@ -1,0 +1,66 @@
+package nginx
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPreparePrefix(t *testing.T) {
+	prefix := t.TempDir()
+	for range 2 { // idempotent: the second run keeps the certificate
+		if err := PreparePrefix(prefix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{ConfDir, SSLDir, LogsDir, TmpDir} {
+		if info, err := os.Stat(filepath.Join(prefix, dir)); err != nil || !info.IsDir() {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+	ssl := filepath.Join(prefix, SSLDir)
+	if _, err := tls.LoadX509KeyPair(filepath.Join(ssl, "default.crt"), filepath.Join(ssl, "default.key")); err != nil {
+		t.Errorf("default certificate: %v", err)
+	}
+	if info, err := os.Stat(filepath.Join(ssl, "default.key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("default key mode: %v %v", info.Mode(), err)
+	}
+}
+
+func TestWriteAndSwapConfig(t *testing.T) {
+	prefix := t.TempDir()
+	live := map[string]string{MainFile: "events {}\n", "servers/a.conf": "# a\n"}
+	if err := WriteConfig(prefix, NextConfDir, live, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := SwapConfig(prefix); err != nil {
+		t.Fatal(err)
+	}
+	next := map[string]string{MainFile: "events {}\n", "servers/a.conf": "# a, changed\n", "servers/b.conf": "# b\n"}
+	if err := WriteConfig(prefix, NextConfDir, next, live); err != nil {
+		t.Fatal(err)
+	}
+	// An unchanged file is a hard link to the live one, not a new copy.
+	a, _ := os.Stat(filepath.Join(prefix, ConfDir, MainFile))
+	b, _ := os.Stat(filepath.Join(prefix, NextConfDir, MainFile))
+	if a == nil || b == nil || !os.SameFile(a, b) {
+		t.Errorf("unchanged %s was not linked from the live configuration", MainFile)
+	}
+	if err := SwapConfig(prefix); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range next {
+		if got, err := os.ReadFile(filepath.Join(prefix, ConfDir, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v), want %q", name, got, err, want)
+		}
+	}
+	for _, gone := range []string{NextConfDir, OldConfDir} {
+		if _, err := os.Stat(filepath.Join(prefix, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s left behind: %v", gone, err)
+		}
+	}
+	if err := WriteConfig(prefix, NextConfDir, map[string]string{"../escape.conf": "x"}, nil); err == nil {
+		t.Error("a file outside the configuration directory was written")
+	}
+}
