@@ -27,7 +27,8 @@ type feature struct {
 	// the prefix); every key of every built-in plugin is in some feature.
 	plugin string
 	keys   []string
-	// busTypes are type names of package bus.
+	// busTypes are the bus contract's types: bus, and bus/features (the
+	// leaf package plugins link, which bus re-exports).
 	busTypes []string
 	// tables are the table keys the feature travels in, "stage.kind …"
 	// with a note on the field that carries it.
@@ -42,7 +43,7 @@ type feature struct {
 
 func canaryFeature(name, summary string, keys []string, tests ...string) feature {
 	return feature{name: name, summary: summary, plugin: "canary", keys: keys,
-		busTypes: []string{"IngressInfo", "LocationCanary", "Canary"},
+		busTypes: []string{"bus.IngressInfo", "bus.LocationCanary", "bus/features.Canary"},
 		tables: []string{
 			"translator.ingress.<ns>.<name> (canary: the translator decides it once)",
 			"translator.server.<host> (locations[].canary: the primary's location links its canary)",
@@ -68,7 +69,7 @@ var features = []feature{
 	{
 		name: "Basic auth", summary: "Users of an htpasswd Secret (auth-file or auth-map); a missing Secret answers 503.",
 		plugin: "auth", keys: []string{"auth-type", "auth-secret", "auth-secret-type", "auth-realm"},
-		busTypes: []string{"Auth", "BasicAuth", "Secret"},
+		busTypes: []string{"bus/features.Auth", "bus/features.BasicAuth", "bus.Secret"},
 		tables: []string{"translator.secret.<ns>.<name> (the Secrets annotations name)",
 			"annotations.server.<host> (locations[].features.auth.basic)", "renderer.file.auth/<hash>.htpasswd"},
 		translator:  []string{"stages/translator.ingressPlan.addAnnotationSecrets"},
@@ -83,7 +84,7 @@ var features = []feature{
 		name: "External auth", summary: "auth_request to an auth service: 2xx passes, 401/403 are answered (401 may redirect to auth-signin), anything else is a 500. Auth caching and auth-proxy-set-headers are refused.",
 		plugin: "auth", keys: []string{"auth-url", "auth-method", "auth-signin", "auth-signin-redirect-param", "auth-response-headers",
 			"auth-request-redirect", "auth-cache-key", "auth-cache-duration", "auth-proxy-set-headers"},
-		busTypes:  []string{"Auth", "ExternalAuth"},
+		busTypes:  []string{"bus/features.Auth", "bus/features.ExternalAuth"},
 		tables:    []string{"annotations.server.<host> (locations[].features.auth.external)"},
 		renderer:  []string{"stages/renderer.authFor", "stages/renderer.authView.resolveExternal"},
 		templates: []string{"templates/auth.tmpl"},
@@ -93,7 +94,7 @@ var features = []feature{
 	{
 		name: "Rate limit", summary: "Requests per second or minute, connections and response rate per client address; the ConfigMap's limit-req-status-code and limit-conn-status-code answer the excess.",
 		plugin: "ratelimit", keys: []string{"limit-rps", "limit-rpm", "limit-connections", "limit-burst-multiplier", "limit-rate", "limit-rate-after", "limit-allowlist"},
-		busTypes:  []string{"RateLimit"},
+		busTypes:  []string{"bus/features.RateLimit"},
 		tables:    []string{"annotations.server.<host> (locations[].features.rateLimit)", "renderer.file.http.d/zones.conf"},
 		renderer:  []string{"stages/renderer.rateLimitID", "stages/renderer.serverZones", "stages/renderer.newRateLimitView", "stages/renderer.Renderer.flushZones"},
 		templates: []string{"templates/server.conf.tmpl", "templates/zones.conf.tmpl"},
@@ -103,7 +104,7 @@ var features = []feature{
 	{
 		name: "Rewrite", summary: "rewrite-target with the path regex's captures, use-regex paths, app-root and x-forwarded-prefix.",
 		plugin: "rewrite", keys: []string{"rewrite-target", "use-regex", "app-root", "x-forwarded-prefix"},
-		busTypes:  []string{"Rewrite"},
+		busTypes:  []string{"bus/features.Rewrite"},
 		tables:    []string{"annotations.server.<host> (locations[].features.rewrite)"},
 		renderer:  []string{"stages/renderer.regexLocations", "stages/renderer.newRewriteView", "stages/renderer.rewriteRegex", "stages/renderer.rewriteTarget"},
 		templates: []string{"templates/server.conf.tmpl"},
@@ -115,7 +116,7 @@ var features = []feature{
 		name: "Redirects", summary: "permanent-redirect and temporal-redirect; ssl-redirect and force-ssl-redirect (decided per request in Lua, from the published certificates); from-to-www-redirect.",
 		plugin: "redirect", keys: []string{"ssl-redirect", "force-ssl-redirect", "preserve-trailing-slash", "from-to-www-redirect",
 			"permanent-redirect", "permanent-redirect-code", "temporal-redirect", "temporal-redirect-code"},
-		busTypes:  []string{"Redirect"},
+		busTypes:  []string{"bus/features.Redirect"},
 		tables:    []string{"annotations.server.<host> (locations[].features.redirect)"},
 		renderer:  []string{"stages/renderer.kindOf", "stages/renderer.luaLocation", "stages/renderer.newWWWView", "stages/renderer.wwwRedirect"},
 		templates: []string{"templates/server.conf.tmpl", "templates/nginx.conf.tmpl"},
@@ -127,9 +128,9 @@ var features = []feature{
 	{
 		name: "Load balancing", summary: "load-balance (round_robin, ewma) and the consistent hashes upstream-hash-by and its subsets, per backend; the first Ingress by namespace/name wins a shared backend.",
 		plugin: "balancing", keys: []string{"load-balance", "upstream-hash-by", "upstream-hash-by-subset", "upstream-hash-by-subset-size"},
-		busTypes:    []string{"Balancing", "UpstreamHashByConfig"},
+		busTypes:    []string{"bus/features.Balancing", "bus/features.UpstreamHashByConfig"},
 		tables:      []string{"annotations.backend.<name> (load-balance, upstreamHashByConfig)", "renderer.backend.<name> (the Lua payload)"},
-		annotations: []string{"stages/annotations.Annotator.balancingOf", "stages/annotations.ApplyBalancing"},
+		annotations: []string{"stages/annotations.Annotator.balancingOf", "stages/annotations.applyBalancing"},
 		renderer:    []string{"stages/renderer.Renderer.flushBackend"},
 		lua: []string{"lua/switchyard/balancer.lua", "lua/switchyard/balancers/round_robin.lua", "lua/switchyard/balancers/ewma.lua",
 			"lua/switchyard/balancers/chash.lua", "lua/switchyard/balancers/chashsubset.lua", "lua/switchyard/util/chash_ring.lua", "lua/switchyard/util/endpoints.lua"},
@@ -142,9 +143,9 @@ var features = []feature{
 		plugin: "balancing", keys: []string{"affinity", "affinity-mode", "affinity-canary-behavior", "session-cookie-name", "session-cookie-path",
 			"session-cookie-domain", "session-cookie-expires", "session-cookie-max-age", "session-cookie-secure", "session-cookie-samesite",
 			"session-cookie-conditional-samesite-none", "session-cookie-change-on-failure"},
-		busTypes:    []string{"Balancing", "SessionAffinityConfig", "CookieSessionAffinity"},
+		busTypes:    []string{"bus/features.Balancing", "bus/features.SessionAffinityConfig", "bus/features.CookieSessionAffinity"},
 		tables:      []string{"annotations.backend.<name> (sessionAffinityConfig)"},
-		annotations: []string{"stages/annotations.ApplyBalancing"},
+		annotations: []string{"stages/annotations.applyBalancing"},
 		lua:         []string{"lua/switchyard/affinity/sticky.lua", "lua/switchyard/affinity/balanced.lua", "lua/switchyard/affinity/persistent.lua"},
 		testdata:    []string{"stages/annotations/testdata/balancing.model.json"},
 		tests: []string{"plugins/builtin/balancing.TestApply", "lua.dataPlane.testStickyCookie", "lua.dataPlane.testStickyModes",
@@ -161,7 +162,7 @@ var features = []feature{
 	},
 	{
 		name: "Bad annotations and fail closed", summary: "A value that does not match its pattern, a risk above annotations-risk-level or a snippet is a Problem on the Ingress; an annotation that must hold and cannot (plugin down, Secret missing) makes the location answer 503 (Deny).",
-		busTypes:    []string{"Problem", "Deny"},
+		busTypes:    []string{"bus.Problem", "bus/features.Deny"},
 		tables:      []string{"annotations.ingress.<ns>.<name> (problems)", "annotations.server.<host> (locations[].features.deny)"},
 		annotations: []string{"stages/annotations.Annotator.refuse", "stages/annotations.snippetRefused"},
 		renderer:    []string{"stages/renderer.kindOf", "stages/renderer.protected", "stages/renderer.withoutForeignNested"},
@@ -172,7 +173,7 @@ var features = []feature{
 	},
 	{
 		name: "Refusals by NGINX", summary: "A line NGINX refuses is traced by its \"# source\" comment to its Ingress or ConfigMap key; that Ingress is left out (or the key falls back to its default) until it changes.",
-		busTypes:  []string{"Refusal", "RefusalTable"},
+		busTypes:  []string{"bus.Refusal", "bus.RefusalTable"},
 		tables:    []string{"refusals.ingress.<ns>.<name>", "refusals.configmap.<key>"},
 		renderer:  []string{"stages/renderer.Renderer.SetRefusal", "stages/renderer.Renderer.ingressSource", "stages/renderer.Renderer.refusedLines"},
 		applier:   []string{"stages/applier.attribute", "stages/applier.Stage.refused"},
@@ -224,7 +225,7 @@ func writeFeatureMap() ([]byte, []string) {
 			row(&b, "Plugin", []string{code(f.plugin) + " " + idx.where("plugins/builtin/"+f.plugin+".New", &problems)})
 			row(&b, "Annotations", mapStrings(f.keys, code))
 		}
-		row(&b, "Bus types", idx.symbols("bus.", f.busTypes, &problems))
+		row(&b, "Bus types", idx.symbols("", f.busTypes, &problems))
 		checkTables(f.tables, &problems)
 		row(&b, "Tables", mapStrings(f.tables, code))
 		row(&b, "Translator", idx.symbols("", f.translator, &problems))
@@ -338,6 +339,10 @@ func (idx symbolIndex) symbols(prefix string, names []string, problems *[]string
 func (idx symbolIndex) where(sym string, problems *[]string) string {
 	slash := strings.LastIndex(sym, "/")
 	dot := strings.Index(sym[slash+1:], ".") + slash + 1
+	if dot == slash {
+		*problems = append(*problems, fmt.Sprintf("%s: not dir.Name", sym))
+		return ""
+	}
 	dir, name := sym[:dot], sym[dot+1:]
 	if idx[dir] == nil {
 		idx[dir] = parseDir(dir)
