@@ -10,7 +10,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin"
 )
 
-var updateDocs = flag.Bool("update", false, "rewrite docs/annotations.md from the plugins' descriptions")
+var updateDocs = flag.Bool("update", false, "rewrite docs/annotations.md from the plugins' descriptions and docs/features.md from the feature map")
 
 // TestAnnotationDocsAreCurrent keeps docs/annotations.md equal to what
 // `switchyard annotations` prints, so the committed reference never drifts

@@ -9,7 +9,7 @@
 
 local cjson = require("cjson.safe")
 local ngx_balancer = require("ngx.balancer")
-local snapshot = require("switchyard.snapshot")
+local snapshot = require("switchyard.util.snapshot")
 
 local ngx = ngx
 local ngx_log = ngx.log
@@ -44,14 +44,14 @@ local DEFAULT_ALGORITHM = "round_robin"
 
 -- Balancer implementations by the backend's "load-balance" value. New ones
 -- (ewma, chash, sticky) implement the interface described in
--- switchyard.balancer_round_robin and are registered here.
+-- switchyard.balancers.round_robin and are registered here.
 local algorithms = {
-    round_robin = require("switchyard.balancer_round_robin"),
-    ewma = require("switchyard.balancer_ewma"),
-    chash = require("switchyard.balancer_chash"),
-    chashsubset = require("switchyard.balancer_chashsubset"),
-    sticky_balanced = require("switchyard.balancer_sticky_balanced"),
-    sticky_persistent = require("switchyard.balancer_sticky_persistent"),
+    round_robin = require("switchyard.balancers.round_robin"),
+    ewma = require("switchyard.balancers.ewma"),
+    chash = require("switchyard.balancers.chash"),
+    chashsubset = require("switchyard.balancers.chashsubset"),
+    sticky_balanced = require("switchyard.affinity.balanced"),
+    sticky_persistent = require("switchyard.affinity.persistent"),
 }
 
 -- name -> balancer instance; instance.algorithm records which implementation

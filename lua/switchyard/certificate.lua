@@ -13,7 +13,7 @@ local ffi = require("ffi")
 local ssl = require("ngx.ssl")
 local lrucache = require("resty.lrucache")
 local cjson = require("cjson.safe")
-local snapshot = require("switchyard.snapshot")
+local snapshot = require("switchyard.util.snapshot")
 
 local ngx = ngx
 local ngx_log = ngx.log

@@ -3,10 +3,10 @@
 -- Served by content_by_lua_block in a server that listens only on a unix
 -- socket, so proxied traffic can never reach it. Every POST is a full
 -- replacement that is validated, then published as a new snapshot (see
--- switchyard.snapshot); workers pick it up by its version.
+-- switchyard.util.snapshot); workers pick it up by its version.
 
 local cjson = require("cjson.safe")
-local snapshot = require("switchyard.snapshot")
+local snapshot = require("switchyard.util.snapshot")
 
 local ngx = ngx
 local ngx_log = ngx.log

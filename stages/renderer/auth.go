@@ -11,27 +11,35 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
-// authView is what templates/auth.tmpl sees for one location with auth.
+// authView is what templates/auth.tmpl sees for one location with auth:
+// every value resolved, user-derived ones checked and quoted.
 type authView struct {
 	// Index makes the location's internal auth locations unique in its
 	// server.
-	Index int
-	Basic *bus.BasicAuth
-	// UserFile is the htpasswd file's path, relative to the configuration
-	// directory. We derive it from the content's hash, never from user
-	// input (CVE-2025-24513 was a traversal through a Secret's file name).
-	UserFile string
-	External *bus.ExternalAuth
-	// SigninTarget is the signin URL up to the redirect parameter's value.
+	Index    int
+	Basic    *basicAuthView
+	External *externalAuthView
+	// SigninTarget is the signin URL up to the redirect parameter's
+	// value, as a Lua literal; "" when there is no signin URL.
 	SigninTarget string
 	Headers      []authHeader
 	// FullForwardedFor repeats the http block's X-Forwarded-For choice.
 	FullForwardedFor bool
 }
 
+// basicAuthView is auth_basic's realm and user file, quoted. We derive the
+// file's path from the content's hash, never from user input
+// (CVE-2025-24513 was a traversal through a Secret's file name).
+type basicAuthView struct{ Realm, UserFile string }
+
+// externalAuthView is the auth subrequest's target (quoted), the
+// X-Auth-Request-Redirect value (quoted, or $request_uri) and the method
+// (a word the validator allowed, or "").
+type externalAuthView struct{ URL, RequestRedirect, Method string }
+
 // authHeader is one auth response header copied upstream.
 type authHeader struct {
-	Name     string
+	Name     string // quoted
 	Variable string // "switchyard_auth_3_0", without "$"
 	Upstream string // "upstream_http_x_user", without "$"
 }
@@ -56,31 +64,68 @@ func AuthFile(b *bus.BasicAuth) string {
 
 // authFor builds the auth view of the location at index i, or nil. The
 // features were validated: every value matched its whole-string pattern.
-func authFor(i int, f *bus.Features, settings bus.Settings) *authView {
+func authFor(i int, f *bus.Features, settings bus.Settings) (*authView, error) {
 	if f == nil || f.Auth == nil || f.Deny != nil {
-		return nil
+		return nil, nil
 	}
-	v := &authView{Index: i, Basic: f.Auth.Basic, External: f.Auth.External, FullForwardedFor: settings.ComputeFullForwardedFor}
-	if v.Basic != nil {
-		v.UserFile = AuthFile(v.Basic)
-	}
-	if e := v.External; e != nil {
-		if e.SigninURL != "" {
-			sep := "?"
-			if strings.Contains(e.SigninURL, "?") {
-				sep = "&"
-			}
-			v.SigninTarget = e.SigninURL + sep + e.SigninRedirectParam + "="
-		}
-		for j, h := range e.ResponseHeaders {
-			v.Headers = append(v.Headers, authHeader{
-				Name:     h,
-				Variable: "switchyard_auth_" + strconv.Itoa(i) + "_" + strconv.Itoa(j),
-				Upstream: "upstream_http_" + strings.ToLower(strings.ReplaceAll(h, "-", "_")),
-			})
+	v := &authView{Index: i, FullForwardedFor: settings.ComputeFullForwardedFor}
+	var err error
+	if b := f.Auth.Basic; b != nil {
+		if v.Basic, err = newBasicAuthView(b); err != nil {
+			return nil, err
 		}
 	}
-	return v
+	if e := f.Auth.External; e != nil {
+		if err := v.resolveExternal(i, e); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func newBasicAuthView(b *bus.BasicAuth) (*basicAuthView, error) {
+	realm, err := quote(b.Realm)
+	if err != nil {
+		return nil, err
+	}
+	file, err := quote(AuthFile(b))
+	return &basicAuthView{Realm: realm, UserFile: file}, err
+}
+
+// resolveExternal fills in the external auth of the location at index i.
+func (v *authView) resolveExternal(i int, e *bus.ExternalAuth) error {
+	x := &externalAuthView{RequestRedirect: "$request_uri", Method: e.Method}
+	var err error
+	if x.URL, err = quote(e.URL); err != nil {
+		return err
+	}
+	if e.RequestRedirect != "" {
+		if x.RequestRedirect, err = quote(e.RequestRedirect); err != nil {
+			return err
+		}
+	}
+	v.External = x
+	if e.SigninURL != "" {
+		sep := "?"
+		if strings.Contains(e.SigninURL, "?") {
+			sep = "&"
+		}
+		if v.SigninTarget, err = luaString(e.SigninURL + sep + e.SigninRedirectParam + "="); err != nil {
+			return err
+		}
+	}
+	for j, h := range e.ResponseHeaders {
+		name, err := quote(h)
+		if err != nil {
+			return err
+		}
+		v.Headers = append(v.Headers, authHeader{
+			Name:     name,
+			Variable: "switchyard_auth_" + strconv.Itoa(i) + "_" + strconv.Itoa(j),
+			Upstream: "upstream_http_" + strings.ToLower(strings.ReplaceAll(h, "-", "_")),
+		})
+	}
+	return nil
 }
 
 // authFiles are the htpasswd files a server's locations need, by path.

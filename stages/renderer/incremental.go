@@ -191,8 +191,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	if d.main || d.mainFile || resized {
 		cfg := r.cfg
 		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
-		main, err := execute("nginx.conf.tmpl", mainView{Config: cfg, Settings: r.effectiveSettings(),
-			src: r.sources(""), Refused: r.refusedLines()})
+		main, err := renderMain(cfg, r.effectiveSettings(), r.sources(""), r.refusedLines())
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}

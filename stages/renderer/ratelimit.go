@@ -31,6 +31,29 @@ type zoneView struct {
 	Size        string
 	// Ingress declares the zones; Source is its attribution comment.
 	Ingress, Source string
+	// Key is the zones' key variable, resolved for the template with the
+	// allowlist quoted (Allow) by resolve.
+	Key   string
+	Allow []string
+}
+
+// resolve fills in what zones.conf.tmpl prints besides the counts: the
+// key (a variable that is empty for allowlisted clients, when there is an
+// allowlist) and the allowlist, quoted.
+func (v *zoneView) resolve() error {
+	v.Key = "$binary_remote_addr"
+	if len(v.Allowlist) == 0 {
+		return nil
+	}
+	v.Key = "$" + v.ID + "_key"
+	for _, c := range v.Allowlist {
+		q, err := quote(c)
+		if err != nil {
+			return err
+		}
+		v.Allow = append(v.Allow, q)
+	}
+	return nil
 }
 
 // rateLimitID names the zones of one Ingress's rate limit: the Ingress
@@ -136,6 +159,9 @@ func (z *zoneIndex) render(source func(zoneView) string) (string, error) {
 	for _, id := range slices.Sorted(maps.Keys(z.defs)) {
 		v := z.defs[id]
 		v.Source = source(v)
+		if err := v.resolve(); err != nil {
+			return "", err
+		}
 		views = append(views, v)
 	}
 	return execute("zones.conf.tmpl", views)

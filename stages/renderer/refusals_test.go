@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 var sourceRevRe = regexp.MustCompile(`(?m)^\s*# source ingress (\S+) rev=([0-9a-f]{12})$`)
@@ -28,7 +29,7 @@ func revIn(t *testing.T, file, ingress string) string {
 // default; a stale one changes nothing.
 func TestRefusals(t *testing.T) {
 	cfg := DefaultConfig()
-	m := loadModel(t, "testdata/basic.model.json")
+	m := harness.ReadModel(t, "testdata/basic.model.json")
 	custom := bus.DefaultSettings()
 	custom.LogFormatUpstream = `$remote_addr custom "$request"`
 	m.Settings = &custom
@@ -110,7 +111,7 @@ func TestRefusals(t *testing.T) {
 // TestRefusalsIncremental gives a running renderer a refusal and takes it
 // back: the refused Ingress's files go and come back, nothing else moves.
 func TestRefusalsIncremental(t *testing.T) {
-	m := loadModel(t, "testdata/basic.model.json")
+	m := harness.ReadModel(t, "testdata/basic.model.json")
 	entries, err := m.Entries()
 	if err != nil {
 		t.Fatal(err)

@@ -131,28 +131,8 @@ func sortErrors(errs []error) {
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 }
 
-// mainView is what nginx.conf.tmpl sees.
-type mainView struct {
-	Config   Config
-	Settings bus.Settings
-	// Refused are the "# refused" lines of the refusals this render honours.
-	Refused []string
-	src     sources
-}
-
-// Source is the attribution comment of lines written from a ConfigMap key.
-func (v mainView) Source(key string) string { return v.src.configMapSource(key) }
-
-// Static is the comment that ends an attributed part.
-func (v mainView) Static() string { return sourceSwitchyard }
-
-// HTTPSRedirectPort is appended to ssl-redirect targets: ":8443" when
-// HTTPS does not listen on 443.
-func (v mainView) HTTPSRedirectPort() string { return redirectPort(v.Config.HTTPSListen) }
-
-// HSTSHeader is the Strict-Transport-Security value, or "" when off.
-func (v mainView) HSTSHeader() string {
-	s := v.Settings
+// hstsHeader is the Strict-Transport-Security value, or "" when off.
+func hstsHeader(s bus.Settings) string {
 	if !s.HSTS {
 		return ""
 	}
@@ -166,42 +146,14 @@ func (v mainView) HSTSHeader() string {
 	return h
 }
 
-type serverView struct {
-	Config    Config
-	Settings  bus.Settings
-	Server    *bus.Server
-	Default   bool
-	Locations []locationView
-	// HasDefaultBackend: --default-backend-service is set, so custom error
-	// pages have somewhere to come from.
-	HasDefaultBackend bool
-	// DefaultBackend is the default backend's name, for custom error pages
-	// and locations without a backend.
-	DefaultBackend string
-	// WWWRedirect is the host of the from-to-www-redirect server, which
-	// redirects to Server.Hostname; empty when there is none.
-	WWWRedirect string
-	// HeaderSource attributes the server's own lines to the Ingress of
-	// its first location; WWWSource the redirect server to the Ingress
-	// that asked for it.
-	HeaderSource, WWWSource string
-	src                     sources
-}
-
-// Source is the attribution comment of lines written from a ConfigMap key.
-func (v serverView) Source(key string) string { return v.src.configMapSource(key) }
-
-type locationView struct {
+// location is one NGINX location before it is resolved for the template
+// (view.go): the path it matches and what the model says of it.
+type location struct {
 	Modifier string // "= " for exact matches, "" for prefixes
 	Path     string
 	Backend  string
-	// External is "host:port" of an ExternalName backend, resolved by
-	// NGINX when it proxies.
-	External string
 	// Features are what the annotation plugins decided for the location.
 	Features *bus.Features
-	// Auth is set when the location has basic or external auth.
-	Auth *authView
 	// RateLimitID prefixes the names of the location's rate limit zones.
 	RateLimitID string
 	// RewriteRegex is the rewrite directive's regex ("^" and the path)
@@ -209,15 +161,9 @@ type locationView struct {
 	RewriteRegex string
 	// sortPath is the Ingress path, for ordering regex locations.
 	sortPath string
-	// Ingress owns the location; Source is its attribution comment.
+	// Ingress owns the location.
 	Ingress string
-	Source  string
-	// TestRefused: the hidden test option injects TestRefusedDirective.
-	TestRefused bool
 }
-
-// TestRefusedDirective is what the template writes for TestRefused.
-func (locationView) TestRefusedDirective() string { return TestRefusedDirective }
 
 // backendContext is what a server's rendering needs to know of backends.
 type backendContext struct {
@@ -229,38 +175,9 @@ type backendContext struct {
 }
 
 func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext, src sources) (string, error) {
-	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
-		return "", fmt.Errorf("invalid host name %q", s.Hostname)
-	}
-	view := serverView{Config: cfg, Settings: settings, Server: s, Default: s.Hostname == bus.DefaultServerName,
-		HasDefaultBackend: backends.hasDefault, DefaultBackend: bus.DefaultBackendName, src: src, HeaderSource: sourceSwitchyard, WWWSource: sourceSwitchyard}
-	if src.ingress == nil {
-		src.ingress = func(string) string { return sourceSwitchyard }
-	}
-	if len(s.Locations) > 0 && s.Locations[0].Ingress != "" {
-		view.HeaderSource = src.ingress(s.Locations[0].Ingress)
-	}
-	locations, err := nginxLocations(s.Locations)
+	view, err := newServerView(cfg, settings, s, backends, src)
 	if err != nil {
 		return "", err
-	}
-	for i, l := range locations {
-		locations[i].Source = src.ingress(l.Ingress)
-		locations[i].TestRefused = src.testRefuse[l.Ingress]
-		locations[i].Auth = authFor(i, l.Features, settings)
-		if target, ok := backends.external[l.Backend]; ok {
-			if !externalPattern.MatchString(target) || len(cfg.Resolvers) == 0 {
-				// No resolver to ask, or a target we will not write: the
-				// Lua balancer finds no endpoints and answers 503.
-				continue
-			}
-			locations[i].External = target
-		}
-	}
-	view.Locations = locations
-	view.WWWRedirect = wwwRedirect(s, backends.hostExists)
-	if asker := wwwAsker(s); view.WWWRedirect != "" && asker != "" {
-		view.WWWSource = src.ingress(asker)
 	}
 	return execute("server.conf.tmpl", view)
 }
@@ -272,7 +189,7 @@ func renderServer(cfg Config, settings bus.Settings, s *bus.Server, backends bac
 // are all case-insensitive regex locations "~* ^path", as in
 // ingress-nginx; unlike ingress-nginx, the other Ingresses of the host keep
 // their Exact and Prefix locations (regexLocations says why).
-func nginxLocations(locs []bus.Location) ([]locationView, error) {
+func nginxLocations(locs []bus.Location) ([]location, error) {
 	regexIngress := regexIngresses(locs)
 	var plain, regex []bus.Location
 	for _, l := range locs {
@@ -297,16 +214,16 @@ func nginxLocations(locs []bus.Location) ([]locationView, error) {
 // location (protected) is "^~ /p/": NGINX then never looks for a regex
 // location for a request under it, so no regex path of another Ingress can
 // take such a request past the protection.
-func prefixLocations(locs []bus.Location) ([]locationView, error) {
+func prefixLocations(locs []bus.Location) ([]location, error) {
 	exact := map[string]bool{}
 	for _, l := range locs {
 		if l.PathType == bus.PathExact {
 			exact[l.Path] = true
 		}
 	}
-	var out []locationView
-	seen := map[locationView]bool{}
-	add := func(v locationView) {
+	var out []location
+	seen := map[location]bool{}
+	add := func(v location) {
 		// One location per path: the first Ingress to ask for it has it.
 		owner := v.Ingress
 		v.Ingress = ""
@@ -327,14 +244,14 @@ func prefixLocations(locs []bus.Location) ([]locationView, error) {
 		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(locationView{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 		case l.Path == "/":
-			add(locationView{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(locationView{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 			if !exact[p] {
-				add(locationView{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
 			}
 		}
 	}
@@ -384,20 +301,10 @@ var (
 	settingPattern = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
 )
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"quote":      quote,
-	"serverName": serverName,
-	"logFormat":  logFormat,
-	"join":       strings.Join,
-	"joinInts":   joinInts,
-	"luaString":  luaString,
-	"burst":      burst,
-	// features_redirect.go, features_rewrite.go
-	"locationArg":   locationArg,
-	"rewriteTarget": rewriteTarget,
-	"rewriteRegex":  rewriteRegex,
-	"luaLocation":   luaLocation,
-}).ParseFS(templates.FS, "*.tmpl"))
+// tmpl holds the templates. They get no functions: the views (view.go,
+// view_main.go, auth.go, ratelimit.go) hand them every value resolved,
+// checked and quoted, so a template only prints.
+var tmpl = template.Must(template.New("").ParseFS(templates.FS, "*.tmpl"))
 
 // logFormat writes log-format-upstream in single quotes. The settings
 // parser allows $variables and double quotes in it, and nothing that could
@@ -416,14 +323,6 @@ func luaString(s string) (string, error) {
 		return "", fmt.Errorf("refusing to write %q into a Lua literal", s)
 	}
 	return `"` + s + `"`, nil
-}
-
-func joinInts(codes []int) string {
-	parts := make([]string, len(codes))
-	for i, c := range codes {
-		parts[i] = strconv.Itoa(c)
-	}
-	return strings.Join(parts, " ")
 }
 
 func execute(name string, data any) (string, error) {

@@ -53,8 +53,8 @@ func rewriteOf(f *bus.Features) *bus.Rewrite {
 // ingress-nginx orders them, longest path first, then lexically descending.
 // Protected Prefix locations that are not regexes are "^~" (prefixLocations),
 // which no regex location can take requests from.
-func regexLocations(locs []bus.Location) ([]locationView, error) {
-	var out []locationView
+func regexLocations(locs []bus.Location) ([]location, error) {
+	var out []location
 	seen := map[string]bool{}
 	for _, l := range locs {
 		if err := bus.CheckRegexPath(l.Path); err != nil {
@@ -69,14 +69,14 @@ func regexLocations(locs []bus.Location) ([]locationView, error) {
 			continue
 		}
 		seen[l.Path] = true
-		v := locationView{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features,
+		v := location{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features,
 			RateLimitID: locationRateLimitID(l), sortPath: l.Path, Ingress: l.Ingress}
 		if rw := rewriteOf(l.Features); rw != nil && rw.Target != "" && rw.Target != l.Path {
 			v.RewriteRegex = "^" + l.Path
 		}
 		out = append(out, v)
 	}
-	slices.SortStableFunc(out, func(a, b locationView) int {
+	slices.SortStableFunc(out, func(a, b location) int {
 		if pa, pb := protected(a.Features), protected(b.Features); pa != pb {
 			if pa {
 				return -1

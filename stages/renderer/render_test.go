@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -35,40 +34,15 @@ func TestGolden(t *testing.T) {
 			if name == "settings" {
 				cfg.Resolvers = []string{"127.0.0.53", "[::1]:5353"}
 			}
-			art, errs := Render(cfg, loadModel(t, in))
+			art, errs := Render(cfg, harness.ReadModel(t, in))
 			if len(errs) > 0 {
 				t.Fatalf("render: %v", errs)
 			}
 			got := txtar.Format(archive(t, art))
-			golden := filepath.Join("testdata", name+".golden.txtar")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (rerun with -update if intended):\n%s", golden, got)
-			}
+			want := harness.Golden(t, filepath.Join("testdata", name+".golden.txtar"), got, *update)
 			nginxTestArchive(t, txtar.Parse(want))
 		})
 	}
-}
-
-func loadModel(t *testing.T, path string) bus.Model {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := bus.NewModel()
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // archive lays the artifacts out as files: the configuration files as they
@@ -114,7 +88,7 @@ func nginxTestArchive(t *testing.T, a *txtar.Archive) {
 // build with a render of the same model from scratch.
 func TestUpdateAppliesChanges(t *testing.T) {
 	cfg := DefaultConfig()
-	m := loadModel(t, "testdata/basic.model.json")
+	m := harness.ReadModel(t, "testdata/basic.model.json")
 	entries, err := m.Entries()
 	if err != nil {
 		t.Fatal(err)

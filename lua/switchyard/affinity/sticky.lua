@@ -1,6 +1,6 @@
 -- Cookie session affinity (sessionAffinityConfig.name == "cookie"), the
--- common part of switchyard.balancer_sticky_balanced and
--- switchyard.balancer_sticky_persistent. A mode module supplies:
+-- common part of switchyard.affinity.balanced and
+-- switchyard.affinity.persistent. A mode module supplies:
 --   mode.prepare(self, backend)      rebuild its lookup after an endpoint change
 --   mode.find(self, value)           endpoint index for a cookie value, or nil
 --   mode.pick(self, attempt)         index, cookie value for a new session,
@@ -18,7 +18,7 @@
 -- into a header; an invalid one is dropped (an invalid name falls back to the
 -- default) and logged once per configuration change.
 
-local util = require("switchyard.balancer_util")
+local util = require("switchyard.util.endpoints")
 
 local ngx = ngx
 local ngx_log = ngx.log

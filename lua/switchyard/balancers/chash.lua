@@ -1,12 +1,12 @@
 -- Consistent-hash balancer ("load-balance: chash", or any backend whose
 -- upstreamHashByConfig has an "upstream-hash-by"): the request's key, built
 -- from NGINX variables such as "$request_uri", picks an endpoint on a ring
--- (switchyard.chash_ring), so the same key keeps hitting the same endpoint
+-- (switchyard.util.chash_ring), so the same key keeps hitting the same endpoint
 -- and an endpoint change moves only the keys of the endpoints that changed.
--- Interface: see switchyard.balancer_round_robin.
+-- Interface: see switchyard.balancers.round_robin.
 
-local ring = require("switchyard.chash_ring")
-local util = require("switchyard.balancer_util")
+local ring = require("switchyard.util.chash_ring")
+local util = require("switchyard.util.endpoints")
 
 local ngx_log = ngx.log
 local ERR = ngx.ERR

@@ -3,10 +3,10 @@
 -- the last one is filled up from the start of the list), the request's key
 -- picks a subset on a ring, and an endpoint is picked at random within it.
 -- So one key spreads over a few endpoints instead of one, as in
--- ingress-nginx's chashsubset. Interface: see switchyard.balancer_round_robin.
+-- ingress-nginx's chashsubset. Interface: see switchyard.balancers.round_robin.
 
-local ring = require("switchyard.chash_ring")
-local util = require("switchyard.balancer_util")
+local ring = require("switchyard.util.chash_ring")
+local util = require("switchyard.util.endpoints")
 
 local ngx_log = ngx.log
 local ERR = ngx.ERR

@@ -3,10 +3,10 @@
 -- nothing about the address), and a session stays on its endpoint for as
 -- long as that endpoint exists, however the others change. A session whose
 -- endpoint is gone gets a new random endpoint and a new cookie.
--- See switchyard.balancer_sticky for the common part.
+-- See switchyard.affinity.sticky for the common part.
 
-local sticky = require("switchyard.balancer_sticky")
-local util = require("switchyard.balancer_util")
+local sticky = require("switchyard.affinity.sticky")
+local util = require("switchyard.util.endpoints")
 
 local md5 = ngx.md5
 

@@ -1,15 +1,15 @@
 -- Sticky sessions, affinity-mode "balanced" (the default): a new session
 -- gets a random key in its cookie, and the key is placed on a
--- consistent-hash ring of the endpoints (switchyard.chash_ring). The cookie
+-- consistent-hash ring of the endpoints (switchyard.util.chash_ring). The cookie
 -- names no address. When endpoints change, a session moves only if the ring
 -- moved its key: sessions of removed endpoints spread over the others, and
 -- new endpoints take over about their share of sessions, so load rebalances
 -- on scale-up, as in ingress-nginx's sticky_balanced.
--- See switchyard.balancer_sticky for the common part.
+-- See switchyard.affinity.sticky for the common part.
 
-local sticky = require("switchyard.balancer_sticky")
-local ring = require("switchyard.chash_ring")
-local util = require("switchyard.balancer_util")
+local sticky = require("switchyard.affinity.sticky")
+local ring = require("switchyard.util.chash_ring")
+local util = require("switchyard.util.endpoints")
 
 local md5 = ngx.md5
 local ngx_now = ngx.now

@@ -13,9 +13,9 @@
 --
 -- Scores are fed by switchyard.balancer.log(), which must run in
 -- log_by_lua (the http-level log_by_lua_block in nginx.conf.tmpl).
--- Interface: see switchyard.balancer_round_robin, plus instance:log(attempt).
+-- Interface: see switchyard.balancers.round_robin, plus instance:log(attempt).
 
-local util = require("switchyard.balancer_util")
+local util = require("switchyard.util.endpoints")
 
 local ngx_now = ngx.now
 local ngx_var = ngx.var

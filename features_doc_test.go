@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins/builtin"
+)
+
+// feature is one row group of docs/features.md: where one user-visible
+// feature lives, stage by stage. Code is named by symbol ("dir.Name", or
+// "dir.Type.method" for a method), never by file: the generator finds the
+// file, so a moved function only needs `go test -update`, and a renamed or
+// deleted one fails TestFeatureMapIsCurrent until the map follows.
+type feature struct {
+	name, summary string
+	// plugin is the built-in plugin owning keys (annotations relative to
+	// the prefix); every key of every built-in plugin is in some feature.
+	plugin string
+	keys   []string
+	// busTypes are the bus contract's types: bus, and bus/features (the
+	// leaf package plugins link, which bus re-exports).
+	busTypes []string
+	// tables are the table keys the feature travels in, "stage.kind …"
+	// with a note on the field that carries it.
+	tables []string
+	// code, by stage or part: symbols.
+	translator, annotations, renderer, applier []string
+	// files are files named as they are: templates, Lua modules, golden
+	// inputs.
+	templates, lua, testdata []string
+	tests                    []string // symbols of tests
+}
+
+func canaryFeature(name, summary string, keys []string, tests ...string) feature {
+	return feature{name: name, summary: summary, plugin: "canary", keys: keys,
+		busTypes: []string{"bus.IngressInfo", "bus.LocationCanary", "bus/features.Canary"},
+		tables: []string{
+			"translator.ingress.<ns>.<name> (canary: the translator decides it once)",
+			"translator.server.<host> (locations[].canary: the primary's location links its canary)",
+			"annotations.backend.<name> (trafficShapingPolicy on the canary, alternativeBackends on the primary)",
+		},
+		translator:  []string{"stages/translator.Translator.plan", "stages/translator.Translator.attachCanaries"},
+		annotations: []string{"stages/annotations.Annotator.policy", "stages/annotations.Annotator.applyCanary"},
+		renderer:    []string{"stages/renderer.checkCanaryFields", "stages/renderer.Renderer.flushBackend"},
+		lua:         []string{"lua/switchyard/balancer.lua"},
+		testdata:    []string{"stages/translator/testdata/canary.yaml", "stages/annotations/testdata/canary-routing.model.json"},
+		tests: append([]string{"plugins/builtin/canary.TestApply", "stages/annotations.TestCanaryBackends",
+			"stages/renderer.TestCanaryBackendFields", "lua.dataPlane.testCanary", "integration.TestCanaryRouting"}, tests...),
+	}
+}
+
+var features = []feature{
+	canaryFeature("Canary by header", "A request with the header (equal to canary-by-header-value, or matching canary-by-header-pattern; \"always\"/\"never\" without either) goes to the canary.",
+		[]string{"canary", "canary-by-header", "canary-by-header-value", "canary-by-header-pattern"}, "lua.dataPlane.testInvalidCanary"),
+	canaryFeature("Canary by cookie", "A request whose cookie is \"always\" goes to the canary, \"never\" to the primary; checked after the header.",
+		[]string{"canary-by-cookie"}),
+	canaryFeature("Canary by weight", "Otherwise, canary-weight out of canary-weight-total requests go to the canary.",
+		[]string{"canary-weight", "canary-weight-total"}, "integration.TestCanaryWithoutPrimaryOrInvalid"),
+	{
+		name: "Basic auth", summary: "Users of an htpasswd Secret (auth-file or auth-map); a missing Secret answers 503.",
+		plugin: "auth", keys: []string{"auth-type", "auth-secret", "auth-secret-type", "auth-realm"},
+		busTypes: []string{"bus/features.Auth", "bus/features.BasicAuth", "bus.Secret"},
+		tables: []string{"translator.secret.<ns>.<name> (the Secrets annotations name)",
+			"annotations.server.<host> (locations[].features.auth.basic)", "renderer.file.auth/<hash>.htpasswd"},
+		translator:  []string{"stages/translator.ingressPlan.addAnnotationSecrets"},
+		annotations: []string{"stages/annotations.Annotator.markSecretUsers"},
+		renderer:    []string{"stages/renderer.authFor", "stages/renderer.newBasicAuthView", "stages/renderer.AuthFile", "stages/renderer.Renderer.setAuthFiles"},
+		templates:   []string{"templates/auth.tmpl"},
+		testdata:    []string{"stages/annotations/testdata/features.model.json", "stages/renderer/testdata/auth.model.json"},
+		tests: []string{"plugins/builtin/auth.TestApply", "stages/translator.TestAnnotationSecrets",
+			"integration.TestBasicAuthThroughNginx", "integration.TestSecretsNeverPrinted"},
+	},
+	{
+		name: "External auth", summary: "auth_request to an auth service: 2xx passes, 401/403 are answered (401 may redirect to auth-signin), anything else is a 500. Auth caching and auth-proxy-set-headers are refused.",
+		plugin: "auth", keys: []string{"auth-url", "auth-method", "auth-signin", "auth-signin-redirect-param", "auth-response-headers",
+			"auth-request-redirect", "auth-cache-key", "auth-cache-duration", "auth-proxy-set-headers"},
+		busTypes:  []string{"bus/features.Auth", "bus/features.ExternalAuth"},
+		tables:    []string{"annotations.server.<host> (locations[].features.auth.external)"},
+		renderer:  []string{"stages/renderer.authFor", "stages/renderer.authView.resolveExternal"},
+		templates: []string{"templates/auth.tmpl"},
+		testdata:  []string{"stages/annotations/testdata/features.model.json", "stages/renderer/testdata/auth.model.json"},
+		tests:     []string{"plugins/builtin/auth.TestApply", "stages/renderer.TestLocationViewRefuses", "integration.TestExternalAuthThroughNginx", "integration.TestAuthAnnotationsRefused"},
+	},
+	{
+		name: "Rate limit", summary: "Requests per second or minute, connections and response rate per client address; the ConfigMap's limit-req-status-code and limit-conn-status-code answer the excess.",
+		plugin: "ratelimit", keys: []string{"limit-rps", "limit-rpm", "limit-connections", "limit-burst-multiplier", "limit-rate", "limit-rate-after", "limit-allowlist"},
+		busTypes:  []string{"bus/features.RateLimit"},
+		tables:    []string{"annotations.server.<host> (locations[].features.rateLimit)", "renderer.file.http.d/zones.conf"},
+		renderer:  []string{"stages/renderer.rateLimitID", "stages/renderer.serverZones", "stages/renderer.newRateLimitView", "stages/renderer.Renderer.flushZones"},
+		templates: []string{"templates/server.conf.tmpl", "templates/zones.conf.tmpl"},
+		testdata:  []string{"stages/annotations/testdata/features.model.json", "stages/renderer/testdata/ratelimit.model.json"},
+		tests:     []string{"plugins/builtin/ratelimit.TestApply", "stages/renderer.TestRateLimitZonesIncremental", "stages/renderer.TestLocationView", "integration.TestRateLimitAnnotations"},
+	},
+	{
+		name: "Rewrite", summary: "rewrite-target with the path regex's captures, use-regex paths, app-root and x-forwarded-prefix.",
+		plugin: "rewrite", keys: []string{"rewrite-target", "use-regex", "app-root", "x-forwarded-prefix"},
+		busTypes:  []string{"bus/features.Rewrite"},
+		tables:    []string{"annotations.server.<host> (locations[].features.rewrite)"},
+		renderer:  []string{"stages/renderer.regexLocations", "stages/renderer.newRewriteView", "stages/renderer.rewriteRegex", "stages/renderer.rewriteTarget"},
+		templates: []string{"templates/server.conf.tmpl"},
+		testdata:  []string{"stages/annotations/testdata/features.model.json", "stages/renderer/testdata/redirect.model.json"},
+		tests: []string{"plugins/builtin/rewrite.TestParse", "stages/renderer.TestRegexLocationsOrder",
+			"integration.TestRewriteTargetAndRegexPaths", "integration.TestAppRoot"},
+	},
+	{
+		name: "Redirects", summary: "permanent-redirect and temporal-redirect; ssl-redirect and force-ssl-redirect (decided per request in Lua, from the published certificates); from-to-www-redirect.",
+		plugin: "redirect", keys: []string{"ssl-redirect", "force-ssl-redirect", "preserve-trailing-slash", "from-to-www-redirect",
+			"permanent-redirect", "permanent-redirect-code", "temporal-redirect", "temporal-redirect-code"},
+		busTypes:  []string{"bus/features.Redirect"},
+		tables:    []string{"annotations.server.<host> (locations[].features.redirect)"},
+		renderer:  []string{"stages/renderer.kindOf", "stages/renderer.luaLocation", "stages/renderer.newWWWView", "stages/renderer.wwwRedirect"},
+		templates: []string{"templates/server.conf.tmpl", "templates/nginx.conf.tmpl"},
+		lua:       []string{"lua/switchyard/ingress.lua"},
+		testdata:  []string{"stages/annotations/testdata/features.model.json", "stages/renderer/testdata/redirect.model.json"},
+		tests: []string{"plugins/builtin/redirect.TestParse", "stages/renderer.TestFromToWWWFollowsTheOtherHost", "lua.dataPlane.testTLSHosts",
+			"integration.TestPermanentAndTemporalRedirect", "integration.TestForceSSLRedirectAndSSLRedirectOff", "integration.TestFromToWWWRedirect"},
+	},
+	{
+		name: "Load balancing", summary: "load-balance (round_robin, ewma) and the consistent hashes upstream-hash-by and its subsets, per backend; the first Ingress by namespace/name wins a shared backend.",
+		plugin: "balancing", keys: []string{"load-balance", "upstream-hash-by", "upstream-hash-by-subset", "upstream-hash-by-subset-size"},
+		busTypes:    []string{"bus/features.Balancing", "bus/features.UpstreamHashByConfig"},
+		tables:      []string{"annotations.backend.<name> (load-balance, upstreamHashByConfig)", "renderer.backend.<name> (the Lua payload)"},
+		annotations: []string{"stages/annotations.Annotator.balancingOf", "stages/annotations.applyBalancing"},
+		renderer:    []string{"stages/renderer.Renderer.flushBackend"},
+		lua: []string{"lua/switchyard/balancer.lua", "lua/switchyard/balancers/round_robin.lua", "lua/switchyard/balancers/ewma.lua",
+			"lua/switchyard/balancers/chash.lua", "lua/switchyard/balancers/chashsubset.lua", "lua/switchyard/util/chash_ring.lua", "lua/switchyard/util/endpoints.lua"},
+		testdata: []string{"stages/annotations/testdata/balancing.model.json", "stages/renderer/testdata/balancing.model.json"},
+		tests: []string{"plugins/builtin/balancing.TestApply", "stages/annotations.TestBalancingBackends", "stages/renderer.TestBackendBalancingPayload",
+			"lua.dataPlane.testEWMA", "lua.dataPlane.testCHash", "lua.dataPlane.testCHashSubset", "integration.TestBalancingThroughNginx"},
+	},
+	{
+		name: "Session affinity", summary: "Cookie affinity (affinity: cookie), balanced or persistent, with the session-cookie-* attributes.",
+		plugin: "balancing", keys: []string{"affinity", "affinity-mode", "affinity-canary-behavior", "session-cookie-name", "session-cookie-path",
+			"session-cookie-domain", "session-cookie-expires", "session-cookie-max-age", "session-cookie-secure", "session-cookie-samesite",
+			"session-cookie-conditional-samesite-none", "session-cookie-change-on-failure"},
+		busTypes:    []string{"bus/features.Balancing", "bus/features.SessionAffinityConfig", "bus/features.CookieSessionAffinity"},
+		tables:      []string{"annotations.backend.<name> (sessionAffinityConfig)"},
+		annotations: []string{"stages/annotations.applyBalancing"},
+		lua:         []string{"lua/switchyard/affinity/sticky.lua", "lua/switchyard/affinity/balanced.lua", "lua/switchyard/affinity/persistent.lua"},
+		testdata:    []string{"stages/annotations/testdata/balancing.model.json"},
+		tests: []string{"plugins/builtin/balancing.TestApply", "lua.dataPlane.testStickyCookie", "lua.dataPlane.testStickyModes",
+			"lua.dataPlane.testStickyChangeOnFailure", "integration.TestBalancingThroughNginx"},
+	},
+	{
+		name: "Not implemented yet (compatibility guard)", summary: "ingress-nginx annotations Switchyard does not implement: an Ingress using one is refused rather than served differently than asked.",
+		plugin: "compat", keys: []string{"auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth", "auth-tls-error-page",
+			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "satisfy", "allowlist-source-range", "denylist-source-range", "mirror-target", "mirror-host",
+			"mirror-request-body", "server-alias", "proxy-ssl-name", "upstream-vhost"},
+		tables:   []string{"annotations.ingress.<ns>.<name> (problems)"},
+		testdata: []string{"stages/annotations/testdata/refusals.model.json"},
+		tests:    []string{"plugins/builtin/compat.TestApply"},
+	},
+	{
+		name: "Bad annotations and fail closed", summary: "A value that does not match its pattern, a risk above annotations-risk-level or a snippet is a Problem on the Ingress; an annotation that must hold and cannot (plugin down, Secret missing) makes the location answer 503 (Deny).",
+		busTypes:    []string{"bus.Problem", "bus/features.Deny"},
+		tables:      []string{"annotations.ingress.<ns>.<name> (problems)", "annotations.server.<host> (locations[].features.deny)"},
+		annotations: []string{"stages/annotations.Annotator.refuse", "stages/annotations.snippetRefused"},
+		renderer:    []string{"stages/renderer.kindOf", "stages/renderer.protected", "stages/renderer.withoutForeignNested"},
+		templates:   []string{"templates/server.conf.tmpl"},
+		testdata:    []string{"stages/annotations/testdata/refusals.model.json"},
+		tests: []string{"stages/annotations.TestHostRejects", "stages/annotations.TestHostBuiltinThatCannotStartFailsClosed",
+			"stages/renderer.TestWithoutForeignNested", "integration.TestRegexPathOfAnotherNamespaceCannotOpenAuth"},
+	},
+	{
+		name: "Refusals by NGINX", summary: "A line NGINX refuses is traced by its \"# source\" comment to its Ingress or ConfigMap key; that Ingress is left out (or the key falls back to its default) until it changes.",
+		busTypes:  []string{"bus.Refusal", "bus.RefusalTable"},
+		tables:    []string{"refusals.ingress.<ns>.<name>", "refusals.configmap.<key>"},
+		renderer:  []string{"stages/renderer.Renderer.SetRefusal", "stages/renderer.Renderer.ingressSource", "stages/renderer.Renderer.refusedLines"},
+		applier:   []string{"stages/applier.attribute", "stages/applier.Stage.refused"},
+		templates: []string{"templates/nginx.conf.tmpl", "templates/server.conf.tmpl"},
+		tests:     []string{"stages/renderer.TestRefusals", "integration.TestIngressNginxRefuses", "integration.TestConfigMapValuesNginxRefusesAtStart"},
+	},
+}
+
+// TestFeatureMapIsCurrent keeps docs/features.md equal to what the map
+// above generates, and checks the map: every symbol and file it names
+// exists, and every annotation of every built-in plugin is in a feature of
+// its plugin. Run with -update to rewrite the file.
+func TestFeatureMapIsCurrent(t *testing.T) {
+	got, problems := writeFeatureMap()
+	for _, p := range problems {
+		t.Error(p)
+	}
+	const path = "docs/features.md"
+	if *updateDocs && len(problems) == 0 {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not current; run: go test -run TestFeatureMapIsCurrent -update .", path)
+	}
+}
+
+// writeFeatureMap renders docs/features.md, with what it could not find.
+func writeFeatureMap() ([]byte, []string) {
+	var problems []string
+	idx := symbolIndex{}
+	checkKeys(&problems)
+	var b bytes.Buffer
+	b.WriteString("# Feature map\n\nGenerated by `go test -run TestFeatureMapIsCurrent -update .` from the map in features_doc_test.go: " +
+		"where each feature lives, stage by stage (watcher → translator → annotations → renderer → applier, DESIGN.md). " +
+		"Annotation keys take the prefix `" + bus.DefaultAnnotationsPrefix + "/`; their patterns and meaning are in annotations.md. " +
+		"Tables are below `" + bus.Root + ".`; \"x.y\" in Go code is a function or type y of package x, \"x.T.m\" a method.\n\n")
+	for _, f := range features {
+		fmt.Fprintf(&b, "- [%s](#%s)\n", f.name, anchor(f.name))
+	}
+	for _, f := range features {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| Part | Where |\n|---|---|\n", f.name, f.summary)
+		if f.plugin != "" {
+			row(&b, "Plugin", []string{code(f.plugin) + " " + idx.where("plugins/builtin/"+f.plugin+".New", &problems)})
+			row(&b, "Annotations", mapStrings(f.keys, code))
+		}
+		row(&b, "Bus types", idx.symbols("", f.busTypes, &problems))
+		checkTables(f.tables, &problems)
+		row(&b, "Tables", mapStrings(f.tables, code))
+		row(&b, "Translator", idx.symbols("", f.translator, &problems))
+		row(&b, "Annotations stage", idx.symbols("", f.annotations, &problems))
+		row(&b, "Renderer", idx.symbols("", f.renderer, &problems))
+		row(&b, "Templates", files(f.templates, &problems))
+		row(&b, "Applier", idx.symbols("", f.applier, &problems))
+		row(&b, "Lua", files(f.lua, &problems))
+		row(&b, "Golden inputs", files(f.testdata, &problems))
+		row(&b, "Tests", idx.symbols("", f.tests, &problems))
+	}
+	return b.Bytes(), problems
+}
+
+// checkKeys checks each feature's keys against its plugin's description,
+// and that no key of a built-in plugin is left out of the map.
+func checkKeys(problems *[]string) {
+	mapped := map[string]string{}
+	for _, f := range features {
+		for _, k := range f.keys {
+			mapped[k] = f.plugin
+		}
+	}
+	for _, d := range builtin.Descriptions() {
+		for _, a := range d.Annotations {
+			switch owner, ok := mapped[a.Key]; {
+			case !ok:
+				*problems = append(*problems, fmt.Sprintf("annotation %s of plugin %s is in no feature", a.Key, d.Name))
+			case owner != d.Name:
+				*problems = append(*problems, fmt.Sprintf("annotation %s is mapped to plugin %s, but %s owns it", a.Key, owner, d.Name))
+			}
+			delete(mapped, a.Key)
+		}
+	}
+	for k, owner := range mapped {
+		*problems = append(*problems, fmt.Sprintf("annotation %s: plugin %s declares no such key", k, owner))
+	}
+}
+
+// checkTables checks that each table key starts with a table (a stage's,
+// or the refusals') and a kind the bus defines.
+func checkTables(tables []string, problems *[]string) {
+	kinds := []string{bus.KindObject, bus.KindServer, bus.KindBackend, bus.KindCertificate, bus.KindIngress,
+		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.RefusedIngress, bus.RefusedConfigMap}
+	for _, t := range tables {
+		table, rest, _ := strings.Cut(t, ".")
+		kind, _, _ := strings.Cut(rest, ".")
+		if !slices.Contains(append(slices.Clone(bus.Stages), bus.TableRefusals), table) || !slices.Contains(kinds, kind) {
+			*problems = append(*problems, fmt.Sprintf("table key %q: no table %q with kind %q on the bus", t, table, kind))
+		}
+	}
+}
+
+func row(b *bytes.Buffer, part string, items []string) {
+	if len(items) > 0 {
+		fmt.Fprintf(b, "| %s | %s |\n", part, strings.Join(items, "<br>"))
+	}
+}
+
+func code(s string) string { return "`" + strings.ReplaceAll(s, "|", `\|`) + "`" }
+
+func mapStrings(in []string, f func(string) string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = f(s)
+	}
+	return out
+}
+
+// anchor is GitHub's heading anchor for the map's headings.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(heading) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		case c == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// files links each path (relative to the repository) from docs/.
+func files(paths []string, problems *[]string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			*problems = append(*problems, fmt.Sprintf("file %s: %v", p, err))
+		}
+		out = append(out, link(p))
+	}
+	return out
+}
+
+func link(path string) string { return "[" + path + "](../" + path + ")" }
+
+// symbolIndex maps a package directory to its top-level names ("F",
+// "T", "T.m"), each to the file that declares it; tests included.
+type symbolIndex map[string]map[string]string
+
+func (idx symbolIndex) symbols(prefix string, names []string, problems *[]string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, code(prefix+n)+" "+idx.where(prefix+n, problems))
+	}
+	return out
+}
+
+// where is the link to the file declaring sym ("dir.Name"), or a problem.
+func (idx symbolIndex) where(sym string, problems *[]string) string {
+	slash := strings.LastIndex(sym, "/")
+	dot := strings.Index(sym[slash+1:], ".") + slash + 1
+	if dot == slash {
+		*problems = append(*problems, fmt.Sprintf("%s: not dir.Name", sym))
+		return ""
+	}
+	dir, name := sym[:dot], sym[dot+1:]
+	if idx[dir] == nil {
+		idx[dir] = parseDir(dir)
+	}
+	file, ok := idx[dir][name]
+	if !ok {
+		*problems = append(*problems, fmt.Sprintf("%s: no %s in %s", sym, name, dir))
+		return ""
+	}
+	return "(" + link(file) + ")"
+}
+
+func parseDir(dir string) map[string]string {
+	names := map[string]string{}
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	slices.Sort(paths)
+	for _, path := range paths {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for _, decl := range f.Decls {
+			for _, name := range declNames(decl) {
+				if _, seen := names[name]; !seen {
+					names[name] = path
+				}
+			}
+		}
+	}
+	return names
+}
+
+func declNames(decl ast.Decl) []string {
+	switch d := decl.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil || len(d.Recv.List) == 0 {
+			return []string{d.Name.Name}
+		}
+		return []string{recvName(d.Recv.List[0].Type) + "." + d.Name.Name}
+	case *ast.GenDecl:
+		var out []string
+		for _, spec := range d.Specs {
+			switch s := spec.(type) {
+			case *ast.TypeSpec:
+				out = append(out, s.Name.Name)
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					out = append(out, n.Name)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func recvName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvName(t.X)
+	case *ast.IndexExpr:
+		return recvName(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return ""
+}

@@ -1,0 +1,386 @@
+package renderer
+
+// The views server.conf.tmpl and auth.tmpl print. Everything a location
+// writes is decided here, in Go, and table-tested (view_test.go): what the
+// location does with a request (its kind), every user-derived value already
+// checked against its whole-string pattern and quoted (quote, locationArg,
+// luaString, rewriteTarget…), the burst, the attribution comments. The
+// templates only print; a new feature adds a field here and a line there.
+
+import (
+	"fmt"
+	"strconv"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// locationKind is what a location does with a request once auth, rate
+// limits and headers are done. The template writes one block per kind.
+type locationKind string
+
+const (
+	// kindDeny: an annotation that must hold cannot; the location fails
+	// closed with Return's status.
+	kindDeny locationKind = "deny"
+	// kindRedirect: permanent-redirect or temporal-redirect.
+	kindRedirect locationKind = "redirect"
+	// kindExternal: proxied to an ExternalName Service NGINX resolves.
+	kindExternal locationKind = "external"
+	// kindProxy: proxied to the Lua balancer's endpoints of Backend.
+	kindProxy locationKind = "proxy"
+	// kindNotFound: no backend; ingress.lua still runs (ssl-redirect), then 404.
+	kindNotFound locationKind = "not-found"
+)
+
+// serverView is what server.conf.tmpl sees: one server, resolved.
+type serverView struct {
+	// HeaderSource attributes the server's own lines to the Ingress of
+	// its first location.
+	HeaderSource string
+	ServerName   string   // server_name's argument, quoted or a regex
+	Listens      []string // listen's arguments, "127.0.0.1:8443 ssl http2"
+	// CustomErrors is set when custom-http-errors is and a default
+	// backend (--default-backend-service) serves the pages.
+	CustomErrors *customErrorsView
+	Locations    []locationView
+	// WWW is the from-to-www-redirect server, when there is one.
+	WWW *wwwView
+}
+
+// customErrorsView is the custom-http-errors part of a server.
+type customErrorsView struct {
+	Source string
+	Codes  []int
+	// Upstream and BalancerArg name the default backend: quoted for
+	// $proxy_upstream_name, a Lua literal for the balancer.
+	Upstream, BalancerArg string
+}
+
+// wwwView is the server that redirects the www counterpart of a host.
+type wwwView struct {
+	Source string
+	// Host redirects to Target (both matched hostPattern).
+	Host, Target string
+	ServerName   string
+	Listens      []string
+	TargetLua    string // Target as a Lua literal
+}
+
+// locationView is what server.conf.tmpl sees of one location.
+type locationView struct {
+	Source string // attribution comment
+	// Arg is location's argument: the modifier and the quoted path or
+	// regex ("= \"/a\"", "~* \"^/a\"").
+	Arg string
+	// TestRefused is TestRefusedDirective for the hidden test option.
+	TestRefused     string
+	Auth            *authView
+	RateLimit       *rateLimitView
+	ResponseHeaders []headerView
+	Kind            locationKind
+	// Upstream is $proxy_upstream_name's value, quoted.
+	Upstream string
+	// Return is the return directive's arguments (deny, redirect).
+	Return string
+	// External is the ExternalName target "host:port", quoted.
+	External string
+	// Rewrite is the rewrite module's part (external, proxy, not-found).
+	Rewrite rewriteView
+	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
+	// BalancerArg the backend's name as a Lua literal (proxy).
+	IngressArgs, BalancerArg string
+}
+
+// headerView is one add_header, name and value quoted.
+type headerView struct{ Name, Value string }
+
+// rewriteView is a location's app-root, x-forwarded-prefix and
+// rewrite-target, each quoted, "" when not set.
+type rewriteView struct {
+	AppRoot, XForwardedPrefix string
+	// Regex and Target are the rewrite directive's arguments.
+	Regex, Target string
+}
+
+// rateLimitView is a location's limit-* directives.
+type rateLimitView struct {
+	// ConnZone is set with limit-connections: limit_conn's zone.
+	ConnZone    string
+	Connections int
+	Requests    []limitReqView
+	RateAfterKB int
+	RateKB      int
+}
+
+// limitReqView is one limit_req: its zone and burst (0: none).
+type limitReqView struct {
+	Zone  string
+	Burst int
+}
+
+// newServerView resolves server s for server.conf.tmpl.
+func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext, src sources) (serverView, error) {
+	if s.Hostname != bus.DefaultServerName && !hostPattern.MatchString(s.Hostname) {
+		return serverView{}, fmt.Errorf("invalid host name %q", s.Hostname)
+	}
+	if src.ingress == nil {
+		src.ingress = func(string) string { return sourceSwitchyard }
+	}
+	view := serverView{HeaderSource: sourceSwitchyard}
+	if len(s.Locations) > 0 && s.Locations[0].Ingress != "" {
+		view.HeaderSource = src.ingress(s.Locations[0].Ingress)
+	}
+	var err error
+	if view.ServerName, err = serverName(s.Hostname); err != nil {
+		return serverView{}, err
+	}
+	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
+	if len(settings.CustomHTTPErrors) > 0 && backends.hasDefault {
+		if view.CustomErrors, err = newCustomErrors(settings.CustomHTTPErrors, src.configMapSource("custom-http-errors")); err != nil {
+			return serverView{}, err
+		}
+	}
+	locations, err := nginxLocations(s.Locations)
+	if err != nil {
+		return serverView{}, err
+	}
+	for i, l := range locations {
+		v, err := newLocationView(i, l, locationContext{cfg: cfg, settings: settings, host: s.Hostname, backends: backends, src: src})
+		if err != nil {
+			return serverView{}, err
+		}
+		view.Locations = append(view.Locations, v)
+	}
+	if view.WWW, err = newWWWView(cfg, settings, s, backends, src); err != nil {
+		return serverView{}, err
+	}
+	return view, nil
+}
+
+// listens are a server's listen arguments; the catch-all is the
+// default_server.
+func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
+	suffix := ""
+	if defaultServer {
+		suffix = " default_server"
+	}
+	var out []string
+	for _, l := range cfg.HTTPListen {
+		out = append(out, l+suffix)
+	}
+	ssl := " ssl"
+	if settings.UseHTTP2 {
+		ssl += " http2"
+	}
+	for _, l := range cfg.HTTPSListen {
+		out = append(out, l+ssl+suffix)
+	}
+	return out
+}
+
+func newCustomErrors(codes []int, source string) (*customErrorsView, error) {
+	upstream, err := quote(bus.DefaultBackendName)
+	if err != nil {
+		return nil, err
+	}
+	arg, err := luaString(bus.DefaultBackendName)
+	if err != nil {
+		return nil, err
+	}
+	return &customErrorsView{Source: source, Codes: codes, Upstream: upstream, BalancerArg: arg}, nil
+}
+
+// newWWWView is the from-to-www-redirect server of s, or nil.
+func newWWWView(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext, src sources) (*wwwView, error) {
+	host := wwwRedirect(s, backends.hostExists)
+	if host == "" {
+		return nil, nil
+	}
+	v := &wwwView{Source: sourceSwitchyard, Host: host, Target: s.Hostname, Listens: listens(cfg, settings, false)}
+	if asker := wwwAsker(s); asker != "" {
+		v.Source = src.ingress(asker)
+	}
+	var err error
+	if v.ServerName, err = serverName(host); err != nil {
+		return nil, err
+	}
+	if v.TargetLua, err = luaString(s.Hostname); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// locationContext is what resolving a location needs of its server.
+type locationContext struct {
+	cfg      Config
+	settings bus.Settings
+	host     string
+	backends backendContext
+	src      sources
+}
+
+// newLocationView resolves the location at index i of its server. The
+// features were validated (checkLocation); every value is still checked
+// again, and quoted, by the function that writes it.
+func newLocationView(i int, l location, c locationContext) (locationView, error) {
+	v := locationView{Source: c.src.ingress(l.Ingress)}
+	if c.src.testRefuse[l.Ingress] {
+		v.TestRefused = TestRefusedDirective
+	}
+	path, err := locationArg(l.Path)
+	if err != nil {
+		return locationView{}, err
+	}
+	v.Arg = l.Modifier + path
+	if v.Auth, err = authFor(i, l.Features, c.settings); err != nil {
+		return locationView{}, err
+	}
+	if l.Features != nil && l.Features.RateLimit != nil {
+		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
+	}
+	if v.ResponseHeaders, err = responseHeaders(l.Features); err != nil {
+		return locationView{}, err
+	}
+	external := proxiedExternal(l.Backend, c)
+	v.Kind = kindOf(l, external)
+	if err := v.resolveKind(l, external, c); err != nil {
+		return locationView{}, err
+	}
+	return v, nil
+}
+
+// proxiedExternal is the ExternalName target of backend, or "" when it is
+// not one, or when there is no resolver to ask or the target is one we
+// will not write: the Lua balancer then finds no endpoints and answers 503.
+func proxiedExternal(backend string, c locationContext) string {
+	target, ok := c.backends.external[backend]
+	if !ok || !externalPattern.MatchString(target) || len(c.cfg.Resolvers) == 0 {
+		return ""
+	}
+	return target
+}
+
+// kindOf decides what the location does; the first that applies wins:
+// a Deny, then a redirect, an ExternalName target, a backend, nothing.
+func kindOf(l location, external string) locationKind {
+	f := l.Features
+	switch {
+	case f != nil && f.Deny != nil:
+		return kindDeny
+	case f != nil && f.Redirect != nil && f.Redirect.URL != "":
+		return kindRedirect
+	case external != "":
+		return kindExternal
+	case l.Backend != "":
+		return kindProxy
+	default:
+		return kindNotFound
+	}
+}
+
+// resolveKind fills in what the location's kind writes, and nothing else:
+// a value a kind does not write is never checked.
+func (v *locationView) resolveKind(l location, external string, c locationContext) error {
+	backend := l.Backend
+	if v.Kind == kindNotFound {
+		backend = bus.DefaultBackendName
+	}
+	var err error
+	if v.Upstream, err = quote(backend); err != nil {
+		return err
+	}
+	switch v.Kind {
+	case kindDeny:
+		v.Return = strconv.Itoa(l.Features.Deny.Status)
+		return nil
+	case kindRedirect:
+		url, err := quote(l.Features.Redirect.URL)
+		v.Return = strconv.Itoa(l.Features.Redirect.Code) + " " + url
+		return err
+	case kindExternal:
+		if v.External, err = quote(external); err != nil {
+			return err
+		}
+	case kindProxy:
+		if v.BalancerArg, err = luaString(l.Backend); err != nil {
+			return err
+		}
+	}
+	if v.Rewrite, err = newRewriteView(l); err != nil {
+		return err
+	}
+	v.IngressArgs, err = luaLocation(c.settings, l.Features, c.host)
+	return err
+}
+
+// newRewriteView resolves app-root, x-forwarded-prefix and rewrite-target.
+func newRewriteView(l location) (rewriteView, error) {
+	var v rewriteView
+	var err error
+	if rw := rewriteOf(l.Features); rw != nil {
+		if v.AppRoot, err = quoteSet(rw.AppRoot); err != nil {
+			return v, err
+		}
+		if v.XForwardedPrefix, err = quoteSet(rw.XForwardedPrefix); err != nil {
+			return v, err
+		}
+	}
+	if l.RewriteRegex == "" {
+		return v, nil
+	}
+	if v.Regex, err = rewriteRegex(l.RewriteRegex); err != nil {
+		return v, err
+	}
+	v.Target, err = rewriteTarget(l.Features.Rewrite.Target)
+	return v, err
+}
+
+// quoteSet quotes s, or is "" when s is: a value that is not set writes
+// no directive.
+func quoteSet(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	return quote(s)
+}
+
+// responseHeaders are the location's add_header pairs, quoted.
+func responseHeaders(f *bus.Features) ([]headerView, error) {
+	if f == nil {
+		return nil, nil
+	}
+	var out []headerView
+	for _, h := range f.ResponseHeaders {
+		name, err := quote(h.Name)
+		if err != nil {
+			return nil, err
+		}
+		value, err := quote(h.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, headerView{Name: name, Value: value})
+	}
+	return out, nil
+}
+
+// newRateLimitView resolves a location's limits; id names its zones, ""
+// when it declares none (limit-rate alone).
+func newRateLimitView(id string, rl *bus.RateLimit) *rateLimitView {
+	v := &rateLimitView{RateAfterKB: rl.RateAfterKB, RateKB: rl.RateKB}
+	if id == "" {
+		return v
+	}
+	if rl.Connections != 0 {
+		v.ConnZone, v.Connections = id+"_conn", rl.Connections
+	}
+	for _, r := range []struct {
+		suffix string
+		limit  int
+	}{{"_rps", rl.RPS}, {"_rpm", rl.RPM}} {
+		if r.limit != 0 {
+			v.Requests = append(v.Requests, limitReqView{Zone: id + r.suffix, Burst: burst(r.limit, rl.BurstMultiplier)})
+		}
+	}
+	return v
+}

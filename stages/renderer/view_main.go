@@ -1,0 +1,145 @@
+package renderer
+
+import (
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// mainView is what nginx.conf.tmpl sees: every choice made and every
+// quoted value written here, so the template only prints. Settings and
+// Config are printed as they are where a value needs no decision (sizes,
+// timeouts: the settings parser and the run flags checked them).
+type mainView struct {
+	Config   Config
+	Settings bus.Settings
+	// Refused are the "# refused" lines of the refusals this render honours.
+	Refused []string
+	// Src are the attribution comments of the lines written from
+	// ConfigMap keys; Static the comment that ends an attributed part.
+	Src    mainSources
+	Static string
+	// LoadModules are load_module's arguments, quoted.
+	LoadModules []string
+	// User is user's arguments, quoted, or "" to keep the master's user.
+	User string
+	// WorkerProcesses is the flag's value, or else the ConfigMap's (and
+	// then Src.WorkerProcesses attributes it).
+	WorkerProcesses string
+	// HTTPS: there is an HTTPS listener for ssl-redirect to go to, on
+	// HTTPSPort (a Lua literal, ":8443" or ""). HSTS is the header's value
+	// as a Lua literal.
+	HTTPS           bool
+	HTTPSPort, HSTS string
+	ServerTokens    string // "on" or "off"
+	// Resolvers is resolver's server list, "" when there is none.
+	Resolvers string
+	LogFormat string // quoted
+	AccessLog string // "logs/access.log upstreaminfo" or "off"
+	// LimitReqStatus and LimitConnStatus are written when they are error
+	// statuses (400-599), 0 otherwise.
+	LimitReqStatus, LimitConnStatus int
+	SSLProtocols                    string
+	SSLCiphers                      string // quoted
+	// Keepalive: upstream-keepalive-connections is on.
+	Keepalive bool
+}
+
+// mainSources are the attribution comments of nginx.conf, one a line that
+// is written from a ConfigMap key.
+type mainSources struct {
+	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR     string
+	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode, ProxyBodySize string
+	ProxyConnectTimeout, ProxySendTimeout, ProxyReadTimeout                   string
+	SSLProtocols, SSLCiphers                                                  string
+	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                    string
+	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                          string
+}
+
+func newMainSources(src sources) mainSources {
+	s := src.configMapSource
+	return mainSources{
+		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
+		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
+		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
+		LimitConnStatusCode: s("limit-conn-status-code"), ProxyBodySize: s("proxy-body-size"),
+		ProxyConnectTimeout: s("proxy-connect-timeout"), ProxySendTimeout: s("proxy-send-timeout"),
+		ProxyReadTimeout: s("proxy-read-timeout"), SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
+		UpstreamKeepaliveConnections: s("upstream-keepalive-connections"),
+		UpstreamKeepaliveTimeout:     s("upstream-keepalive-timeout"),
+		UpstreamKeepaliveRequests:    s("upstream-keepalive-requests"), UpstreamKeepaliveTime: s("upstream-keepalive-time"),
+	}
+}
+
+// renderMain renders nginx.conf.
+func renderMain(cfg Config, settings bus.Settings, src sources, refused []string) (string, error) {
+	v, err := newMainView(cfg, settings, src, refused)
+	if err != nil {
+		return "", err
+	}
+	return execute("nginx.conf.tmpl", v)
+}
+
+// newMainView resolves nginx.conf for its template.
+func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mainView, error) {
+	v := mainView{Config: cfg, Settings: s, Refused: refused, Src: newMainSources(src), Static: sourceSwitchyard,
+		WorkerProcesses: s.WorkerProcesses, HTTPS: len(cfg.HTTPSListen) > 0, ServerTokens: "off", AccessLog: "off",
+		Resolvers: strings.Join(cfg.Resolvers, " "), SSLProtocols: strings.Join(s.SSLProtocols, " "),
+		LimitReqStatus: errorStatus(s.LimitReqStatusCode), LimitConnStatus: errorStatus(s.LimitConnStatusCode),
+		Keepalive: s.UpstreamKeepaliveConnections > 0}
+	if cfg.WorkerProcesses != "" {
+		v.WorkerProcesses, v.Src.WorkerProcesses = cfg.WorkerProcesses, ""
+	}
+	if s.ServerTokens {
+		v.ServerTokens = "on"
+	}
+	if cfg.AccessLog {
+		v.AccessLog = "logs/access.log upstreaminfo"
+	}
+	for _, m := range []string{"ndk_http_module.so", "ngx_http_lua_module.so"} {
+		q, err := quote(cfg.ModulesDir + "/" + m)
+		if err != nil {
+			return mainView{}, err
+		}
+		v.LoadModules = append(v.LoadModules, q)
+	}
+	var err error
+	if cfg.User != "" {
+		if v.User, err = quotedWords(cfg.User, cfg.Group); err != nil {
+			return mainView{}, err
+		}
+	}
+	if v.HTTPSPort, err = luaString(redirectPort(cfg.HTTPSListen)); err != nil {
+		return mainView{}, err
+	}
+	if v.HSTS, err = luaString(hstsHeader(s)); err != nil {
+		return mainView{}, err
+	}
+	if v.LogFormat, err = logFormat(s.LogFormatUpstream); err != nil {
+		return mainView{}, err
+	}
+	v.SSLCiphers, err = quote(s.SSLCiphers)
+	return v, err
+}
+
+// errorStatus is code when it is an error status NGINX can answer with,
+// and 0 (not written) otherwise.
+func errorStatus(code int) int {
+	if code < 400 || code > 599 {
+		return 0
+	}
+	return code
+}
+
+// quotedWords quotes each word and joins them with spaces.
+func quotedWords(words ...string) (string, error) {
+	out := make([]string, len(words))
+	for i, w := range words {
+		q, err := quote(w)
+		if err != nil {
+			return "", err
+		}
+		out[i] = q
+	}
+	return strings.Join(out, " "), nil
+}
