@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -92,24 +91,22 @@ func (s *Stage) Run(ctx context.Context) error {
 
 	r := &runner{
 		newAnnotator: func() *Annotator { return host.NewAnnotator(owners) },
-		writer:       bus.NewWriter(s.conn, bus.StageAnnotations),
-		log:          s.log,
 		problems:     problems.NewReporter(s.log),
 	}
-	go r.retryRecovered(ctx, host.Recovered())
-	return bus.Follow(ctx, s.conn, bus.StageTranslator, r.follow)
+	redos := make(chan bus.Redo)
+	go r.retryRecovered(ctx, host.Recovered(), redos)
+	return bus.Pipe(ctx, s.conn, bus.StageTranslator, bus.StageAnnotations, s.log, r.annotate,
+		bus.WithRedos(redos), bus.WithPublished(r.report))
 }
 
-// runner publishes the annotator's output; the follow callback and the
-// retries after a plugin restart take turns.
+// runner holds the annotator between changes; bus.Pipe runs its annotate
+// and its retries in turn.
 type runner struct {
-	mu           sync.Mutex
 	annotator    *Annotator
 	newAnnotator func() *Annotator
-	writer       *bus.Writer
-	log          *zap.Logger
-	last         bus.Meta
-	started      bool
+	// started says the first output has gone out: until then every
+	// output is a whole table, even when the first annotate failed.
+	started bool
 	// problems logs each Ingress's problems when they change (the
 	// translator logs its own; these are the plugins' and the host's,
 	// which nothing else logs when there is no Kubernetes API to write
@@ -117,10 +114,7 @@ type runner struct {
 	problems *problems.Reporter
 }
 
-func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	start := time.Now()
+func (r *runner) annotate(ctx context.Context, in bus.Snapshot) (bus.Output, error) {
 	if in.Full || r.annotator == nil {
 		// The whole table: start over, and publish a whole table, which
 		// also deletes whatever an earlier run left.
@@ -135,51 +129,39 @@ func (r *runner) follow(ctx context.Context, in bus.Snapshot) error {
 	}
 	out, err := r.annotator.Update(ctx, values)
 	if err != nil {
-		r.log.Error("annotate failed; keeping the last published state", zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
-		return nil
+		return bus.Output{}, fmt.Errorf("annotate: %w", err)
 	}
 	if in.Full || !r.started {
 		out.Full, r.started = true, true
 	}
-	r.last = in.Meta
-	r.publish(ctx, in.Meta, out, start)
-	return nil
+	return out, nil
 }
 
-func (r *runner) retryRecovered(ctx context.Context, recovered <-chan string) {
+// retryRecovered asks Pipe to annotate again the Ingresses of each plugin
+// that is back after a restart.
+func (r *runner) retryRecovered(ctx context.Context, recovered <-chan string, redos chan<- bus.Redo) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case name := <-recovered:
-			r.mu.Lock()
-			if r.started {
-				start := time.Now()
+			redo := func(ctx context.Context) (*bus.Output, error) {
+				if !r.started {
+					return nil, nil // the first annotate asks every plugin anyway
+				}
 				out, err := r.annotator.Retry(ctx, name)
 				if err != nil {
-					r.log.Error("re-annotate after plugin restart failed", zap.String("plugin", name), zap.Error(err))
-				} else {
-					r.publish(ctx, r.last, out, start)
+					return nil, fmt.Errorf("re-annotate after plugin %s restarted: %w", name, err)
 				}
+				return &out, nil
 			}
-			r.mu.Unlock()
+			select {
+			case redos <- redo:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
-}
-
-func (r *runner) publish(ctx context.Context, in bus.Meta, out bus.Output, start time.Time) {
-	meta := bus.Meta{Generation: in.Generation, Trace: in.Trace.Child(), Ingest: in.Ingest}
-	// Apply retries until the bus takes the output, or ctx ends.
-	changed, err := r.writer.Apply(ctx, meta, out)
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		r.log.Error("keys left out of the table; every other key was published", zap.Uint64("generation", in.Generation), zap.Error(err))
-	}
-	r.report(out)
-	r.log.Debug("published", zap.Uint64("generation", in.Generation), zap.Int("changedKeys", changed),
-		zap.Int("puts", len(out.Puts)), zap.Int("deletes", len(out.Deletes)), zap.Duration("took", time.Since(start)))
 }
 
 // report logs the problems of each Ingress info in out whose problems

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -21,11 +19,9 @@ type Stage struct {
 	cfg  Config
 	log  *zap.Logger
 
-	// mu makes the two inputs take turns.
-	mu       sync.Mutex
+	// Used only by what bus.Pipe runs, in turn: render and the redos
+	// the refusals bring.
 	renderer *Renderer
-	writer   *bus.Writer
-	last     bus.Meta // of the last annotations commit rendered
 	// refusals are the applier's, by table key: a new renderer starts
 	// with them.
 	refusals map[string]*bus.Refusal
@@ -34,10 +30,11 @@ type Stage struct {
 
 // New returns the renderer stage.
 func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
-	return &Stage{conn: conn, cfg: cfg, log: log, splitter: newFileSplitter()}
+	return &Stage{conn: conn, cfg: cfg, log: log, splitter: newFileSplitter(), refusals: map[string]*bus.Refusal{}}
 }
 
-// Run renders after every commit of the annotations stage until ctx ends.
+// Run renders after every commit of the annotations stage, and again after
+// every change of the applier's refusals, until ctx ends.
 func (s *Stage) Run(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
@@ -45,41 +42,26 @@ func (s *Stage) Run(ctx context.Context) error {
 	if len(s.cfg.TestRefuseIngresses) > 0 {
 		s.log.Warn("test option: these Ingresses get a directive NGINX refuses", zap.Strings("ingresses", s.cfg.TestRefuseIngresses))
 	}
-	s.writer = bus.NewWriter(s.conn, bus.StageRenderer)
-	s.refusals = map[string]*bus.Refusal{}
-	// Two inputs: the annotated model, and the applier's refusals.
-	done := make(chan error, 2)
-	go func() { done <- bus.Follow(ctx, s.conn, bus.TableRefusals, s.followRefusals) }()
-	go func() { done <- bus.Follow(ctx, s.conn, bus.StageAnnotations, s.followModel) }()
-	for range 2 {
-		if err := <-done; err != nil {
-			return fmt.Errorf("renderer: %w", err)
+	redos := make(chan bus.Redo)
+	go func() {
+		err := bus.Follow(ctx, s.conn, bus.TableRefusals, func(ctx context.Context, snap bus.Snapshot) error {
+			select {
+			case redos <- func(context.Context) (*bus.Output, error) { return s.applyRefusals(snap), nil }:
+			case <-ctx.Done():
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("following the applier's refusals stopped", zap.Error(err))
 		}
-	}
-	return nil
+	}()
+	return bus.Pipe(ctx, s.conn, bus.StageAnnotations, bus.StageRenderer, s.log, s.render, bus.WithRedos(redos))
 }
 
-func (s *Stage) followModel(ctx context.Context, in bus.Snapshot) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	start := time.Now()
-	out, err := s.render(in)
-	if err != nil {
-		s.log.Error("transform failed; keeping the last published state",
-			zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
-		return nil
-	}
-	s.last = in.Meta
-	s.publish(ctx, out, start)
-	return nil
-}
-
-// followRefusals renders again when the applier refuses a source or
-// forgets a refusal: the refused source is left out, or back.
-func (s *Stage) followRefusals(ctx context.Context, in bus.Snapshot) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	start := time.Now()
+// applyRefusals takes a change of the applier's refusals and renders again
+// what it leaves out or brings back; nil before the first model render,
+// which takes them.
+func (s *Stage) applyRefusals(in bus.Snapshot) *bus.Output {
 	if in.Full {
 		for key := range s.refusals {
 			s.setRefusal(key, nil)
@@ -97,14 +79,14 @@ func (s *Stage) followRefusals(ctx context.Context, in bus.Snapshot) error {
 		s.setRefusal(key, &ref)
 	}
 	if s.renderer == nil || !s.renderer.Rendered(MainFile) {
-		return nil // the first model render takes them
+		return nil
 	}
 	out, errs := s.renderer.Flush()
 	for _, err := range errs {
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
-	s.publish(ctx, out, start)
-	return nil
+	s.splitter.split(&out)
+	return &out
 }
 
 func (s *Stage) setRefusal(key string, ref *bus.Refusal) {
@@ -118,25 +100,7 @@ func (s *Stage) setRefusal(key string, ref *bus.Refusal) {
 	}
 }
 
-func (s *Stage) publish(ctx context.Context, out bus.Output, start time.Time) {
-	// A host with thousands of paths renders a file larger than one bus
-	// message: it goes out in parts, which the applier joins.
-	s.splitter.split(&out)
-	meta := bus.Meta{Generation: s.last.Generation, Trace: s.last.Trace.Child(), Ingest: s.last.Ingest}
-	// Apply retries until the bus takes the whole output, or ctx ends.
-	changed, err := s.writer.Apply(ctx, meta, out)
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		s.log.Error("keys left out of the table; every other key was published",
-			zap.Uint64("generation", meta.Generation), zap.Error(err))
-	}
-	s.log.Debug("published", zap.Uint64("generation", meta.Generation), zap.Int("changedKeys", changed),
-		zap.Bool("full", out.Full), zap.Duration("took", time.Since(start)))
-}
-
-func (s *Stage) render(in bus.Snapshot) (bus.Output, error) {
+func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 	full := in.Full || s.renderer == nil
 	if full {
 		s.renderer = NewRenderer(s.cfg)
@@ -154,6 +118,9 @@ func (s *Stage) render(in bus.Snapshot) (bus.Output, error) {
 	// A new renderer's first change is everything it renders: the whole
 	// table, which replaces what an earlier run left.
 	out.Full = full
+	// A host with thousands of paths renders a file larger than one bus
+	// message: it goes out in parts, which the applier joins.
+	s.splitter.split(&out)
 	return out, nil
 }
 
