@@ -1,0 +1,123 @@
+package annotations
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/plugins"
+)
+
+// The key policy: which plugin owns an annotation and whether its value may
+// reach it at all (pattern, risk level, snippets), checked before any plugin
+// sees a value.
+
+// split checks the Ingress's annotations the host can check itself
+// (ownership, pattern, risk, snippets) and sorts the rest by plugin.
+func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted]plugins.Ingress {
+	byPlugin := map[*hosted]plugins.Ingress{}
+	maxRisk, _ := plugins.ParseRisk(a.settings.AnnotationsRiskLevel)
+	if maxRisk == 0 {
+		maxRisk = plugins.RiskHigh
+	}
+	canary := info.Canary // the translator's decision
+	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
+		value := info.Annotations[key]
+		owner := a.owners[key]
+		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
+			continue // a canary Ingress ignores its other annotations, as in ingress-nginx
+		}
+		if owner == nil {
+			a.unowned(key, res)
+			continue
+		}
+		if problem, ok := a.refuse(owner, key, value, maxRisk); ok {
+			res.reject(problem)
+			continue
+		}
+		p := owner.plugin
+		in, ok := byPlugin[p]
+		if !ok {
+			in = plugins.Ingress{Namespace: info.Namespace, Name: info.Name, Annotations: map[string]string{}}
+		}
+		if _, set := in.Annotations[owner.spec.Key]; set && key != owner.full {
+			continue // the canonical key wins over an alias
+		}
+		in.Annotations[owner.spec.Key] = value
+		if owner.spec.SecretRef {
+			// Only a Secret of the Ingress's own namespace is sent: the
+			// plugin reports a value naming another one.
+			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok && strings.HasPrefix(id, info.Namespace+"/") {
+				if data, ok := a.secrets[id]; ok {
+					if in.Secrets == nil {
+						in.Secrets = map[string]map[string][]byte{}
+					}
+					in.Secrets[id] = data
+				}
+			}
+		}
+		byPlugin[p] = in
+	}
+	return byPlugin
+}
+
+// refuse checks what the host checks for every annotation, before any
+// plugin sees the value.
+func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk) (bus.Problem, bool) {
+	field := "metadata.annotations[" + key + "]"
+	switch {
+	case owner.spec.Risk > maxRisk:
+		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
+			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
+	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
+		return snippetRefused(key), true
+	case strings.ContainsAny(value, "\r\n\x00"):
+		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+			"annotation %s: the value holds a line break or NUL", key)}, true
+	case !owner.pattern.MatchString(value):
+		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+			"annotation %s: value %s does not match %s", key, quoteForMessage(value), owner.spec.Pattern)}, true
+	}
+	return bus.Problem{}, false
+}
+
+// unowned handles an annotation no plugin owns. Under our prefix a snippet
+// is refused (never ignored: it may be what protects the Ingress); anything
+// else is not ours to judge and is ignored, as ingress-nginx ignores
+// annotations it does not know.
+func (a *Annotator) unowned(key string, res *ingressResult) {
+	if !strings.HasPrefix(key, a.prefix+"/") || !isSnippet(key) {
+		return
+	}
+	if !a.settings.AllowSnippetAnnotations {
+		res.reject(snippetRefused(key))
+		return
+	}
+	res.reject(bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
+		Message: fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)})
+}
+
+func isSnippet(key string) bool { return strings.HasSuffix(key, "-snippet") }
+
+func snippetRefused(key string) bus.Problem {
+	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
+		Message: fmt.Sprintf("annotation %s is a snippet, and snippet annotations are off (allow-snippet-annotations)", key)}
+}
+
+// quoteForMessage shows a value in an error message, cut short, so a long
+// or hostile value cannot flood logs and Events.
+func quoteForMessage(v string) string {
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func (a *Annotator) displayKey(key string) string {
+	if strings.Contains(key, "/") {
+		return key
+	}
+	return a.prefix + "/" + key
+}
