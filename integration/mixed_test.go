@@ -126,14 +126,9 @@ func TestMixedBadObjectsNeverTakeGoodOnesDown(t *testing.T) {
 	}
 	t.Setenv("SWITCHYARD_TEST_REFUSE_INGRESS", strings.Join(refused, ","))
 
-	bin := harness.Binary(t)
-	e := &env{t: t, dir: t.TempDir()}
-	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
-	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
-	portC := harness.StartEcho(t, bin, "echo-c", "c-1")
-	e.write("class.yaml", harness.ClassYAML)
-	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+
-		harness.ServiceYAML("default", "echo-b", e.portB)+"---\n"+harness.ServiceYAML("default", "echo-c", portC))
+	e := newBackends(t)
+	portC := harness.StartEcho(t, harness.Binary(t), "echo-c", "c-1")
+	e.write("service-c.yaml", harness.ServiceYAML("default", "echo-c", portC))
 
 	settings := map[string]string{"proxy-read-timeout": "60"}
 	// Values NGINX refuses (traced to their key) and one the parser

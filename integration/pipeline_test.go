@@ -28,17 +28,26 @@ type env struct {
 
 func newEnv(t *testing.T, files map[string]string) *env {
 	t.Helper()
-	bin := harness.Binary(t)
-	e := &env{t: t, dir: t.TempDir()}
-	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
-	e.portA2 = harness.StartEcho(t, bin, "echo-a", "a-2")
-	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
-	e.write("class.yaml", harness.ClassYAML)
-	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+harness.ServiceYAML("default", "echo-b", e.portB))
+	e := newBackends(t)
+	e.portA2 = harness.StartEcho(t, harness.Binary(t), "echo-a", "a-2")
 	for name, content := range files {
 		e.write(name, content)
 	}
 	e.sy = harness.StartSwitchyard(t, e.dir)
+	return e
+}
+
+// newBackends starts echo-a (pod a-1) and echo-b (pod b-1) and writes the
+// IngressClass and their Services in namespace default; Switchyard is not
+// started yet.
+func newBackends(t *testing.T) *env {
+	t.Helper()
+	bin := harness.Binary(t)
+	e := &env{t: t, dir: t.TempDir()}
+	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
+	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
+	e.write("class.yaml", harness.ClassYAML)
+	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+harness.ServiceYAML("default", "echo-b", e.portB))
 	return e
 }
 

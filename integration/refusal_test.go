@@ -49,12 +49,7 @@ func waitRefusalLogged(t *testing.T, sy *harness.Switchyard, source, message str
 // first). Present at start, they are traced to their keys, which fall back
 // to their defaults; NGINX starts and serves every host.
 func TestConfigMapValuesNginxRefusesAtStart(t *testing.T) {
-	bin := harness.Binary(t)
-	e := &env{t: t, dir: t.TempDir()}
-	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
-	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
-	e.write("class.yaml", harness.ClassYAML)
-	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+harness.ServiceYAML("default", "echo-b", e.portB))
+	e := newBackends(t)
 	e.write("a.yaml", harness.IngressYAML("default", "a", "a.test", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 	e.write("b.yaml", harness.IngressYAML("default", "b", "b.test", harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
 	e.write("config.yaml", configMapYAML(map[string]string{

@@ -146,12 +146,7 @@ func TestSSLRedirectAndHSTS(t *testing.T) {
 }
 
 func TestControllerConfigMap(t *testing.T) {
-	bin := harness.Binary(t)
-	e := &env{t: t, dir: t.TempDir()}
-	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
-	e.portB = harness.StartEcho(t, bin, "echo-b", "b-1")
-	e.write("class.yaml", harness.ClassYAML)
-	e.write("services.yaml", harness.ServiceYAML("default", "echo-a", e.portA)+"---\n"+harness.ServiceYAML("default", "echo-b", e.portB))
+	e := newBackends(t)
 	cert, key := harness.SelfSigned(t, "tls.example.com")
 	e.write("tls.yaml", harness.TLSIngressYAML("default", "tls", "tls.example.com", "echo-a", cert, key))
 	e.write("config.yaml", configMapYAML(map[string]string{"ssl-redirect": "false", "proxy-body-size": "2m", "hsts": "maybe"}))
