@@ -54,9 +54,12 @@ const SettingsKey = KindConfig + ".controller"
 // DefaultLogFormatUpstream is ingress-nginx's upstreaminfo format.
 const DefaultLogFormatUpstream = `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_length $request_time [$proxy_upstream_name] [$proxy_alternative_upstream_name] $upstream_addr $upstream_response_length $upstream_response_time $upstream_status $req_id`
 
-// DefaultSettings are ingress-nginx's defaults for the keys above.
+// DefaultSettings are ingress-nginx's defaults for the keys above. A group
+// of keys added later lives in its own settings_<group>.go as a struct
+// embedded in Settings (JSON stays flat) with its own defaults function,
+// called here.
 func DefaultSettings() Settings {
-	return Settings{
+	s := Settings{
 		SSLRedirect: true, HSTS: true, HSTSMaxAge: 31536000, HSTSIncludeSubdomains: true,
 		ProxyBodySize: "1m", ProxyConnectTimeout: 5, ProxySendTimeout: 60, ProxyReadTimeout: 60,
 		ProxyRealIPCIDR:              []string{"0.0.0.0/0"},
@@ -72,4 +75,5 @@ func DefaultSettings() Settings {
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
 	}
+	return s
 }

@@ -65,11 +65,32 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 	}
 }
 
-// settingParsers is every ConfigMap key Switchyard understands. Values that
-// reach nginx.conf unquoted (sizes, times, ciphers) are whole-string
-// patterns whose classes hold no ';', '{', '}', quote, '$', '\' or
-// whitespace, so no value can end a directive or start a new one.
-var settingParsers = map[string]settingParser{
+// settingParsers is every ConfigMap key Switchyard understands, gathered
+// from one table per concern (each in its own settings_<group>.go next to
+// the bus.Settings part it fills). Values that reach nginx.conf unquoted
+// (sizes, times, ciphers) are whole-string patterns whose classes hold no
+// ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
+// directive or start a new one.
+var settingParsers = settingGroups(coreSettings)
+
+// settingGroups merges the per-concern tables; a key in two of them is a
+// programming error caught by every test run.
+func settingGroups(groups ...map[string]settingParser) map[string]settingParser {
+	all := map[string]settingParser{}
+	for _, g := range groups {
+		for key, p := range g {
+			if _, dup := all[key]; dup {
+				panic("ConfigMap key " + key + " is parsed by two setting groups")
+			}
+			all[key] = p
+		}
+	}
+	return all
+}
+
+// coreSettings are the keys of the first releases: redirects, HSTS, the
+// basic proxy timeouts, client address, keepalive, workers, logs and TLS.
+var coreSettings = map[string]settingParser{
 	"ssl-redirect":               boolSetting(func(s *bus.Settings) *bool { return &s.SSLRedirect }),
 	"hsts":                       boolSetting(func(s *bus.Settings) *bool { return &s.HSTS }),
 	"hsts-max-age":               intSetting(func(s *bus.Settings) *int { return &s.HSTSMaxAge }, 0, math.MaxInt32, "seconds"),

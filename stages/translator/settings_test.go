@@ -24,9 +24,20 @@ type keyCases struct {
 	invalid []string
 }
 
-// settingsCases covers every key settingParsers knows;
+// settingsCases covers every key settingParsers knows, gathered from one
+// table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = map[string]keyCases{
+var settingsCases = caseGroups(coreSettingsCases)
+
+func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
+	all := map[string]keyCases{}
+	for _, g := range groups {
+		maps.Copy(all, g)
+	}
+	return all
+}
+
+var coreSettingsCases = map[string]keyCases{
 	"ssl-redirect":               boolCases(true, func(s *bus.Settings) *bool { return &s.SSLRedirect }),
 	"hsts":                       boolCases(true, func(s *bus.Settings) *bool { return &s.HSTS }),
 	"hsts-include-subdomains":    boolCases(true, func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
