@@ -155,7 +155,7 @@ var features = []feature{
 		name: "Not implemented yet (compatibility guard)", summary: "ingress-nginx annotations Switchyard does not implement: an Ingress using one is refused rather than served differently than asked.",
 		plugin: "compat", keys: []string{"auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth", "auth-tls-error-page",
 			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "satisfy", "allowlist-source-range", "denylist-source-range", "mirror-target", "mirror-host",
-			"mirror-request-body", "server-alias", "proxy-ssl-name", "upstream-vhost"},
+			"mirror-request-body", "server-alias", "proxy-ssl-name"},
 		tables:   []string{"annotations.ingress.<ns>.<name> (problems)"},
 		testdata: []string{"stages/annotations/testdata/refusals.model.json"},
 		tests:    []string{"plugins/builtin/compat.TestApply"},
