@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/echo"
+)
+
+// proxyIngress is an Ingress for host with / on service, and annotations.
+func proxyIngress(name, host, service string, annotations map[string]string) string {
+	ing := harness.IngressYAML("default", name, host, harness.Path{Path: "/", Type: "Prefix", Service: service})
+	if len(annotations) == 0 {
+		return ing
+	}
+	return annotated(ing, annotations)
+}
+
+// send sends one request through NGINX's HTTP listener with headers and
+// a body; a fresh client, so no connection is shared between requests.
+func (e *env) send(method, host, path string, headers map[string]string, body []byte) (harness.Response, error) {
+	return harness.DoWithHeaders(harness.NewClient(), method, "http://"+e.sy.HTTPAddr+path, host, headers, body)
+}
+
+// TestProxySettingsThroughNginx: the proxy plugin's annotations and the
+// ConfigMap's proxy keys, through the real binary, NGINX and echo
+// backends: body size, read timeout, retries over a dead endpoint,
+// upstream-vhost, and the annotation winning over the ConfigMap.
+func TestProxySettingsThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	// "dead" has two endpoints: a port nothing listens on, and echo-b.
+	dead := harness.FreePort(t)
+	e.write("dead.yaml", harness.ServiceYAML("default", "dead", dead, e.portB))
+	e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "30m"}))
+	e.write("small.yaml", proxyIngress("small", "small.example.com", "echo-a", nil))
+	e.write("slow.yaml", proxyIngress("slow", "slow.example.com", "echo-b", map[string]string{"proxy-read-timeout": "1"}))
+	e.write("patient.yaml", proxyIngress("patient", "patient.example.com", "echo-b", nil))
+	e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", nil))
+	e.write("vhost.yaml", proxyIngress("vhost", "vhost.example.com", "echo-a", map[string]string{"upstream-vhost": "backend.internal:8080"}))
+	// The ConfigMap raises the body size everywhere; the annotation of
+	// "strict" lowers it again for its host.
+	e.write("strict.yaml", proxyIngress("strict", "strict.example.com", "echo-a", map[string]string{"proxy-body-size": "1k"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "30"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com"} {
+		e.eventually(host, "/", host+" served", func(r harness.Response) bool { return r.Status == 200 && r.Echo != nil })
+	}
+
+	t.Run("proxy-body-size", func(t *testing.T) {
+		body := bytes.Repeat([]byte("x"), 20<<20)
+		r, err := e.send(http.MethodPost, "upload.example.com", "/", nil, body)
+		if err != nil || r.Status != 200 || r.Echo == nil || r.Echo.BodyBytes != int64(len(body)) {
+			t.Fatalf("20 MB upload with proxy-body-size 30m: %v, status %d, echo %+v", err, r.Status, r.Echo)
+		}
+		if r, err := e.send(http.MethodPost, "small.example.com", "/", nil, body); err != nil || r.Status != 413 {
+			t.Fatalf("20 MB upload without proxy-body-size: %v, status %d, want 413", err, r.Status)
+		}
+		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 4096)); err != nil || r.Status != 413 {
+			t.Fatalf("4 KB upload with proxy-body-size 1k: %v, status %d, want 413", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-read-timeout", func(t *testing.T) {
+		slow := map[string]string{echo.DelayHeader: "3s"}
+		if r, err := e.send(http.MethodGet, "slow.example.com", "/", slow, nil); err != nil || r.Status != 504 {
+			t.Fatalf("3 s backend with proxy-read-timeout 1: %v, status %d, want 504", err, r.Status)
+		}
+		// The ConfigMap's 30 s holds where no annotation says otherwise.
+		if r, err := e.send(http.MethodGet, "patient.example.com", "/", slow, nil); err != nil || r.Status != 200 {
+			t.Fatalf("3 s backend with the ConfigMap's 30 s: %v, status %d, want 200", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-next-upstream", func(t *testing.T) {
+		// Default "error timeout": a refused connection is retried on
+		// the other endpoint, so every request is answered by echo-b.
+		for i := range 12 {
+			if r, err := e.send(http.MethodGet, "retry.example.com", "/", nil, nil); err != nil || r.Status != 200 || r.Echo == nil || r.Echo.Pod != "b-1" {
+				t.Fatalf("request %d with a dead endpoint: %v, status %d", i, err, r.Status)
+			}
+		}
+		// With retries off, the dead endpoint's turn is a 502.
+		e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", map[string]string{"proxy-next-upstream": "off"}))
+		e.eventually("retry.example.com", "/", "a 502 from the dead endpoint without retries", status(502))
+	})
+
+	t.Run("upstream-vhost", func(t *testing.T) {
+		r := e.expect("vhost.example.com", "/", 200, "a-1")
+		if r.Echo.Host != "backend.internal:8080" {
+			t.Fatalf("backend saw Host %q, want backend.internal:8080", r.Echo.Host)
+		}
+		if got := r.Echo.Headers["X-Forwarded-Host"]; len(got) != 1 || got[0] != "vhost.example.com" {
+			t.Fatalf("X-Forwarded-Host %q, want the client's host", got)
+		}
+		// Other hosts keep the client's Host.
+		if r := e.expect("small.example.com", "/", 200, "a-1"); r.Echo.Host != "small.example.com" {
+			t.Fatalf("backend saw Host %q on a host without upstream-vhost", r.Echo.Host)
+		}
+	})
+
+	t.Run("bad value rejects only its Ingress", func(t *testing.T) {
+		e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "100000000g"}))
+		e.eventually("upload.example.com", "/", "the rejected Ingress gone", status(404))
+		e.expect("small.example.com", "/", 200, "a-1")
+		harness.WaitFor(t, changeTimeout, "the reason reported", func() error {
+			problems := problemsLogged(t, e.sy.Output.String())["default/upload"]
+			for _, p := range problems {
+				if strings.Contains(p, "proxy-body-size") && strings.Contains(p, "over the limit of 1024g") {
+					return nil
+				}
+			}
+			return fmt.Errorf("problems of default/upload: %q", problems)
+		})
+	})
+}
