@@ -44,6 +44,27 @@ func TestProxySettingsThroughNginx(t *testing.T) {
 	// The ConfigMap raises the body size everywhere; the annotation of
 	// "strict" lowers it again for its host.
 	e.write("strict.yaml", proxyIngress("strict", "strict.example.com", "echo-a", map[string]string{"proxy-body-size": "1k"}))
+	// "vip" has a cluster IP on loopback with echo-a's port, and only the
+	// dead endpoint: service-upstream proxies to the cluster IP.
+	e.write("vip.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: vip, namespace: default}
+spec:
+  clusterIP: 127.0.0.1
+  ports: [{name: http, port: %d}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: vip-1
+  namespace: default
+  labels: {kubernetes.io/service-name: vip}
+addressType: IPv4
+ports: [{name: http, port: %d}]
+endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
+`, e.portA, dead))
+	e.write("cluster-ip.yaml", proxyIngress("cluster-ip", "vip.example.com", "vip", map[string]string{"service-upstream": "true"}))
+	e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
 	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "30"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 
@@ -101,6 +122,13 @@ func TestProxySettingsThroughNginx(t *testing.T) {
 		if r := e.expect("small.example.com", "/", 200, "a-1"); r.Echo.Host != "small.example.com" {
 			t.Fatalf("backend saw Host %q on a host without upstream-vhost", r.Echo.Host)
 		}
+	})
+
+	t.Run("service-upstream", func(t *testing.T) {
+		e.eventually("vip.example.com", "/", "the cluster IP", servedBy("a-1"))
+		// The same Service without the annotation uses its endpoint,
+		// which is dead.
+		e.eventually("endpoints.example.com", "/", "the dead endpoint", status(502))
 	})
 
 	t.Run("bad value rejects only its Ingress", func(t *testing.T) {

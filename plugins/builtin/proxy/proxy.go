@@ -38,6 +38,10 @@ const (
 	KeyRedirectTo           = "proxy-redirect-to"
 	KeyConnectionHeader     = "connection-proxy-header"
 	KeyUpstreamVhost        = "upstream-vhost"
+	// KeyServiceUpstream is read by the translator, which alone knows the
+	// Service (stages/translator.serviceUpstreamBackend); the plugin owns
+	// it so that its value is checked and documented.
+	KeyServiceUpstream = "service-upstream"
 )
 
 // First checks by the host, before the plugin sees a value; Parse checks
@@ -51,6 +55,7 @@ const (
 	redirectChars = `[^\s"'$;{}\\]+`
 	connection    = `[A-Za-z0-9, -]{1,600}`
 	vhostChars    = `[-._~a-zA-Z0-9:\[\]]{1,260}`
+	boolValues    = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
 )
 
 // Plugin implements plugins.IngressPlugin.
@@ -90,6 +95,7 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyRedirectTo, redirectChars, plugins.RiskMedium, "off", `Second argument of proxy_redirect: the replacement URL or path, used with a URL in proxy-redirect-from.`),
 			ann(KeyConnectionHeader, connection, plugins.RiskLow, "", "Connection header sent to the backend instead of the default (upgrade for WebSocket requests, else empty), e.g. keep-alive or close."),
 			ann(KeyUpstreamVhost, vhostChars, plugins.RiskLow, "", "Host header sent to the backend instead of the request's host: a host name or address with an optional port."),
+			ann(KeyServiceUpstream, boolValues, plugins.RiskLow, "false", "Proxy to the Service's cluster IP and port (kube-proxy balances) instead of its endpoints. A headless Service keeps its endpoints, with a warning."),
 		},
 	}
 }
@@ -209,6 +215,11 @@ func (ps *parser) rewrites() {
 		return redirectURL(v)
 	})
 	ps.str(KeyConnectionHeader, &ps.p.ConnectionHeader, matching(features.ConnectionHeaderPattern, "a Connection header value: tokens such as keep-alive, close or upgrade, separated by commas"))
+	if v, ok := ps.a[KeyServiceUpstream]; ok {
+		if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+			ps.fail(KeyServiceUpstream, "%q is not true or false", cut(v))
+		}
+	}
 	ps.str(KeyUpstreamVhost, &ps.p.UpstreamVhost, matching(features.UpstreamVhostPattern, "a host name or address with an optional port (no $, quotes or spaces)"))
 	if ps.p.RedirectTo != "" && ps.p.RedirectTo != "off" && !isURLOrPath(ps.p.RedirectFrom) {
 		ps.fail(KeyRedirectTo, "is used only with a URL or path in %s, which is %q", KeyRedirectFrom, orDefault(ps.p.RedirectFrom, "off"))

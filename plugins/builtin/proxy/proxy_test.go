@@ -68,6 +68,8 @@ func TestParse(t *testing.T) {
 		{name: "upstream vhost", in: map[string]string{KeyUpstreamVhost: "backend.example.com:8080"}, want: &bus.Proxy{UpstreamVhost: "backend.example.com:8080"}},
 		{name: "upstream vhost ipv6", in: map[string]string{KeyUpstreamVhost: "[::1]:80"}, want: &bus.Proxy{UpstreamVhost: "[::1]:80"}},
 		{name: "upstream vhost variable refused", in: map[string]string{KeyUpstreamVhost: "$host"}, errKeys: []string{KeyUpstreamVhost}},
+		{name: "service-upstream is the translator's", in: map[string]string{KeyServiceUpstream: "true"}},
+		{name: "service-upstream bad", in: map[string]string{KeyServiceUpstream: "yes"}, errKeys: []string{KeyServiceUpstream}},
 		{name: "errors reject the whole group", in: map[string]string{KeyBodySize: "30m", KeyReadTimeout: "x"}, errKeys: []string{KeyReadTimeout}},
 	}
 	for _, tt := range tests {
@@ -103,7 +105,7 @@ func TestDescribe(t *testing.T) {
 	medium := map[string]bool{KeyBodySize: true, KeyNextUpstream: true, KeyCookieDomain: true, KeyCookiePath: true,
 		KeyRedirectFrom: true, KeyRedirectTo: true}
 	d := New().Describe()
-	if len(d.Annotations) != 21 {
+	if len(d.Annotations) != 22 {
 		t.Fatalf("%d annotations", len(d.Annotations))
 	}
 	for _, a := range d.Annotations {
