@@ -29,7 +29,8 @@ func (e *env) send(method, host, path string, headers map[string]string, body []
 // TestProxySettingsThroughNginx: the proxy plugin's annotations and the
 // ConfigMap's proxy keys, through the real binary, NGINX and echo
 // backends: body size, read timeout, retries over a dead endpoint,
-// upstream-vhost, and the annotation winning over the ConfigMap.
+// upstream-vhost and connection-proxy-header, service-upstream, and the
+// annotation winning over the ConfigMap.
 func TestProxySettingsThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	// "dead" has two endpoints: a port nothing listens on, and echo-b.
@@ -40,7 +41,7 @@ func TestProxySettingsThroughNginx(t *testing.T) {
 	e.write("slow.yaml", proxyIngress("slow", "slow.example.com", "echo-b", map[string]string{"proxy-read-timeout": "1"}))
 	e.write("patient.yaml", proxyIngress("patient", "patient.example.com", "echo-b", nil))
 	e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", nil))
-	e.write("vhost.yaml", proxyIngress("vhost", "vhost.example.com", "echo-a", map[string]string{"upstream-vhost": "backend.internal:8080"}))
+	e.write("vhost.yaml", proxyIngress("vhost", "vhost.example.com", "echo-a", map[string]string{"upstream-vhost": "backend.internal:8080", "connection-proxy-header": "keep-alive"}))
 	// The ConfigMap raises the body size everywhere; the annotation of
 	// "strict" lowers it again for its host.
 	e.write("strict.yaml", proxyIngress("strict", "strict.example.com", "echo-a", map[string]string{"proxy-body-size": "1k"}))
@@ -118,9 +119,12 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		if got := r.Echo.Headers["X-Forwarded-Host"]; len(got) != 1 || got[0] != "vhost.example.com" {
 			t.Fatalf("X-Forwarded-Host %q, want the client's host", got)
 		}
-		// Other hosts keep the client's Host.
-		if r := e.expect("small.example.com", "/", 200, "a-1"); r.Echo.Host != "small.example.com" {
-			t.Fatalf("backend saw Host %q on a host without upstream-vhost", r.Echo.Host)
+		if got := r.Echo.Headers["Connection"]; len(got) != 1 || got[0] != "keep-alive" {
+			t.Fatalf("Connection %q, want keep-alive (connection-proxy-header)", got)
+		}
+		// Other hosts keep the client's Host and the default Connection.
+		if r := e.expect("small.example.com", "/", 200, "a-1"); r.Echo.Host != "small.example.com" || r.Echo.Headers["Connection"] != nil {
+			t.Fatalf("backend saw Host %q, Connection %q on a host without the annotations", r.Echo.Host, r.Echo.Headers["Connection"])
 		}
 	})
 
