@@ -54,13 +54,12 @@ type mainView struct {
 // mainSources are the attribution comments of nginx.conf, one a line that
 // is written from a ConfigMap key.
 type mainSources struct {
-	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR     string
-	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode, ProxyBodySize string
-	ProxyConnectTimeout, ProxySendTimeout, ProxyReadTimeout                   string
-	SSLProtocols, SSLCiphers                                                  string
-	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                    string
-	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                          string
-	MaxWorkerConnections, MaxWorkerOpenFiles                                  string
+	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR string
+	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode            string
+	SSLProtocols, SSLCiphers                                              string
+	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
+	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
+	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 }
 
 func newMainSources(src sources) mainSources {
@@ -69,9 +68,8 @@ func newMainSources(src sources) mainSources {
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
-		LimitConnStatusCode: s("limit-conn-status-code"), ProxyBodySize: s("proxy-body-size"),
-		ProxyConnectTimeout: s("proxy-connect-timeout"), ProxySendTimeout: s("proxy-send-timeout"),
-		ProxyReadTimeout: s("proxy-read-timeout"), SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
+		LimitConnStatusCode: s("limit-conn-status-code"),
+		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
 		UpstreamKeepaliveConnections: s("upstream-keepalive-connections"),
 		UpstreamKeepaliveTimeout:     s("upstream-keepalive-timeout"),
 		UpstreamKeepaliveRequests:    s("upstream-keepalive-requests"), UpstreamKeepaliveTime: s("upstream-keepalive-time"),
