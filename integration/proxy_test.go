@@ -39,7 +39,7 @@ func TestProxySettingsThroughNginx(t *testing.T) {
 	e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "30m"}))
 	e.write("small.yaml", proxyIngress("small", "small.example.com", "echo-a", nil))
 	e.write("slow.yaml", proxyIngress("slow", "slow.example.com", "echo-b", map[string]string{"proxy-read-timeout": "1"}))
-	e.write("patient.yaml", proxyIngress("patient", "patient.example.com", "echo-b", nil))
+	e.write("patient.yaml", proxyIngress("patient", "patient.example.com", "echo-b", map[string]string{"proxy-read-timeout": "20"}))
 	e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", nil))
 	e.write("vhost.yaml", proxyIngress("vhost", "vhost.example.com", "echo-a", map[string]string{"upstream-vhost": "backend.internal:8080", "connection-proxy-header": "keep-alive"}))
 	// The ConfigMap raises the body size everywhere; the annotation of
@@ -66,10 +66,10 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `, e.portA, dead))
 	e.write("cluster-ip.yaml", proxyIngress("cluster-ip", "vip.example.com", "vip", map[string]string{"service-upstream": "true"}))
 	e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "30"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 
-	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com"} {
+	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com", "patient.example.com"} {
 		e.eventually(host, "/", host+" served", func(r harness.Response) bool { return r.Status == 200 && r.Echo != nil })
 	}
 
@@ -88,13 +88,17 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 	})
 
 	t.Run("proxy-read-timeout", func(t *testing.T) {
-		slow := map[string]string{echo.DelayHeader: "3s"}
+		slow := map[string]string{echo.DelayHeader: "5s"}
 		if r, err := e.send(http.MethodGet, "slow.example.com", "/", slow, nil); err != nil || r.Status != 504 {
-			t.Fatalf("3 s backend with proxy-read-timeout 1: %v, status %d, want 504", err, r.Status)
+			t.Fatalf("5 s backend with proxy-read-timeout 1: %v, status %d, want 504", err, r.Status)
 		}
-		// The ConfigMap's 30 s holds where no annotation says otherwise.
+		// The ConfigMap's 2 s holds where no annotation says otherwise,
+		// and an annotation raises it again.
+		if r, err := e.send(http.MethodGet, "small.example.com", "/", slow, nil); err != nil || r.Status != 504 {
+			t.Fatalf("5 s backend with the ConfigMap's 2 s: %v, status %d, want 504", err, r.Status)
+		}
 		if r, err := e.send(http.MethodGet, "patient.example.com", "/", slow, nil); err != nil || r.Status != 200 {
-			t.Fatalf("3 s backend with the ConfigMap's 30 s: %v, status %d, want 200", err, r.Status)
+			t.Fatalf("5 s backend with proxy-read-timeout 20 over the ConfigMap's 2: %v, status %d, want 200", err, r.Status)
 		}
 	})
 
