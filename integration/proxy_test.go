@@ -154,3 +154,66 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		})
 	})
 }
+
+// TestProxyInjectionRejected: a hostile value in each proxy annotation
+// that reaches nginx.conf (the Medium-risk ones and those written into a
+// header) rejects its Ingress with a Problem naming the annotation;
+// nothing of the value is rendered, and a neighbouring Ingress stays
+// served.
+func TestProxyInjectionRejected(t *testing.T) {
+	cases := map[string]string{ // annotation → value; each carries "pwn<i>"
+		"proxy-body-size":         `1m; location /pwn1 { return 200; }`,
+		"proxy-next-upstream":     "error;\nlua_code_cache off; #pwn2",
+		"proxy-cookie-domain":     `a.local "pwn3"; } #`,
+		"proxy-cookie-path":       `/a /$pwn4`,
+		"proxy-redirect-from":     `~^http://(pwn5)/`,
+		"proxy-redirect-to":       `https://x/"; return 200 "pwn6`,
+		"upstream-vhost":          `pwn7"; proxy_pass http://evil; #`,
+		"connection-proxy-header": `close"; add_header X pwn8; #`,
+		"proxy-buffer-size":       `4k pwn9`,
+		"proxy-http-version":      `1.1; pwn10`,
+	}
+	e := newBackends(t)
+	e.write("good.yaml", proxyIngress("good", "good.example.com", "echo-a", map[string]string{"proxy-body-size": "2m"}))
+	names := map[string]string{}
+	i := 0
+	for key, value := range cases {
+		i++
+		name := fmt.Sprintf("hostile%d", i)
+		names[name] = key
+		annotations := map[string]string{key: value}
+		if key == "proxy-redirect-to" {
+			annotations["proxy-redirect-from"] = "http://a.local/"
+		}
+		e.write(name+".yaml", proxyIngress(name, name+".example.com", "echo-a", annotations))
+	}
+	e.sy = harness.StartSwitchyard(t, e.dir)
+	e.eventually("good.example.com", "/", "the ordinary Ingress", servedBy("a-1"))
+	harness.WaitFor(t, changeTimeout, "every hostile Ingress reported", func() error {
+		problems := problemsLogged(t, e.sy.Output.String())
+		for name, key := range names {
+			found := false
+			for _, p := range problems["default/"+name] {
+				found = found || strings.Contains(p, key)
+			}
+			if !found {
+				return fmt.Errorf("%s (%s): problems %q", name, key, problems["default/"+name])
+			}
+		}
+		return nil
+	})
+	for name := range names {
+		e.expect(name+".example.com", "/", 404, "")
+	}
+	rendered := false
+	for path, text := range readTree(t, e.sy.ConfDir()) {
+		rendered = rendered || strings.Contains(text, `"good.example.com"`)
+		if strings.Contains(text, "pwn") {
+			t.Errorf("%s holds a hostile value:\n%s", path, text)
+		}
+	}
+	if !rendered {
+		t.Fatal("no rendered server for good.example.com: the check above saw nothing")
+	}
+	e.expect("good.example.com", "/", 200, "a-1")
+}
