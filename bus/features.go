@@ -22,6 +22,7 @@ type (
 	RateLimit             = features.RateLimit
 	Redirect              = features.Redirect
 	Rewrite               = features.Rewrite
+	Proxy                 = features.Proxy
 	Balancing             = features.Balancing
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig

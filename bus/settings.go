@@ -11,10 +11,9 @@ type Settings struct {
 	HSTSIncludeSubdomains bool `json:"hstsIncludeSubdomains"` // hsts-include-subdomains
 	HSTSPreload           bool `json:"hstsPreload"`           // hsts-preload
 
-	ProxyBodySize       string `json:"proxyBodySize"`       // proxy-body-size, an NGINX size: "1m", "512k", "0"
-	ProxyConnectTimeout int    `json:"proxyConnectTimeout"` // proxy-connect-timeout, seconds
-	ProxySendTimeout    int    `json:"proxySendTimeout"`    // proxy-send-timeout, seconds
-	ProxyReadTimeout    int    `json:"proxyReadTimeout"`    // proxy-read-timeout, seconds
+	// ProxySettings are the proxy, client and server-size keys
+	// (settings_proxy.go).
+	ProxySettings
 
 	UseForwardedHeaders     bool     `json:"useForwardedHeaders"`     // use-forwarded-headers: trust X-Forwarded-* from clients
 	ComputeFullForwardedFor bool     `json:"computeFullForwardedFor"` // compute-full-forwarded-for: append to X-Forwarded-For
@@ -61,7 +60,7 @@ const DefaultLogFormatUpstream = `$remote_addr - $remote_user [$time_local] "$re
 func DefaultSettings() Settings {
 	s := Settings{
 		SSLRedirect: true, HSTS: true, HSTSMaxAge: 31536000, HSTSIncludeSubdomains: true,
-		ProxyBodySize: "1m", ProxyConnectTimeout: 5, ProxySendTimeout: 60, ProxyReadTimeout: 60,
+		ProxySettings:                defaultProxySettings(),
 		ProxyRealIPCIDR:              []string{"0.0.0.0/0"},
 		UseHTTP2:                     true,
 		UpstreamKeepaliveConnections: 320, UpstreamKeepaliveTimeout: 60, UpstreamKeepaliveRequests: 10000,

@@ -212,6 +212,7 @@ type (
 	RateLimit    = features.RateLimit
 	Redirect     = features.Redirect
 	Rewrite      = features.Rewrite
+	Proxy        = features.Proxy
 	// Balancing group (plugin balancing).
 	Balancing             = features.Balancing
 	UpstreamHashByConfig  = features.UpstreamHashByConfig

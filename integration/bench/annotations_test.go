@@ -94,7 +94,8 @@ func TestBenchAnnotations(t *testing.T) {
 }
 
 // addAnnotated puts Ingress i (its info and its server) into entries, with
-// the example's response header and two compat annotations (warnings).
+// the example's response header, a proxy annotation (upstream-vhost) and a
+// compat one (a warning).
 func addAnnotated(t *testing.T, entries map[string][]byte, i int, value string) {
 	t.Helper()
 	name := fmt.Sprintf("app-%d", i)

@@ -5,8 +5,10 @@ package echo
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Identity is who the backend says it is.
@@ -24,13 +26,32 @@ type Reply struct {
 	Namespace string              `json:"namespace"`
 	Service   string              `json:"service"`
 	Pod       string              `json:"pod"`
+	// BodyBytes is how many bytes of request body the backend read.
+	BodyBytes int64 `json:"bodyBytes"`
 }
 
+// DelayHeader asks the backend to wait that long (a Go duration of at
+// most MaxDelay) before it answers: a slow backend for timeout tests.
+const DelayHeader = "X-Echo-Delay"
+
+// MaxDelay bounds DelayHeader.
+const MaxDelay = time.Minute
+
 // ServeHTTP answers with the request as a Reply.
+// The request body is read to its end (and counted), so a proxy sending a
+// large upload sees it consumed rather than a connection closed early.
 func (id Identity) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n, _ := io.Copy(io.Discard, r.Body)
+	if d, err := time.ParseDuration(r.Header.Get(DelayHeader)); err == nil && d > 0 {
+		select {
+		case <-time.After(min(d, MaxDelay)):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body, _ := json.Marshal(Reply{
 		Path: r.RequestURI, Host: r.Host, Method: r.Method, Proto: r.Proto,
-		Headers: r.Header, Namespace: id.Namespace, Service: id.Service, Pod: id.Pod,
+		Headers: r.Header, Namespace: id.Namespace, Service: id.Service, Pod: id.Pod, BodyBytes: n,
 	})
 	body = append(body, '\n')
 	w.Header().Set("Content-Type", "application/json")

@@ -18,6 +18,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/proxy"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
@@ -32,6 +33,7 @@ var registry = map[string]func() plugins.Plugin{
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,
 	"balancing": balancing.New,
+	"proxy":     proxy.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

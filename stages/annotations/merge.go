@@ -38,6 +38,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("balancing", &f.Balancing, other.Balancing); err != nil {
 		return err
 	}
+	if err := mergeGroup("proxy", &f.Proxy, other.Proxy); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -76,6 +76,7 @@ type locationView struct {
 	TestRefused     string
 	Auth            *authView
 	RateLimit       *rateLimitView
+	Proxy           *proxyView // proxy.go
 	ResponseHeaders []headerView
 	Kind            locationKind
 	// Upstream is $proxy_upstream_name's value, quoted.
@@ -165,6 +166,11 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 		suffix = " default_server"
 	}
 	var out []string
+	if defaultServer && settings.ReusePort {
+		// reuse-port: one listen per address may say it, the default
+		// server's, and it holds for every server on the address.
+		suffix += " reuseport"
+	}
 	for _, l := range cfg.HTTPListen {
 		out = append(out, l+suffix)
 	}
@@ -237,6 +243,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if l.Features != nil && l.Features.RateLimit != nil {
 		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
+	}
+	if v.Proxy, err = newProxyView(l.Features, c.settings, v.RateLimit != nil && v.RateLimit.RateKB > 0); err != nil {
+		return locationView{}, err
 	}
 	if v.ResponseHeaders, err = responseHeaders(l.Features); err != nil {
 		return locationView{}, err

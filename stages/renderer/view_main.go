@@ -43,17 +43,23 @@ type mainView struct {
 	SSLCiphers                      string // quoted
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
+	// ProxyLines and ClientLines are the http block's proxy and client
+	// directives from the ConfigMap, each with its source (proxy.go).
+	ProxyLines, ClientLines []sourcedLine
+	// WorkerConnections is worker_connections; WorkerOpenFiles is
+	// worker_rlimit_nofile's, 0 when not written.
+	WorkerConnections, WorkerOpenFiles int
 }
 
 // mainSources are the attribution comments of nginx.conf, one a line that
 // is written from a ConfigMap key.
 type mainSources struct {
-	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR     string
-	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode, ProxyBodySize string
-	ProxyConnectTimeout, ProxySendTimeout, ProxyReadTimeout                   string
-	SSLProtocols, SSLCiphers                                                  string
-	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                    string
-	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                          string
+	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR string
+	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode            string
+	SSLProtocols, SSLCiphers                                              string
+	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
+	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
+	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 }
 
 func newMainSources(src sources) mainSources {
@@ -62,12 +68,12 @@ func newMainSources(src sources) mainSources {
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
-		LimitConnStatusCode: s("limit-conn-status-code"), ProxyBodySize: s("proxy-body-size"),
-		ProxyConnectTimeout: s("proxy-connect-timeout"), ProxySendTimeout: s("proxy-send-timeout"),
-		ProxyReadTimeout: s("proxy-read-timeout"), SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
+		LimitConnStatusCode: s("limit-conn-status-code"),
+		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
 		UpstreamKeepaliveConnections: s("upstream-keepalive-connections"),
 		UpstreamKeepaliveTimeout:     s("upstream-keepalive-timeout"),
 		UpstreamKeepaliveRequests:    s("upstream-keepalive-requests"), UpstreamKeepaliveTime: s("upstream-keepalive-time"),
+		MaxWorkerConnections: s("max-worker-connections"), MaxWorkerOpenFiles: s("max-worker-open-files"),
 	}
 }
 
@@ -104,6 +110,13 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		v.LoadModules = append(v.LoadModules, q)
 	}
 	var err error
+	if v.ProxyLines, err = newHTTPProxyLines(s, src); err != nil {
+		return mainView{}, err
+	}
+	if v.ClientLines, err = newClientLines(s, src); err != nil {
+		return mainView{}, err
+	}
+	v.WorkerConnections, v.WorkerOpenFiles = workerConnections(s), s.MaxWorkerOpenFiles
 	if cfg.User != "" {
 		if v.User, err = quotedWords(cfg.User, cfg.Group); err != nil {
 			return mainView{}, err

@@ -36,6 +36,9 @@ type ingressPlan struct {
 	// annSecrets are the Secrets annotations name that exist, by
 	// "ns/name"; a missing one is absent and the plugin reports it.
 	annSecrets map[string]*bus.Secret
+	// serviceUpstream is <prefix>/service-upstream: the Service's cluster
+	// IP is the backend's one endpoint (serviceUpstreamBackend).
+	serviceUpstream bool
 }
 
 // claim is one location an Ingress asks for. A fallback claim (the
@@ -70,6 +73,10 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	// reports a value that does not parse. Decided here only: the
 	// annotations stage reads it from the IngressInfo.
 	p.info.Canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
+	// Likewise service-upstream (the proxy plugin reports a bad value):
+	// it changes which endpoints the backend has, which only the
+	// translator knows.
+	p.serviceUpstream, _ = strconv.ParseBool(ing.Annotations[t.cfg.annotationsPrefix()+"/service-upstream"])
 	if problems := checkLimits(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems
@@ -153,8 +160,36 @@ func (p *ingressPlan) backendFor(t *Translator, ing *networkingv1.Ingress, b *ne
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return p.addBackend(p.externalBackend(backend, svc, port, field))
 	}
+	if p.serviceUpstream {
+		if su, ok := serviceUpstreamBackend(backend, svc, port); ok {
+			return p.addBackend(su)
+		}
+		p.problem(field+".service.name", "NoClusterIP",
+			"service-upstream: Service %s has no cluster IP (it is headless); its endpoints are used instead", svcKey)
+	}
 	backend.Endpoints = t.objs.readyEndpoints(svcKey, port)
 	return p.addBackend(backend)
+}
+
+// serviceUpstreamSuffix names the backend of a Service port reached by its
+// cluster IP. Namespaces, Service and port names hold no ".", so the name
+// never meets the ns-service-port backend of the same port, which other
+// Ingresses may use with the Service's endpoints.
+const serviceUpstreamSuffix = ".cluster-ip"
+
+// serviceUpstreamBackend is backend with the Service's cluster IP and port
+// as its single endpoint (service-upstream, as ingress-nginx): kube-proxy
+// then balances, and NGINX follows no endpoint changes. False when the
+// Service has no cluster IP.
+func serviceUpstreamBackend(backend *bus.Backend, svc *corev1.Service, port corev1.ServicePort) (*bus.Backend, bool) {
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil || !ip.IsValid() || ip.Zone() != "" {
+		return nil, false
+	}
+	su := *backend
+	su.Name += serviceUpstreamSuffix
+	su.Endpoints = []bus.Endpoint{{Address: ip.String(), Port: strconv.Itoa(int(port.Port))}}
+	return &su, true
 }
 
 // externalBackend points a backend at an ExternalName Service's DNS name

@@ -71,7 +71,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings)
+var settingParsers = settingGroups(coreSettings, proxySettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.
@@ -96,10 +96,6 @@ var coreSettings = map[string]settingParser{
 	"hsts-max-age":               intSetting(func(s *bus.Settings) *int { return &s.HSTSMaxAge }, 0, math.MaxInt32, "seconds"),
 	"hsts-include-subdomains":    boolSetting(func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
 	"hsts-preload":               boolSetting(func(s *bus.Settings) *bool { return &s.HSTSPreload }),
-	"proxy-body-size":            patternSetting(func(s *bus.Settings) *string { return &s.ProxyBodySize }, sizePattern, sizeRule),
-	"proxy-connect-timeout":      intSetting(func(s *bus.Settings) *int { return &s.ProxyConnectTimeout }, 1, 3600, "seconds"),
-	"proxy-send-timeout":         intSetting(func(s *bus.Settings) *int { return &s.ProxySendTimeout }, 1, 3600, "seconds"),
-	"proxy-read-timeout":         intSetting(func(s *bus.Settings) *int { return &s.ProxyReadTimeout }, 1, 3600, "seconds"),
 	"use-forwarded-headers":      boolSetting(func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
 	"compute-full-forwarded-for": boolSetting(func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
 	"proxy-real-ip-cidr": setting(func(s *bus.Settings) *[]string { return &s.ProxyRealIPCIDR },
@@ -134,9 +130,6 @@ var coreSettings = map[string]settingParser{
 }
 
 var (
-	// sizePattern is an NGINX size; nine digits keep it far from overflow.
-	sizePattern = regexp.MustCompile(`^[0-9]{1,9}[kKmMgG]?$`)
-	sizeRule    = "an NGINX size such as 1m, 512k or 0 (unlimited): 1 to 9 digits and an optional k, m or g"
 	// timePattern is an NGINX time such as "1h30m". Every number but the
 	// last needs a unit: otherwise "1234567890" would pass as "123456789"
 	// followed by "0" and overflow NGINX's parser.

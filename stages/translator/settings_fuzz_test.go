@@ -28,7 +28,8 @@ func FuzzParseSettings(f *testing.F) {
 		{"log-format-upstream", bus.DefaultLogFormatUpstream}, {"log-format-upstream", `{"ip": "${remote_addr}"}`},
 		{"log-format-upstream", `'; error_log /etc/passwd; #`}, {"log-format-upstream", "$"},
 		{"ssl-protocols", "TLSv1.2 TLSv1.3"}, {"ssl-ciphers", "HIGH:!aNULL:!MD5"}, {"ssl-ciphers", "x; include /etc/passwd"},
-		{"custom-http-errors", "404,503"}, {"annotations-risk-level", "critical"}, {"use-gzip", "true"},
+		{"custom-http-errors", "404,503"}, {"proxy-cookie-path", "/a /b"}, {"large-client-header-buffers", "4 8k"},
+		{"proxy-next-upstream", "error timeout"}, {"proxy-redirect-from", "http://a/"}, {"annotations-risk-level", "critical"}, {"use-gzip", "true"},
 	}
 	for _, s := range seeds {
 		if i := slices.Index(keys, s.key); i >= 0 {
@@ -65,6 +66,18 @@ func checkSettingsSafe(t *testing.T, s bus.Settings) {
 	for _, word := range []string{s.SSLCiphers, s.ProxyBodySize, s.UpstreamKeepaliveTime, s.WorkerShutdownTimeout, s.WorkerProcesses} {
 		if word == "" || strings.ContainsAny(word, settingsWordForbidden) || strings.ContainsFunc(word, unicode.IsSpace) {
 			t.Fatalf("%q accepted", word)
+		}
+	}
+	for _, word := range []string{s.ProxyBufferSize, s.ClientBodyBufferSize, s.ClientHeaderBufferSize, s.ProxyMaxTempFileSize,
+		s.ProxyBuffering, s.ProxyRequestBuffering, s.ProxyHTTPVersion, s.ProxyRedirectFrom, s.ProxyRedirectTo} {
+		if word == "" || strings.ContainsAny(word, settingsWordForbidden) || strings.ContainsFunc(word, unicode.IsSpace) {
+			t.Fatalf("%q accepted", word)
+		}
+	}
+	// Lists of words: single spaces between them, nothing else.
+	for _, words := range []string{s.ProxyNextUpstream, s.ProxyCookieDomain, s.ProxyCookiePath, s.LargeClientHeaderBuffers} {
+		if words == "" || strings.ContainsAny(words, settingsWordForbidden) || strings.Join(strings.Fields(words), " ") != words {
+			t.Fatalf("%q accepted", words)
 		}
 	}
 	for _, p := range s.SSLProtocols {

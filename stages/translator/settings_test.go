@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
@@ -50,12 +50,6 @@ var coreSettingsCases = map[string]keyCases{
 
 	"hsts-max-age": intCases("31536000", func(s *bus.Settings) *int { return &s.HSTSMaxAge },
 		[]int{0, 600, 63072000, 2147483647}, []string{"-1", "2147483648", "99999999999999999999"}),
-	"proxy-connect-timeout": intCases("5", func(s *bus.Settings) *int { return &s.ProxyConnectTimeout },
-		[]int{1, 30, 3600}, []string{"0", "3601", "5s"}),
-	"proxy-send-timeout": intCases("60", func(s *bus.Settings) *int { return &s.ProxySendTimeout },
-		[]int{1, 120, 3600}, []string{"0", "3601", "1m"}),
-	"proxy-read-timeout": intCases("60", func(s *bus.Settings) *int { return &s.ProxyReadTimeout },
-		[]int{1, 600, 3600}, []string{"0", "3601", "60.5"}),
 	"upstream-keepalive-connections": intCases("320", func(s *bus.Settings) *int { return &s.UpstreamKeepaliveConnections },
 		[]int{0, 1000, 100000}, []string{"100001", "-5"}),
 	"upstream-keepalive-timeout": intCases("60", func(s *bus.Settings) *int { return &s.UpstreamKeepaliveTimeout },
@@ -67,9 +61,6 @@ var coreSettingsCases = map[string]keyCases{
 	"upstream-keepalive-requests": intCases("10000", func(s *bus.Settings) *int { return &s.UpstreamKeepaliveRequests },
 		[]int{1, 100, 10000000}, []string{"0", "10000001"}),
 
-	"proxy-body-size": stringCases("1m", func(s *bus.Settings) *string { return &s.ProxyBodySize },
-		[]string{"0", "8m", "512k", "1G", "100", "999999999g"},
-		[]string{"1mb", "1.5m", "-1", "1000000000", "1 m", "m", "1m;", "1t"}),
 	"upstream-keepalive-time": stringCases("1h", func(s *bus.Settings) *string { return &s.UpstreamKeepaliveTime },
 		[]string{"30s", "1h30m", "500ms", "5", "1d", "2w", "1M", "1y", "1h30"},
 		[]string{"1x", "h", "1 h", "1H", "-1s", "1.5h", "1234567890", "1s1234567890", "1h;"}),

@@ -140,10 +140,6 @@ var specs = []spec{
 		key: "proxy-ssl-name", pattern: hostChars, risk: plugins.RiskHigh, kind: ignored,
 		doc: "Server name sent to and verified of an HTTPS backend. Ignored by Switchyard for now (warning).",
 	},
-	{
-		key: "upstream-vhost", pattern: hostChars, risk: plugins.RiskLow, kind: ignored,
-		doc: "Host header sent to the backend. Ignored by Switchyard for now (warning).",
-	},
 }
 
 // byKey indexes specs by key, with each pattern compiled as the host

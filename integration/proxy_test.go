@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/echo"
+)
+
+// proxyIngress is an Ingress for host with / on service, and annotations.
+func proxyIngress(name, host, service string, annotations map[string]string) string {
+	ing := harness.IngressYAML("default", name, host, harness.Path{Path: "/", Type: "Prefix", Service: service})
+	if len(annotations) == 0 {
+		return ing
+	}
+	return annotated(ing, annotations)
+}
+
+// send sends one request through NGINX's HTTP listener with headers and
+// a body; a fresh client, so no connection is shared between requests.
+func (e *env) send(method, host, path string, headers map[string]string, body []byte) (harness.Response, error) {
+	return harness.DoWithHeaders(harness.NewClient(), method, "http://"+e.sy.HTTPAddr+path, host, headers, body)
+}
+
+// TestProxySettingsThroughNginx: the proxy plugin's annotations and the
+// ConfigMap's proxy keys, through the real binary, NGINX and echo
+// backends: body size, read timeout, retries over a dead endpoint,
+// upstream-vhost and connection-proxy-header, service-upstream, and the
+// annotation winning over the ConfigMap.
+func TestProxySettingsThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	// "dead" has two endpoints: a port nothing listens on, and echo-b.
+	dead := harness.FreePort(t)
+	e.write("dead.yaml", harness.ServiceYAML("default", "dead", dead, e.portB))
+	e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "30m"}))
+	e.write("small.yaml", proxyIngress("small", "small.example.com", "echo-a", nil))
+	e.write("slow.yaml", proxyIngress("slow", "slow.example.com", "echo-b", map[string]string{"proxy-read-timeout": "1"}))
+	e.write("patient.yaml", proxyIngress("patient", "patient.example.com", "echo-b", map[string]string{"proxy-read-timeout": "20"}))
+	e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", nil))
+	e.write("vhost.yaml", proxyIngress("vhost", "vhost.example.com", "echo-a", map[string]string{"upstream-vhost": "backend.internal:8080", "connection-proxy-header": "keep-alive"}))
+	// The ConfigMap raises the body size everywhere; the annotation of
+	// "strict" lowers it again for its host.
+	e.write("strict.yaml", proxyIngress("strict", "strict.example.com", "echo-a", map[string]string{"proxy-body-size": "1k"}))
+	// "vip" has a cluster IP on loopback with echo-a's port, and only the
+	// dead endpoint: service-upstream proxies to the cluster IP.
+	e.write("vip.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: vip, namespace: default}
+spec:
+  clusterIP: 127.0.0.1
+  ports: [{name: http, port: %d}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: vip-1
+  namespace: default
+  labels: {kubernetes.io/service-name: vip}
+addressType: IPv4
+ports: [{name: http, port: %d}]
+endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
+`, e.portA, dead))
+	e.write("cluster-ip.yaml", proxyIngress("cluster-ip", "vip.example.com", "vip", map[string]string{"service-upstream": "true"}))
+	e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com", "patient.example.com"} {
+		e.eventually(host, "/", host+" served", func(r harness.Response) bool { return r.Status == 200 && r.Echo != nil })
+	}
+
+	t.Run("proxy-body-size", func(t *testing.T) {
+		body := bytes.Repeat([]byte("x"), 20<<20)
+		r, err := e.send(http.MethodPost, "upload.example.com", "/", nil, body)
+		if err != nil || r.Status != 200 || r.Echo == nil || r.Echo.BodyBytes != int64(len(body)) {
+			t.Fatalf("20 MB upload with proxy-body-size 30m: %v, status %d, echo %+v", err, r.Status, r.Echo)
+		}
+		if r, err := e.send(http.MethodPost, "small.example.com", "/", nil, body); err != nil || r.Status != 413 {
+			t.Fatalf("20 MB upload without proxy-body-size: %v, status %d, want 413", err, r.Status)
+		}
+		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 4096)); err != nil || r.Status != 413 {
+			t.Fatalf("4 KB upload with proxy-body-size 1k: %v, status %d, want 413", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-read-timeout", func(t *testing.T) {
+		slow := map[string]string{echo.DelayHeader: "5s"}
+		if r, err := e.send(http.MethodGet, "slow.example.com", "/", slow, nil); err != nil || r.Status != 504 {
+			t.Fatalf("5 s backend with proxy-read-timeout 1: %v, status %d, want 504", err, r.Status)
+		}
+		// The ConfigMap's 2 s holds where no annotation says otherwise,
+		// and an annotation raises it again.
+		if r, err := e.send(http.MethodGet, "small.example.com", "/", slow, nil); err != nil || r.Status != 504 {
+			t.Fatalf("5 s backend with the ConfigMap's 2 s: %v, status %d, want 504", err, r.Status)
+		}
+		if r, err := e.send(http.MethodGet, "patient.example.com", "/", slow, nil); err != nil || r.Status != 200 {
+			t.Fatalf("5 s backend with proxy-read-timeout 20 over the ConfigMap's 2: %v, status %d, want 200", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-next-upstream", func(t *testing.T) {
+		// Default "error timeout": a refused connection is retried on
+		// the other endpoint, so every request is answered by echo-b.
+		for i := range 12 {
+			if r, err := e.send(http.MethodGet, "retry.example.com", "/", nil, nil); err != nil || r.Status != 200 || r.Echo == nil || r.Echo.Pod != "b-1" {
+				t.Fatalf("request %d with a dead endpoint: %v, status %d", i, err, r.Status)
+			}
+		}
+		// With retries off, the dead endpoint's turn is a 502.
+		e.write("retry.yaml", proxyIngress("retry", "retry.example.com", "dead", map[string]string{"proxy-next-upstream": "off"}))
+		e.eventually("retry.example.com", "/", "a 502 from the dead endpoint without retries", status(502))
+	})
+
+	t.Run("upstream-vhost", func(t *testing.T) {
+		r := e.expect("vhost.example.com", "/", 200, "a-1")
+		if r.Echo.Host != "backend.internal:8080" {
+			t.Fatalf("backend saw Host %q, want backend.internal:8080", r.Echo.Host)
+		}
+		if got := r.Echo.Headers["X-Forwarded-Host"]; len(got) != 1 || got[0] != "vhost.example.com" {
+			t.Fatalf("X-Forwarded-Host %q, want the client's host", got)
+		}
+		if got := r.Echo.Headers["Connection"]; len(got) != 1 || got[0] != "keep-alive" {
+			t.Fatalf("Connection %q, want keep-alive (connection-proxy-header)", got)
+		}
+		// Other hosts keep the client's Host and the default Connection.
+		if r := e.expect("small.example.com", "/", 200, "a-1"); r.Echo.Host != "small.example.com" || r.Echo.Headers["Connection"] != nil {
+			t.Fatalf("backend saw Host %q, Connection %q on a host without the annotations", r.Echo.Host, r.Echo.Headers["Connection"])
+		}
+	})
+
+	t.Run("service-upstream", func(t *testing.T) {
+		e.eventually("vip.example.com", "/", "the cluster IP", servedBy("a-1"))
+		// The same Service without the annotation uses its endpoint,
+		// which is dead.
+		e.eventually("endpoints.example.com", "/", "the dead endpoint", status(502))
+	})
+
+	t.Run("bad value rejects only its Ingress", func(t *testing.T) {
+		e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "100000000g"}))
+		e.eventually("upload.example.com", "/", "the rejected Ingress gone", status(404))
+		e.expect("small.example.com", "/", 200, "a-1")
+		harness.WaitFor(t, changeTimeout, "the reason reported", func() error {
+			problems := problemsLogged(t, e.sy.Output.String())["default/upload"]
+			for _, p := range problems {
+				if strings.Contains(p, "proxy-body-size") && strings.Contains(p, "over the limit of 1024g") {
+					return nil
+				}
+			}
+			return fmt.Errorf("problems of default/upload: %q", problems)
+		})
+	})
+}
+
+// TestProxyInjectionRejected: a hostile value in each proxy annotation
+// that reaches nginx.conf (the Medium-risk ones and those written into a
+// header) rejects its Ingress with a Problem naming the annotation;
+// nothing of the value is rendered, and a neighbouring Ingress stays
+// served.
+func TestProxyInjectionRejected(t *testing.T) {
+	cases := map[string]string{ // annotation → value; each carries "pwn<i>"
+		"proxy-body-size":         `1m; location /pwn1 { return 200; }`,
+		"proxy-next-upstream":     "error;\nlua_code_cache off; #pwn2",
+		"proxy-cookie-domain":     `a.local "pwn3"; } #`,
+		"proxy-cookie-path":       `/a /$pwn4`,
+		"proxy-redirect-from":     `~^http://(pwn5)/`,
+		"proxy-redirect-to":       `https://x/"; return 200 "pwn6`,
+		"upstream-vhost":          `pwn7"; proxy_pass http://evil; #`,
+		"connection-proxy-header": `close"; add_header X pwn8; #`,
+		"proxy-buffer-size":       `4k pwn9`,
+		"proxy-http-version":      `1.1; pwn10`,
+	}
+	e := newBackends(t)
+	e.write("good.yaml", proxyIngress("good", "good.example.com", "echo-a", map[string]string{"proxy-body-size": "2m"}))
+	names := map[string]string{}
+	i := 0
+	for key, value := range cases {
+		i++
+		name := fmt.Sprintf("hostile%d", i)
+		names[name] = key
+		annotations := map[string]string{key: value}
+		if key == "proxy-redirect-to" {
+			annotations["proxy-redirect-from"] = "http://a.local/"
+		}
+		e.write(name+".yaml", proxyIngress(name, name+".example.com", "echo-a", annotations))
+	}
+	e.sy = harness.StartSwitchyard(t, e.dir)
+	e.eventually("good.example.com", "/", "the ordinary Ingress", servedBy("a-1"))
+	harness.WaitFor(t, changeTimeout, "every hostile Ingress reported", func() error {
+		problems := problemsLogged(t, e.sy.Output.String())
+		for name, key := range names {
+			found := false
+			for _, p := range problems["default/"+name] {
+				found = found || strings.Contains(p, key)
+			}
+			if !found {
+				return fmt.Errorf("%s (%s): problems %q", name, key, problems["default/"+name])
+			}
+		}
+		return nil
+	})
+	for name := range names {
+		e.expect(name+".example.com", "/", 404, "")
+	}
+	rendered := false
+	for path, text := range readTree(t, e.sy.ConfDir()) {
+		rendered = rendered || strings.Contains(text, `"good.example.com"`)
+		if strings.Contains(text, "pwn") {
+			t.Errorf("%s holds a hostile value:\n%s", path, text)
+		}
+	}
+	if !rendered {
+		t.Fatal("no rendered server for good.example.com: the check above saw nothing")
+	}
+	e.expect("good.example.com", "/", 200, "a-1")
+}
