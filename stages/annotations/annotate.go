@@ -17,6 +17,12 @@ const (
 	ReasonAnnotationRefused = "AnnotationRefused"
 	ReasonPluginUnavailable = "PluginUnavailable"
 	ReasonAnnotationWarning = "AnnotationWarning"
+	// ReasonAnnotationNotSupported is a warning: one of ingress-nginx's
+	// annotations that Switchyard ignores; the Ingress is served without it.
+	ReasonAnnotationNotSupported = "AnnotationNotSupported"
+	// ReasonUnknownAnnotation is a warning: a name under the prefix that
+	// neither ingress-nginx nor any plugin knows, most often a typo.
+	ReasonUnknownAnnotation = "UnknownAnnotation"
 )
 
 // callFunc sends one batch to one plugin.
