@@ -46,6 +46,11 @@ type Settings struct {
 	// whose Ingresses set no load-balance annotation. It reaches the Lua
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
+
+	// Problems are what the translator found in the ConfigMap (invalid
+	// values, keys not supported, refused or unknown), for reports such as
+	// `switchyard render`; nothing renders them.
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 // SettingsKey is the model key of the controller settings.

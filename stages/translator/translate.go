@@ -655,6 +655,7 @@ func (t *Translator) refreshSettings(delta *Delta) {
 	}
 	s, problems := parseSettings(data)
 	t.settingsProblems = problems
+	s.Problems = problems
 	t.model.Settings = &s
 	delta.put(bus.SettingsKey, &s)
 }
