@@ -47,6 +47,8 @@ type Settings struct {
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
 
+	HTTPSettings // compression, access log, added headers (settings_http.go)
+
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
 	// `switchyard render`; nothing renders them.
@@ -79,6 +81,7 @@ func DefaultSettings() Settings {
 		LimitReqStatusCode: 503, LimitConnStatusCode: 503,
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
+		HTTPSettings:         defaultHTTPSettings(),
 	}
 	return s
 }
