@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// tryWith sends GET host+path through NGINX with extra request headers,
+// for polling (getWith fails the test on a connection error).
+func (e *env) tryWith(host, path string, headers map[string]string) (harness.Response, error) {
+	return harness.DoWithHeaders(harness.NewClient(), http.MethodGet, "http://"+e.sy.HTTPAddr+path, host, headers)
+}
+
+// TestGzipOnAndOff: with use-gzip the echo's JSON comes back gzip-encoded
+// (and decodes to the echo's answer); with use-gzip off it comes back plain.
+func TestGzipOnAndOff(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("zip", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{"use-gzip": "true", "gzip-min-length": "1", "gzip-level": "6"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	gzipHeaders := map[string]string{"Accept-Encoding": "gzip"}
+
+	var body []byte
+	harness.WaitFor(t, changeTimeout, "a gzip-encoded answer", func() error {
+		r, err := e.tryWith("zip.example.com", "/", gzipHeaders)
+		if err != nil {
+			return err
+		}
+		if r.Status != 200 || r.Header.Get("Content-Encoding") != "gzip" {
+			return fmt.Errorf("got %d, Content-Encoding %q", r.Status, r.Header.Get("Content-Encoding"))
+		}
+		body = r.Body
+		return nil
+	})
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echoed harness.EchoReply
+	if err := json.Unmarshal(plain, &echoed); err != nil || echoed.Pod != "a-1" {
+		t.Fatalf("decoded body %q: %v", truncate(plain), err)
+	}
+
+	e.write("config.yaml", configMapYAML(map[string]string{"use-gzip": "false"}))
+	harness.WaitFor(t, changeTimeout, "a plain answer once use-gzip is off", func() error {
+		r, err := e.tryWith("zip.example.com", "/", gzipHeaders)
+		if err != nil {
+			return err
+		}
+		if r.Status != 200 || r.Header.Get("Content-Encoding") != "" || r.Echo == nil {
+			return fmt.Errorf("got %d, Content-Encoding %q, body %s", r.Status, r.Header.Get("Content-Encoding"), truncate(r.Body))
+		}
+		return nil
+	})
+}
+
+// TestUnsupportedAnnotationsServedWithWarnings: through real NGINX, an
+// ingress-nginx annotation Switchyard ignores and a misspelt one are each
+// reported (AnnotationNotSupported, UnknownAnnotation), and the Ingress is
+// served all the same.
+func TestUnsupportedAnnotationsServedWithWarnings(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("loud", map[string]string{
+		ann + "http2-push-preload": "true",
+		ann + "proxy-bdy-size":     "8m",
+	}))
+	e.sy = harness.StartSwitchyard(t, e.dir)
+	e.eventually("loud.example.com", "/", "the Ingress served", servedBy("a-1"))
+	harness.WaitFor(t, changeTimeout, "both warnings logged", func() error {
+		got := strings.Join(problemsLogged(t, e.sy.Output.String())["default/loud"], "\n")
+		for _, want := range []string{
+			"metadata.annotations[" + ann + "http2-push-preload]: AnnotationNotSupported: ",
+			"metadata.annotations[" + ann + "proxy-bdy-size]: UnknownAnnotation: ",
+			"did you mean " + ann + "proxy-body-size?",
+		} {
+			if !strings.Contains(got, want) {
+				return fmt.Errorf("problems lack %q:\n%s", want, got)
+			}
+		}
+		return nil
+	})
+}
