@@ -92,3 +92,54 @@ func TestUnsupportedAnnotationsServedWithWarnings(t *testing.T) {
 		return nil
 	})
 }
+
+// headerConfigMapYAML is a ConfigMap of headers in namespace default.
+func headerConfigMapYAML(name string, headers map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: default}\ndata:\n", name)
+	for k, v := range headers {
+		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+	}
+	return b.String()
+}
+
+// TestAddAndProxySetHeaders: the controller ConfigMap's add-headers puts
+// its ConfigMap's headers on every response, proxy-set-headers sends its
+// ConfigMap's headers to the backend; a change of the headers' ConfigMap is applied without touching
+// the controller ConfigMap, and a header value with a line break is
+// refused (the others of its ConfigMap too) while traffic goes on.
+func TestAddAndProxySetHeaders(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("hdr", nil))
+	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Served-By": "switchyard; v1"}))
+	e.write("proxy.yaml", headerConfigMapYAML("proxy", map[string]string{"X-Using-Switchyard": "yes"}))
+	e.write("config.yaml", configMapYAML(map[string]string{
+		"add-headers": "default/add", "proxy-set-headers": "default/proxy"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	r := e.eventually("hdr.example.com", "/", "the added headers", func(r harness.Response) bool {
+		return r.Status == 200 && r.Header.Get("X-Frame-Options") == "DENY" && r.Echo != nil
+	})
+	if got := r.Header.Get("X-Served-By"); got != "switchyard; v1" {
+		t.Errorf("X-Served-By %q", got)
+	}
+	if got := r.Echo.Headers["X-Using-Switchyard"]; len(got) != 1 || got[0] != "yes" {
+		t.Errorf("the backend got X-Using-Switchyard %v; headers %v", got, r.Echo.Headers)
+	}
+
+	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "SAMEORIGIN"}))
+	e.eventually("hdr.example.com", "/", "the changed header", func(r harness.Response) bool {
+		return r.Status == 200 && r.Header.Get("X-Frame-Options") == "SAMEORIGIN" && r.Header.Get("X-Served-By") == ""
+	})
+
+	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Evil": "a\r\nSet-Cookie: x=1"}))
+	harness.WaitFor(t, changeTimeout, "the bad header reported", func() error {
+		if !strings.Contains(e.sy.Output.String(), "add-headers: ConfigMap default/add: header X-Evil") {
+			return fmt.Errorf("no problem logged yet")
+		}
+		return nil
+	})
+	e.eventually("hdr.example.com", "/", "served without the refused ConfigMap's headers", func(r harness.Response) bool {
+		return r.Status == 200 && r.Header.Get("X-Frame-Options") == "" && r.Header.Get("Set-Cookie") == "" && r.Echo != nil
+	})
+}

@@ -96,6 +96,10 @@ func (f *Features) Validate() error {
 	return nil
 }
 
+// Validate checks a header's name and value (header names and values that
+// do not come from a plugin: the controller ConfigMap's add-headers).
+func (h Header) Validate() error { return h.validate() }
+
 func (h Header) validate() error {
 	if !headerNamePattern.MatchString(h.Name) {
 		return fmt.Errorf("header name %q is not an HTTP token", h.Name)

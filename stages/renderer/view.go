@@ -77,7 +77,10 @@ type locationView struct {
 	Auth            *authView
 	RateLimit       *rateLimitView
 	ResponseHeaders []headerView
-	Kind            locationKind
+	// GlobalHeaders are add-headers, repeated where ResponseHeaders are
+	// written (a location's add_header hides the inherited ones).
+	GlobalHeaders []headerView
+	Kind          locationKind
 	// Upstream is $proxy_upstream_name's value, quoted.
 	Upstream string
 	// Return is the return directive's arguments (deny, redirect).
@@ -237,6 +240,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if l.Features != nil && l.Features.RateLimit != nil {
 		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
+	}
+	if v.GlobalHeaders, err = headerViews(c.settings.AddHeaderValues); err != nil {
+		return locationView{}, err
 	}
 	if v.ResponseHeaders, err = responseHeaders(l.Features); err != nil {
 		return locationView{}, err

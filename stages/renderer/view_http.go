@@ -1,6 +1,8 @@
 package renderer
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -18,6 +20,9 @@ type httpView struct {
 	// logs only if $switchyard_loggable.
 	SkipURLs    []string
 	HideHeaders []string // quoted header names
+	// AddHeaders (add-headers) go on every response; ProxySetHeaders
+	// (proxy-set-headers) to every backend. Both quoted, sorted by name.
+	AddHeaders, ProxySetHeaders []headerView
 }
 
 // compressionView is one compression filter's settings.
@@ -32,6 +37,7 @@ type httpSources struct {
 	UseGzip, GzipLevel, GzipMinLength, GzipTypes            string
 	EnableBrotli, BrotliLevel, BrotliMinLength, BrotliTypes string
 	AccessLogPath, SkipAccessLogURLs, HideHeaders           string
+	AddHeaders, ProxySetHeaders                             string
 }
 
 // httpSettingFields are the bus.HTTPSettings keys written into nginx.conf,
@@ -52,6 +58,9 @@ var httpSettingFields = map[string]func(*bus.Settings) any{
 	"log-format-escape-json": func(s *bus.Settings) any { return &s.LogFormatEscapeJSON },
 	"log-format-escape-none": func(s *bus.Settings) any { return &s.LogFormatEscapeNone },
 	"hide-headers":           func(s *bus.Settings) any { return &s.HideHeaders },
+	// The headers' revision covers the ConfigMap they come from.
+	"add-headers":       func(s *bus.Settings) any { return &s.AddHeaderValues },
+	"proxy-set-headers": func(s *bus.Settings) any { return &s.ProxySetHeaderValues },
 }
 
 func init() {
@@ -86,6 +95,12 @@ func newHTTPView(v *mainView, cfg Config, s bus.Settings, src sources) error {
 		}
 	}
 	if h.HideHeaders, err = quoteAll(s.HideHeaders); err != nil {
+		return err
+	}
+	if h.AddHeaders, err = headerViews(s.AddHeaderValues); err != nil {
+		return err
+	}
+	if h.ProxySetHeaders, err = headerViews(s.ProxySetHeaderValues); err != nil {
 		return err
 	}
 	if err := accessLog(v, &h, cfg, s); err != nil {
@@ -148,7 +163,7 @@ func newHTTPSources(src sources) httpSources {
 		UseGzip: s("use-gzip"), GzipLevel: s("gzip-level"), GzipMinLength: s("gzip-min-length"), GzipTypes: s("gzip-types"),
 		EnableBrotli: s("enable-brotli"), BrotliLevel: s("brotli-level"), BrotliMinLength: s("brotli-min-length"),
 		BrotliTypes: s("brotli-types"), AccessLogPath: s("access-log-path"), SkipAccessLogURLs: s("skip-access-log-urls"),
-		HideHeaders: s("hide-headers"),
+		HideHeaders: s("hide-headers"), AddHeaders: s("add-headers"), ProxySetHeaders: s("proxy-set-headers"),
 	}
 }
 
@@ -161,6 +176,29 @@ func quoteAll(items []string) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, q)
+	}
+	return out, nil
+}
+
+// headerViews quotes headers, sorted by name so the output is stable.
+func headerViews(headers map[string]string) ([]headerView, error) {
+	if len(headers) == 0 {
+		return nil, nil
+	}
+	out := make([]headerView, 0, len(headers))
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		if err := (bus.Header{Name: name, Value: headers[name]}).Validate(); err != nil {
+			return nil, err
+		}
+		n, err := quote(name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := quote(headers[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, headerView{Name: n, Value: v})
 	}
 	return out, nil
 }

@@ -164,6 +164,9 @@ type Translator struct {
 	model            bus.Model
 	dirty            dirtySet
 	settingsProblems []bus.Problem
+	// headerConfigMaps are the ConfigMaps add-headers and proxy-set-headers
+	// name: a change of one of them re-reads the settings.
+	headerConfigMaps map[string]bool
 }
 
 type dirtySet struct {
@@ -235,7 +238,7 @@ func (t *Translator) change(obj any, deleted bool) {
 	case *corev1.ConfigMap:
 		key := objectName(o.Namespace, o.Name)
 		t.objs.setConfigMap(o, deleted)
-		if key == t.cfg.ConfigMap {
+		if key == t.cfg.ConfigMap || t.headerConfigMaps[key] {
 			t.dirty.settings = true
 		}
 	}
@@ -654,6 +657,8 @@ func (t *Translator) refreshSettings(delta *Delta) {
 		data = cm.Data
 	}
 	s, problems := parseSettings(data)
+	problems = append(problems, resolveHeaders(&s, t.objs.configMaps)...)
+	t.headerConfigMaps = headerConfigMaps(&s)
 	t.settingsProblems = problems
 	s.Problems = problems
 	t.model.Settings = &s

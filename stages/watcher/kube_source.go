@@ -370,7 +370,8 @@ func (s *kubeSource) markDirty() {
 }
 
 // desired is the set to publish: every object, plus the Secrets the
-// Ingresses name for TLS and the controller ConfigMap.
+// Ingresses name for TLS, the controller ConfigMap and the ConfigMaps of
+// headers it names.
 func (s *kubeSource) desired() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -393,6 +394,13 @@ func (s *kubeSource) desired() map[string][]byte {
 	if data, ok := s.configs[s.configMap]; ok {
 		ns, name, _ := cutNamespacedName(s.configMap)
 		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+		// The ConfigMaps of headers it names (add-headers, proxy-set-headers).
+		for _, ref := range controllerConfigMapRefs(data) {
+			if refData, ok := s.configs[ref]; ok {
+				ns, name, _ := cutNamespacedName(ref)
+				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = refData
+			}
+		}
 	}
 	return set
 }
