@@ -122,6 +122,10 @@ type IngressInfo struct {
 	// the translator decides it once, and the annotations stage keeps only
 	// the canary and balancing annotations of such an Ingress.
 	Canary bool `json:"canary,omitempty"`
+	// CustomHeaders are the response headers of the ConfigMap the
+	// custom-headers annotation names, read and checked by the translator;
+	// the annotations stage adds them to the Ingress's locations.
+	CustomHeaders []Header `json:"customHeaders,omitempty"`
 	// Rejected is set when the Ingress is not served at all.
 	Rejected bool      `json:"rejected,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

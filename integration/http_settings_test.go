@@ -143,3 +143,37 @@ func TestAddAndProxySetHeaders(t *testing.T) {
 		return r.Status == 200 && r.Header.Get("X-Frame-Options") == "" && r.Header.Get("Set-Cookie") == "" && r.Echo != nil
 	})
 }
+
+// TestCustomHeadersOnResponse: the custom-headers annotation adds its
+// ConfigMap's headers to the Ingress's responses (alongside add-headers
+// and HSTS), a change of the ConfigMap is applied, and an Ingress naming a
+// ConfigMap with a bad header is rejected while its neighbour is served.
+func TestCustomHeadersOnResponse(t *testing.T) {
+	e := newBackends(t)
+	e.write("custom.yaml", headerConfigMapYAML("custom", map[string]string{"X-Custom": "one", "Cache-Control": "no-store"}))
+	e.write("bad.yaml", headerConfigMapYAML("bad", map[string]string{"X-Evil": "x\r\nSet-Cookie: a=b"}))
+	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Global": "g"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"add-headers": "default/add"}))
+	e.write("ing.yaml", annotatedIngressYAML("custom", map[string]string{ann + "custom-headers": "custom"}))
+	e.write("ing-bad.yaml", annotatedIngressYAML("badheaders", map[string]string{ann + "custom-headers": "default/bad"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	r := e.eventually("custom.example.com", "/", "the custom headers", func(r harness.Response) bool {
+		return r.Status == 200 && r.Header.Get("X-Custom") == "one" && r.Echo != nil
+	})
+	if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("X-Global") != "g" {
+		t.Errorf("headers %v: want Cache-Control and the add-headers one too", r.Header)
+	}
+	e.write("custom.yaml", headerConfigMapYAML("custom", map[string]string{"X-Custom": "two"}))
+	e.eventually("custom.example.com", "/", "the changed custom header", func(r harness.Response) bool {
+		return r.Status == 200 && r.Header.Get("X-Custom") == "two" && r.Header.Get("Cache-Control") == ""
+	})
+	e.eventually("badheaders.example.com", "/", "the Ingress with a bad header not served", status(404))
+	harness.WaitFor(t, changeTimeout, "the rejection logged", func() error {
+		got := strings.Join(problemsLogged(t, e.sy.Output.String())["default/badheaders"], "\n")
+		if !strings.Contains(got, "custom-headers]: InvalidAnnotation: ") || strings.Contains(got, "Set-Cookie") {
+			return fmt.Errorf("problems: %s", got)
+		}
+		return nil
+	})
+}

@@ -18,6 +18,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
@@ -28,6 +29,7 @@ var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
 	"auth":      auth.New,
 	"compat":    compat.New,
+	"headers":   headers.New,
 	"ratelimit": ratelimit.New,
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,

@@ -286,6 +286,10 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 	a.callAll(ctx, batches, results)
 	for id := range dirty {
 		res := results[id]
+		if info := a.ingresses[id]; res != nil && info != nil && !info.Rejected && !res.rejected && !info.Canary {
+			// custom-headers, read by the translator (plugins/builtin/headers).
+			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
+		}
 		if res != nil {
 			if err := res.features.Validate(); err != nil {
 				res.reject(bus.Problem{Field: "metadata.annotations", Reason: ReasonInvalidAnnotation,
