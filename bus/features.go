@@ -23,6 +23,7 @@ type (
 	Redirect              = features.Redirect
 	Rewrite               = features.Rewrite
 	Balancing             = features.Balancing
+	ServerFeatures        = features.Server
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

@@ -31,6 +31,16 @@ type Server struct {
 	// TLS is set when an Ingress lists this host under spec.tls.
 	TLS       *ServerTLS `json:"tls,omitempty"`
 	Locations []Location `json:"locations"`
+	// Aliases, SSLCiphers and SSLPreferServerCiphers are the server
+	// features (server-alias, ssl-ciphers, ssl-prefer-server-ciphers) of
+	// the first Ingress of the host by namespace/name that sets each;
+	// the annotations stage fills them in.
+	Aliases                []string `json:"aliases,omitempty"`
+	SSLCiphers             string   `json:"sslCiphers,omitempty"`
+	SSLPreferServerCiphers *bool    `json:"sslPreferServerCiphers,omitempty"`
+	// ServerFeaturesFrom is the Ingress ("namespace/name") that set
+	// SSLCiphers, so a cipher list NGINX refuses is traced to it.
+	ServerFeaturesFrom string `json:"serverFeaturesFrom,omitempty"`
 }
 
 // ServerTLS names the certificate served for a host.

@@ -177,3 +177,26 @@ func TestCustomHeadersOnResponse(t *testing.T) {
 		return nil
 	})
 }
+
+// TestServerAliasServed: server-alias makes the Ingress's host answer to
+// other names; an alias that is another Ingress's host is left out with a
+// warning, and that host stays the other Ingress's.
+func TestServerAliasServed(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("aliased", map[string]string{
+		ann + "server-alias": "other-name.example.com, *.wild.example.org, taken.example.com"}))
+	e.write("taken.yaml", harness.IngressYAML("default", "taken", "taken.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
+	e.sy = harness.StartSwitchyard(t, e.dir)
+
+	e.eventually("aliased.example.com", "/", "the Ingress's own host", servedBy("a-1"))
+	e.eventually("other-name.example.com", "/", "the alias", servedBy("a-1"))
+	e.eventually("x.wild.example.org", "/", "the wildcard alias", servedBy("a-1"))
+	e.eventually("taken.example.com", "/", "the other Ingress's host", servedBy("b-1"))
+	harness.WaitFor(t, changeTimeout, "the left-out alias reported", func() error {
+		got := strings.Join(problemsLogged(t, e.sy.Output.String())["default/aliased"], "\n")
+		if !strings.Contains(got, "server alias taken.example.com is left out") {
+			return fmt.Errorf("problems: %s", got)
+		}
+		return nil
+	})
+}

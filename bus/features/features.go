@@ -30,6 +30,8 @@ type Features struct {
 	Rewrite   *Rewrite   `json:"rewrite,omitempty"`  // features_rewrite.go
 	// Balancing goes onto the Ingress's backends, not its locations.
 	Balancing *Balancing `json:"balancing,omitempty"` // features_balancing.go
+	// Server goes onto the server of the Ingress's hosts (server.go).
+	Server *Server `json:"server,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -92,6 +94,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Balancing.validate(); err != nil {
 		return fmt.Errorf("balancing: %w", err)
+	}
+	if err := f.Server.validate(); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
+	"switchyard.dev/switchyard/plugins/builtin/server"
 )
 
 // registry maps a plugin's name to its constructor.
@@ -34,6 +35,7 @@ var registry = map[string]func() plugins.Plugin{
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,
 	"balancing": balancing.New,
+	"server":    server.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

@@ -289,6 +289,7 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 		if info := a.ingresses[id]; res != nil && info != nil && !info.Rejected && !res.rejected && !info.Canary {
 			// custom-headers, read by the translator (plugins/builtin/headers).
 			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
+			a.checkAliases(res)
 		}
 		if res != nil {
 			if err := res.features.Validate(); err != nil {

@@ -38,6 +38,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("balancing", &f.Balancing, other.Balancing); err != nil {
 		return err
 	}
+	if err := mergeGroup("server", &f.Server, other.Server); err != nil {
+		return err
+	}
 	return nil
 }
 

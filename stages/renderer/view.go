@@ -45,6 +45,10 @@ type serverView struct {
 	Locations    []locationView
 	// WWW is the from-to-www-redirect server, when there is one.
 	WWW *wwwView
+	// SSLCiphers (quoted) and SSLPreferServerCiphers ("on", "off") are
+	// the server's own, "" for the http block's; SSLSource attributes
+	// them to the Ingress that set them.
+	SSLCiphers, SSLPreferServerCiphers, SSLSource string
 }
 
 // customErrorsView is the custom-http-errors part of a server.
@@ -135,6 +139,9 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	}
 	var err error
 	if view.ServerName, err = serverName(s.Hostname); err != nil {
+		return serverView{}, err
+	}
+	if err := view.addServerFeatures(s, src); err != nil {
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
