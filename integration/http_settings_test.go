@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -196,6 +197,29 @@ func TestServerAliasServed(t *testing.T) {
 		got := strings.Join(problemsLogged(t, e.sy.Output.String())["default/aliased"], "\n")
 		if !strings.Contains(got, "server alias taken.example.com is left out") {
 			return fmt.Errorf("problems: %s", got)
+		}
+		return nil
+	})
+}
+
+// TestBrotli: enable-brotli loads Debian's brotli filter module and
+// compresses for clients that accept br.
+func TestBrotli(t *testing.T) {
+	const module = "/usr/lib/nginx/modules/ngx_http_brotli_filter_module.so"
+	if _, err := os.Stat(module); err != nil {
+		t.Skipf("%s is not installed (make deps installs libnginx-mod-http-brotli-filter): %v", module, err)
+	}
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("br", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-brotli": "true", "brotli-min-length": "1", "brotli-types": "application/json"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	harness.WaitFor(t, changeTimeout, "a brotli-encoded answer", func() error {
+		r, err := e.tryWith("br.example.com", "/", map[string]string{"Accept-Encoding": "br"})
+		if err != nil {
+			return err
+		}
+		if r.Status != 200 || r.Header.Get("Content-Encoding") != "br" {
+			return fmt.Errorf("got %d, Content-Encoding %q", r.Status, r.Header.Get("Content-Encoding"))
 		}
 		return nil
 	})
