@@ -24,6 +24,7 @@ type (
 	Rewrite               = features.Rewrite
 	Balancing             = features.Balancing
 	ServerFeatures        = features.Server
+	Logs                  = features.Logs
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

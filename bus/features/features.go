@@ -32,6 +32,8 @@ type Features struct {
 	Balancing *Balancing `json:"balancing,omitempty"` // features_balancing.go
 	// Server goes onto the server of the Ingress's hosts (server.go).
 	Server *Server `json:"server,omitempty"`
+	// Logs are the location's log settings (logs.go).
+	Logs *Logs `json:"logs,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.

@@ -19,6 +19,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
 	"switchyard.dev/switchyard/plugins/builtin/headers"
+	"switchyard.dev/switchyard/plugins/builtin/logs"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
@@ -31,6 +32,7 @@ var registry = map[string]func() plugins.Plugin{
 	"auth":      auth.New,
 	"compat":    compat.New,
 	"headers":   headers.New,
+	"logs":      logs.New,
 	"ratelimit": ratelimit.New,
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,

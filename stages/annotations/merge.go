@@ -41,6 +41,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("server", &f.Server, other.Server); err != nil {
 		return err
 	}
+	if err := mergeGroup("logs", &f.Logs, other.Logs); err != nil {
+		return err
+	}
 	return nil
 }
 

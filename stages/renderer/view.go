@@ -81,6 +81,9 @@ type locationView struct {
 	Auth            *authView
 	RateLimit       *rateLimitView
 	ResponseHeaders []headerView
+	// AccessLogOff and RewriteLog are enable-access-log: false and
+	// enable-rewrite-log: true.
+	AccessLogOff, RewriteLog bool
 	// GlobalHeaders are add-headers, repeated where ResponseHeaders are
 	// written (a location's add_header hides the inherited ones).
 	GlobalHeaders []headerView
@@ -247,6 +250,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if l.Features != nil && l.Features.RateLimit != nil {
 		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
+	}
+	if l.Features != nil && l.Features.Logs != nil {
+		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
 	}
 	if v.GlobalHeaders, err = headerViews(c.settings.AddHeaderValues); err != nil {
 		return locationView{}, err
