@@ -28,7 +28,12 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		value := info.Annotations[key]
 		owner := a.owners[key]
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
-			continue // a canary Ingress ignores its other annotations, as in ingress-nginx
+			// A canary Ingress ignores its other annotations, as in
+			// ingress-nginx; a name nobody knows is still a typo to report.
+			if owner == nil {
+				a.unknownOnCanary(key, res)
+			}
+			continue
 		}
 		if owner == nil {
 			a.unowned(key, res)
@@ -116,6 +121,17 @@ func (a *Annotator) unowned(key string, res *ingressResult) {
 		res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonUnknownAnnotation,
 			Message: unknownMessage(key, a.prefix, name)})
 	}
+}
+
+// unknownOnCanary reports an unknown name under the prefix on a canary
+// Ingress, whose ingress-nginx annotations are ignored (see split).
+func (a *Annotator) unknownOnCanary(key string, res *ingressResult) {
+	name, ours := strings.CutPrefix(key, a.prefix+"/")
+	if _, known := catalog.LookupAnnotation(name); !ours || known {
+		return
+	}
+	res.problems = append(res.problems, bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonUnknownAnnotation,
+		Message: unknownMessage(key, a.prefix, name)})
 }
 
 // unknownMessage names the closest ingress-nginx annotation, since an
