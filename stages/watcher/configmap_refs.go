@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"switchyard.dev/switchyard/bus"
 )
 
 // headerConfigMapKeys are the controller ConfigMap keys whose value names
@@ -27,4 +29,18 @@ func controllerConfigMapRefs(data []byte) []string {
 		}
 	}
 	return refs
+}
+
+// annotationConfigMapRefs returns the ConfigMap an Ingress's custom-headers
+// annotation names, "namespace/name", when it is of the Ingress's own
+// namespace (the translator reports any other value).
+func annotationConfigMapRefs(namespace string, annotations map[string]string, prefix string) []string {
+	value, ok := annotations[prefix+"/custom-headers"]
+	if !ok {
+		return nil
+	}
+	if id, ok := bus.ParseSecretRef(namespace, strings.TrimSpace(value)); ok && strings.HasPrefix(id, namespace+"/") {
+		return []string{id}
+	}
+	return nil
 }
