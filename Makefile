@@ -61,6 +61,7 @@ fuzz: fuzz-targets
 
 fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./internal/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzNearest$$' -fuzztime $(FUZZTIME) ./internal/catalog
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHTTPSettings$$' -fuzztime $(FUZZTIME) ./stages/translator

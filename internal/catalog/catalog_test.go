@@ -52,3 +52,30 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("%d live keys, want at least 178", live)
 	}
 }
+
+func TestNearest(t *testing.T) {
+	for in, want := range map[string]string{
+		"proxy-bdy-size": "proxy-body-size", "canary-wieght": "canary-weight", "frobnicate": "",
+		"auth-url": "auth-url", "": "",
+	} {
+		if got := Nearest(in); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzNearest: any key an Ingress may carry gives either no suggestion or
+// a catalog name within two edits, and never panics.
+func FuzzNearest(f *testing.F) {
+	f.Add("proxy-bdy-size")
+	f.Add("ünïcode-ßnippet")
+	f.Fuzz(func(t *testing.T, name string) {
+		got := Nearest(name)
+		if got == "" {
+			return
+		}
+		if _, ok := LookupAnnotation(got); !ok || distance(name, got) > 2 {
+			t.Fatalf("Nearest(%q) = %q", name, got)
+		}
+	})
+}
