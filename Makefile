@@ -12,7 +12,7 @@ FUZZTIME  ?= 10000x
 REGEX_DIFF_N ?= 5000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
-                lua-resty-lrucache lua-cjson libnginx-mod-stream curl
+                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 
@@ -61,8 +61,11 @@ fuzz: fuzz-targets
 
 fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./internal/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzNearest$$' -fuzztime $(FUZZTIME) ./internal/catalog
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzParseHTTPSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckHeaders$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderRegexServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAttribute$$' -fuzztime $(FUZZTIME) ./stages/applier
@@ -76,6 +79,8 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/ratelimit
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/redirect
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/server
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/logs
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckRegexPath$$' -fuzztime $(FUZZTIME) ./plugins/builtin/rewrite
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/balancing
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/proxy

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/catalog"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
@@ -76,7 +77,66 @@ func writeAnnotationDocs(w io.Writer, prefix string, descs []plugins.Description
 			fmt.Fprintf(w, "| `%s` | %s | %s | %s | `%s` | %s |\n", key, a.Risk, a.Scope, mdCell(a.Default), mdCell(a.Pattern), mdCell(a.Doc))
 		}
 	}
+	writeCatalogStatus(w, prefix, descs)
 }
+
+// writeCatalogStatus lists every one of ingress-nginx's annotation names
+// with what Switchyard does with it. "implemented" comes from the plugins'
+// descriptions (so a new plugin changes this table by itself); the other
+// statuses come from the catalog, for the names no plugin owns.
+func writeCatalogStatus(w io.Writer, prefix string, descs []plugins.Description) {
+	owner := map[string]keyOwner{}
+	for _, d := range descs {
+		for _, a := range d.Annotations {
+			for _, k := range append([]string{a.Key}, a.Aliases...) {
+				owner[strings.TrimPrefix(k, prefix+"/")] = keyOwner{plugin: d.Name, doc: a.Doc}
+			}
+		}
+	}
+	all := catalog.Annotations()
+	counts := map[string]int{}
+	rows := make([]string, 0, len(all))
+	for _, a := range all {
+		status, note := annotationStatus(a, owner)
+		counts[status]++
+		rows = append(rows, fmt.Sprintf("| `%s` | %s | %s |", a.Name, status, mdCell(note)))
+	}
+	fmt.Fprintf(w, "\n## Every ingress-nginx annotation\n\n")
+	fmt.Fprintf(w, "All %d of ingress-nginx's annotation names (aliases included), under the prefix `%s/`: ", len(all), prefix)
+	fmt.Fprintf(w, "%d implemented by a plugin, %d guarded (validated; the plugin's note says what happens), %d refused (the Ingress is rejected), %d ignored with a warning (`AnnotationNotSupported`). ",
+		counts["implemented"], counts["guarded"], counts["refused"], counts["ignored"])
+	fmt.Fprintln(w, "Any other name under the prefix is reported as `UnknownAnnotation` (a warning; the Ingress is served).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Annotation | Status | Note |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+}
+
+// annotationStatus says what Switchyard does with one ingress-nginx name.
+func annotationStatus(a catalog.Annotation, owner map[string]keyOwner) (status, note string) {
+	if a.AliasOf != "" {
+		note = "alias of `" + a.AliasOf + "`; "
+		a, _ = catalog.LookupAnnotation(a.AliasOf)
+	}
+	switch p, ok := owner[a.Name]; {
+	case ok && p.plugin == compatPlugin:
+		return "guarded", note + "compat plugin: " + p.doc
+	case ok:
+		return "implemented", note + "plugin " + p.plugin
+	case a.Status == catalog.Refused:
+		return "refused", note + a.Reason
+	default:
+		return "ignored", note + a.Reason
+	}
+}
+
+// keyOwner is the plugin that owns an annotation, and its doc of it.
+type keyOwner struct{ plugin, doc string }
+
+// compatPlugin is the name of the compatibility guard plugin.
+const compatPlugin = "compat"
 
 // mdCell keeps a value inside its Markdown table cell.
 func mdCell(s string) string {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/tools/txtar"
@@ -28,6 +29,7 @@ func renderCommand(args []string) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	o.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	strict := fs.Bool("strict", false, "exit non-zero when any Ingress is rejected or served degraded (with a Problem)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,8 +78,77 @@ func renderCommand(args []string) error {
 	if archive == nil {
 		return fmt.Errorf("nothing was rendered within %s", *timeout)
 	}
-	_, err = os.Stdout.Write(archive)
-	return err
+	if _, err := os.Stdout.Write(archive); err != nil {
+		return err
+	}
+	// The stages have stopped; the annotations stage's table still holds
+	// every Ingress with its Problems, at least as new as what was rendered.
+	readCtx, cancelRead := context.WithTimeout(context.Background(), *timeout)
+	defer cancelRead()
+	annotated, _, err := bus.ReadTable(readCtx, conn, bus.StageAnnotations)
+	if err != nil {
+		return fmt.Errorf("read the Ingresses' problems: %w", err)
+	}
+	report, err := problemReport(annotated, o.configMap)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(os.Stderr, report.text)
+	if *strict && (report.rejected > 0 || report.degraded > 0) {
+		return fmt.Errorf("--strict: %d Ingress(es) rejected, %d served degraded", report.rejected, report.degraded)
+	}
+	return nil
+}
+
+// renderReport is every Problem of the rendered state, one line each.
+type renderReport struct {
+	text               string
+	rejected, degraded int // Ingresses
+}
+
+// problemReport lists the Problems of every Ingress (rejected, or served
+// degraded: with a Problem) and of the controller ConfigMap, sorted, as
+// "kind namespace/name: field: reason: message". Messages quote values only
+// cut short, as in log lines and Events.
+func problemReport(entries map[string][]byte, configMap string) (renderReport, error) {
+	var r renderReport
+	var b strings.Builder
+	for _, key := range slices.Sorted(maps.Keys(entries)) {
+		kind, _, err := bus.SplitKey(key)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case kind == bus.KindIngress:
+			var info bus.IngressInfo
+			if err := json.Unmarshal(entries[key], &info); err != nil {
+				return r, fmt.Errorf("decode %s: %w", key, err)
+			}
+			if len(info.Problems) == 0 {
+				continue
+			}
+			verdict := "served degraded"
+			if info.Rejected {
+				verdict = "rejected"
+				r.rejected++
+			} else {
+				r.degraded++
+			}
+			for _, p := range info.Problems {
+				fmt.Fprintf(&b, "ingress %s/%s (%s): %s: %s: %s\n", info.Namespace, info.Name, verdict, p.Field, p.Reason, p.Message)
+			}
+		case key == bus.SettingsKey:
+			var s bus.Settings
+			if err := json.Unmarshal(entries[key], &s); err != nil {
+				return r, fmt.Errorf("decode %s: %w", key, err)
+			}
+			for _, p := range s.Problems {
+				fmt.Fprintf(&b, "configmap %s: %s: %s: %s\n", configMap, p.Field, p.Reason, p.Message)
+			}
+		}
+	}
+	r.text = b.String()
+	return r, nil
 }
 
 func renderArchive(entries map[string][]byte) ([]byte, error) {

@@ -24,6 +24,8 @@ type (
 	Rewrite               = features.Rewrite
 	Proxy                 = features.Proxy
 	Balancing             = features.Balancing
+	ServerFeatures        = features.Server
+	Logs                  = features.Logs
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

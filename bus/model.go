@@ -31,6 +31,16 @@ type Server struct {
 	// TLS is set when an Ingress lists this host under spec.tls.
 	TLS       *ServerTLS `json:"tls,omitempty"`
 	Locations []Location `json:"locations"`
+	// Aliases, SSLCiphers and SSLPreferServerCiphers are the server
+	// features (server-alias, ssl-ciphers, ssl-prefer-server-ciphers) of
+	// the first Ingress of the host by namespace/name that sets each;
+	// the annotations stage fills them in.
+	Aliases                []string `json:"aliases,omitempty"`
+	SSLCiphers             string   `json:"sslCiphers,omitempty"`
+	SSLPreferServerCiphers *bool    `json:"sslPreferServerCiphers,omitempty"`
+	// ServerFeaturesFrom is the Ingress ("namespace/name") that set
+	// SSLCiphers, so a cipher list NGINX refuses is traced to it.
+	ServerFeaturesFrom string `json:"serverFeaturesFrom,omitempty"`
 }
 
 // ServerTLS names the certificate served for a host.
@@ -122,6 +132,10 @@ type IngressInfo struct {
 	// the translator decides it once, and the annotations stage keeps only
 	// the canary and balancing annotations of such an Ingress.
 	Canary bool `json:"canary,omitempty"`
+	// CustomHeaders are the response headers of the ConfigMap the
+	// custom-headers annotation names, read and checked by the translator;
+	// the annotations stage adds them to the Ingress's locations.
+	CustomHeaders []Header `json:"customHeaders,omitempty"`
 	// Rejected is set when the Ingress is not served at all.
 	Rejected bool      `json:"rejected,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

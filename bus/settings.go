@@ -45,6 +45,13 @@ type Settings struct {
 	// whose Ingresses set no load-balance annotation. It reaches the Lua
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
+
+	HTTPSettings // compression, access log, added headers (settings_http.go)
+
+	// Problems are what the translator found in the ConfigMap (invalid
+	// values, keys not supported, refused or unknown), for reports such as
+	// `switchyard render`; nothing renders them.
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 // SettingsKey is the model key of the controller settings.
@@ -73,6 +80,7 @@ func DefaultSettings() Settings {
 		LimitReqStatusCode: 503, LimitConnStatusCode: 503,
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
+		HTTPSettings:         defaultHTTPSettings(),
 	}
 	return s
 }

@@ -120,6 +120,53 @@ func TestRenderPrintsWhatRunWouldApply(t *testing.T) {
 	}
 }
 
+// TestRenderReportsProblems: render prints every Problem on stderr (the
+// Ingress or ConfigMap, field, reason, message), and --strict exits
+// non-zero when an Ingress is rejected or served degraded.
+func TestRenderReportsProblems(t *testing.T) {
+	bin := harness.Binary(t)
+	dir := t.TempDir()
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", 9))
+	harness.WriteFile(t, filepath.Join(dir, "config.yaml"), configMapYAML(map[string]string{"http-snippet": "x", "datadog-collector-host": "y"}))
+	harness.WriteFile(t, filepath.Join(dir, "clean.yaml"), annotatedIngressYAML("clean", nil))
+	run := func(args ...string) (stdout, stderr string, err error) {
+		cmd := exec.Command(bin, append([]string{"render", "--manifests", dir, "--configmap", configMapName}, args...)...)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		out, err := cmd.Output()
+		return string(out), errOut.String(), err
+	}
+
+	if _, stderr, err := run("--strict"); err != nil || strings.Contains(stderr, "ingress ") {
+		t.Fatalf("clean Ingress with --strict: %v\n%s", err, stderr)
+	}
+	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), annotatedIngressYAML("degraded", map[string]string{
+		"nginx.ingress.kubernetes.io/http2-push-preload": "true",
+		"nginx.ingress.kubernetes.io/proxy-bdy-size":     "8m",
+	}))
+	stdout, stderr, err := run()
+	if err != nil {
+		t.Fatalf("render without --strict: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "degraded.example.com") {
+		t.Fatalf("the degraded Ingress is not rendered:\n%s", stdout)
+	}
+	for _, want := range []string{
+		"ingress default/degraded (served degraded): metadata.annotations[nginx.ingress.kubernetes.io/http2-push-preload]: AnnotationNotSupported: ",
+		"ingress default/degraded (served degraded): metadata.annotations[nginx.ingress.kubernetes.io/proxy-bdy-size]: UnknownAnnotation: ",
+		"configmap " + configMapName + ": data.http-snippet: Refused: ",
+		"configmap " + configMapName + ": data.datadog-collector-host: NotSupported: ",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, stderr, err := run("--strict"); err == nil || !strings.Contains(stderr, "0 Ingress(es) rejected, 1 served degraded") {
+		t.Fatalf("--strict with a degraded Ingress: %v\n%s", err, stderr)
+	}
+}
+
 func TestEchoAnswersWithTheRequest(t *testing.T) {
 	bin := harness.Binary(t)
 	port := harness.StartEcho(t, bin, "svc", "pod-1")

@@ -32,6 +32,10 @@ type Features struct {
 	Balancing *Balancing `json:"balancing,omitempty"` // features_balancing.go
 	// Proxy is how the location talks to its backend (proxy.go).
 	Proxy *Proxy `json:"proxy,omitempty"`
+	// Server goes onto the server of the Ingress's hosts (server.go).
+	Server *Server `json:"server,omitempty"`
+	// Logs are the location's log settings (logs.go).
+	Logs *Logs `json:"logs,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -98,8 +102,15 @@ func (f *Features) Validate() error {
 	if err := f.Proxy.validate(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
+	if err := f.Server.validate(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	return nil
 }
+
+// Validate checks a header's name and value (header names and values that
+// do not come from a plugin: the controller ConfigMap's add-headers).
+func (h Header) Validate() error { return h.validate() }
 
 func (h Header) validate() error {
 	if !headerNamePattern.MatchString(h.Name) {

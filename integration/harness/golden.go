@@ -40,5 +40,21 @@ func ReadModel(t testing.TB, path string) bus.Model {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	// A hand-written model names only the settings it is about: the rest
+	// are the defaults, as the translator would publish them, so a setting
+	// added later needs no edit of every fixture.
+	if m.Settings != nil {
+		var probe struct {
+			Settings json.RawMessage `json:"settings"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		s := bus.DefaultSettings()
+		if err := json.Unmarshal(probe.Settings, &s); err != nil {
+			t.Fatalf("%s: settings: %v", path, err)
+		}
+		m.Settings = &s
+	}
 	return m
 }

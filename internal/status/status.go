@@ -111,6 +111,9 @@ type writer struct {
 
 	written map[string]bool          // Ingresses whose status we wrote
 	evented map[string][]bus.Problem // problems last reported per Ingress
+	// settingsEvented are the controller ConfigMap's problems last
+	// reported (keys not supported, refused, unknown, invalid values).
+	settingsEvented []bus.Problem
 }
 
 // run follows the translator's per-Ingress information and the applier's
@@ -128,9 +131,17 @@ func (w *writer) run(ctx context.Context, conn *bus.Conn) error {
 		gen   uint64
 	}
 	snapshots := make(chan view, 1)
+	settingsProblems := make(chan []bus.Problem, 1)
 	go func() {
 		infos := map[string]bus.IngressInfo{}
 		_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
+			if problems, ok := settingsProblemsOf(snap); ok {
+				select { // keep only the newest
+				case <-settingsProblems:
+				default:
+				}
+				settingsProblems <- problems
+			}
 			updateInfos(infos, snap)
 			select { // keep only the newest view
 			case <-snapshots:
@@ -153,6 +164,8 @@ func (w *writer) run(ctx context.Context, conn *bus.Conn) error {
 			raw, w.infosGen = v.infos, v.gen
 			w.infos = withRefusals(raw, w.refusals)
 			w.reportProblems(ctx)
+		case problems := <-settingsProblems:
+			w.reportSettingsProblems(ctx, problems)
 		case r := <-refusals:
 			w.refusals = r
 			if raw != nil {
@@ -250,6 +263,37 @@ func (w *writer) reportKeyRefusals(ctx context.Context) {
 		if _, still := w.refusals[key]; !still {
 			delete(w.keysEvented, key)
 		}
+	}
+}
+
+// settingsProblemsOf returns the controller ConfigMap's problems when the
+// snapshot holds the settings.
+func settingsProblemsOf(snap bus.Snapshot) ([]bus.Problem, bool) {
+	data, ok := snap.Puts[bus.SettingsKey]
+	if !ok {
+		return nil, false
+	}
+	var s bus.Settings
+	if json.Unmarshal(data, &s) != nil {
+		return nil, false
+	}
+	return s.Problems, true
+}
+
+// reportSettingsProblems writes a Warning Event on the controller
+// ConfigMap for each of its problems, when they changed: a key Switchyard
+// does not support, refuses or does not know is never ignored in silence.
+func (w *writer) reportSettingsProblems(ctx context.Context, problems []bus.Problem) {
+	if slices.Equal(w.settingsEvented, problems) {
+		return
+	}
+	w.settingsEvented = problems
+	ns, name, ok := strings.Cut(w.cfg.ConfigMap, "/")
+	if !ok {
+		return
+	}
+	for _, p := range problems {
+		w.eventOn(ctx, corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: ns, Name: name}, p, "")
 	}
 }
 

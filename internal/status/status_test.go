@@ -1,10 +1,19 @@
 package status
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -63,5 +72,51 @@ func TestWithRefusals(t *testing.T) {
 	}
 	if len(infos["ns/a"].Problems) != 1 || infos["ns/a"].Rejected {
 		t.Fatal("the translator's view was changed")
+	}
+}
+
+// TestSettingsProblemsEvented: the controller ConfigMap's problems become
+// Warning Events on it, once per change.
+func TestSettingsProblemsEvented(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	// The fake client does not fill in generateName as the API server does.
+	n := 0
+	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		n++
+		ev.Name = ev.GenerateName + strconv.Itoa(n)
+		return false, nil, nil
+	})
+	w := &writer{client: client, cfg: Config{ConfigMap: "ingress/controller"}, log: zap.NewNop()}
+	s := bus.DefaultSettings()
+	s.Problems = []bus.Problem{
+		{Field: "data.http-snippet", Reason: "Refused", Message: "http-snippet is refused"},
+		{Field: "data.ssl-redirekt", Reason: "UnknownKey", Message: "typo"},
+	}
+	data, _ := json.Marshal(s)
+	problems, ok := settingsProblemsOf(bus.Snapshot{Puts: map[string][]byte{bus.SettingsKey: data}})
+	if !ok || len(problems) != 2 {
+		t.Fatalf("problems %v, %v", problems, ok)
+	}
+	ctx := context.Background()
+	w.reportSettingsProblems(ctx, problems)
+	w.reportSettingsProblems(ctx, slices.Clone(problems)) // unchanged: no new Events
+	events, err := client.CoreV1().Events("ingress").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != "ConfigMap" || e.InvolvedObject.Name != "controller" || e.Type != "Warning" {
+			t.Errorf("event %+v", e)
+		}
+		reasons = append(reasons, e.Reason)
+	}
+	slices.Sort(reasons)
+	if !slices.Equal(reasons, []string{"Refused", "UnknownKey"}) {
+		t.Fatalf("event reasons %v", reasons)
+	}
+	if _, ok := settingsProblemsOf(bus.Snapshot{Puts: map[string][]byte{}}); ok {
+		t.Fatal("a snapshot without settings gave problems")
 	}
 }

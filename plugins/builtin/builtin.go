@@ -18,10 +18,13 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/headers"
+	"switchyard.dev/switchyard/plugins/builtin/logs"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
+	"switchyard.dev/switchyard/plugins/builtin/server"
 )
 
 // registry maps a plugin's name to its constructor.
@@ -29,11 +32,14 @@ var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
 	"auth":      auth.New,
 	"compat":    compat.New,
+	"headers":   headers.New,
+	"logs":      logs.New,
 	"ratelimit": ratelimit.New,
 	"redirect":  redirect.New,
 	"rewrite":   rewrite.New,
 	"balancing": balancing.New,
 	"proxy":     proxy.New,
+	"server":    server.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

@@ -17,6 +17,12 @@ const (
 	ReasonAnnotationRefused = "AnnotationRefused"
 	ReasonPluginUnavailable = "PluginUnavailable"
 	ReasonAnnotationWarning = "AnnotationWarning"
+	// ReasonAnnotationNotSupported is a warning: one of ingress-nginx's
+	// annotations that Switchyard ignores; the Ingress is served without it.
+	ReasonAnnotationNotSupported = "AnnotationNotSupported"
+	// ReasonUnknownAnnotation is a warning: a name under the prefix that
+	// neither ingress-nginx nor any plugin knows, most often a typo.
+	ReasonUnknownAnnotation = "UnknownAnnotation"
 )
 
 // callFunc sends one batch to one plugin.
@@ -280,6 +286,11 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 	a.callAll(ctx, batches, results)
 	for id := range dirty {
 		res := results[id]
+		if info := a.ingresses[id]; res != nil && info != nil && !info.Rejected && !res.rejected && !info.Canary {
+			// custom-headers, read by the translator (plugins/builtin/headers).
+			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
+			a.checkAliases(res)
+		}
 		if res != nil {
 			if err := res.features.Validate(); err != nil {
 				res.reject(bus.Problem{Field: "metadata.annotations", Reason: ReasonInvalidAnnotation,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
@@ -138,5 +139,28 @@ func TestCanaryBackends(t *testing.T) {
 	out, err = a.Update(ctx, map[string][]byte{bus.Key(bus.KindBackend, "shop-other-80"): nil})
 	if err != nil || len(out.Deletes) != 1 || out.Deletes[0] != bus.Key(bus.KindBackend, "shop-other-80") {
 		t.Fatalf("delete: %v %v", err, out.Deletes)
+	}
+}
+
+// TestCanaryTypoReported: a canary Ingress ignores ingress-nginx's other
+// annotations, but a name nobody knows is still reported as unknown.
+func TestCanaryTypoReported(t *testing.T) {
+	ctx := context.Background()
+	a, _ := canaryAnnotator(t)
+	key := bus.DefaultAnnotationsPrefix + "/canary-wieght"
+	out, err := a.Update(ctx, map[string][]byte{
+		bus.Key(bus.KindIngress, "shop", "canary"): canaryInfo(t, "30", map[string]string{
+			key: "30", bus.DefaultAnnotationsPrefix + "/proxy-body-size": "8m"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info bus.IngressInfo
+	if err := json.Unmarshal(out.Puts[bus.Key(bus.KindIngress, "shop", "canary")], &info); err != nil || info.Rejected {
+		t.Fatalf("canary info: %+v %v", info, err)
+	}
+	if len(info.Problems) != 1 || info.Problems[0].Reason != ReasonUnknownAnnotation || info.Problems[0].Field != "metadata.annotations["+key+"]" ||
+		!strings.Contains(info.Problems[0].Message, "did you mean "+bus.DefaultAnnotationsPrefix+"/canary-weight?") {
+		t.Fatalf("problems %+v: want one UnknownAnnotation for the typo", info.Problems)
 	}
 }

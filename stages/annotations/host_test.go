@@ -234,6 +234,8 @@ func TestHostRejects(t *testing.T) {
 		{"owned-snippet", map[string]string{snippetKey: "return 200;"}, snippetKey, "snippet annotations are off"},
 		{"unowned-snippet", map[string]string{bus.DefaultAnnotationsPrefix + "/configuration-snippet": "more_set_headers x;"},
 			bus.DefaultAnnotationsPrefix + "/configuration-snippet", "snippet annotations are off"},
+		{"catalog-refused", map[string]string{bus.DefaultAnnotationsPrefix + "/enable-modsecurity": "true"},
+			bus.DefaultAnnotationsPrefix + "/enable-modsecurity", "is refused: ModSecurity is not run by Switchyard"},
 		{"plugin-error", map[string]string{headerKey: rejectValue}, headerKey, "the plugin says no"},
 		{"bad-features", map[string]string{headerKey: forgedValue}, "", "a plugin returned features the host refuses"},
 	}
@@ -261,6 +263,51 @@ func TestHostRejects(t *testing.T) {
 			}
 			if feats, ok := served(t, out, "good-"+c.name); !ok || headerOf(feats, "X-header") != "fine" {
 				t.Fatalf("the other Ingress: served %v with %+v", ok, feats)
+			}
+		})
+	}
+}
+
+// TestHostWarnsUnowned: an annotation under the prefix that no plugin owns
+// is never ignored in silence. One of ingress-nginx's names Switchyard does
+// not support, or a name nobody knows (a typo, with the closest name), is a
+// warning: the Ingress is served with its other annotations. Keys under
+// other prefixes are not ours and pass without a word.
+func TestHostWarnsUnowned(t *testing.T) {
+	f := startHost(t, HostConfig{}, "header")
+	prefix := bus.DefaultAnnotationsPrefix + "/"
+	cases := []struct {
+		name, key, reason, msg string
+	}{
+		{"unsupported", prefix + "http2-push-preload", ReasonAnnotationNotSupported, "not supported by Switchyard and is ignored: HTTP/2 server push"},
+		{"alias", prefix + "limit-whitelist", ReasonAnnotationNotSupported, "is ignored: rate limiting"},
+		{"typo", prefix + "proxy-bdy-size", ReasonUnknownAnnotation, "did you mean " + prefix + "proxy-body-size?"},
+		{"unknown", prefix + "frobnicate", ReasonUnknownAnnotation, "is not an ingress-nginx or Switchyard annotation; it is ignored"},
+		{"other-prefix", "example.com/proxy-body-size", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := update(t, f.ann, f.ctx, change{}.
+				ingress("ns", "warn-"+c.name, map[string]string{headerKey: "kept", c.key: "1"}))
+			info := infoOf(t, out, "ns", "warn-"+c.name)
+			if info.Rejected {
+				t.Fatalf("info %+v: want served", info)
+			}
+			if feats, ok := served(t, out, "warn-"+c.name); !ok || headerOf(feats, "X-header") != "kept" {
+				t.Fatalf("served %v with %+v: want the owned annotation applied", ok, feats)
+			}
+			if c.reason == "" {
+				if len(info.Problems) != 0 {
+					t.Fatalf("problems %+v for a key under another prefix", info.Problems)
+				}
+				return
+			}
+			if len(info.Problems) != 1 {
+				t.Fatalf("problems %+v: want one warning", info.Problems)
+			}
+			p := info.Problems[0]
+			if p.Reason != c.reason || p.Field != "metadata.annotations["+c.key+"]" || !strings.Contains(p.Message, c.msg) {
+				t.Fatalf("problem %+v: want reason %s on %s saying %q", p, c.reason, c.key, c.msg)
 			}
 		})
 	}

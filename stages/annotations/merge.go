@@ -41,6 +41,12 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("proxy", &f.Proxy, other.Proxy); err != nil {
 		return err
 	}
+	if err := mergeGroup("server", &f.Server, other.Server); err != nil {
+		return err
+	}
+	if err := mergeGroup("logs", &f.Logs, other.Logs); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -60,6 +60,7 @@ func (a *Annotator) annotatedServer(s *bus.Server) *bus.Server {
 		}
 		annotated.Locations = append(annotated.Locations, loc)
 	}
+	a.applyServerFeatures(&annotated)
 	if len(annotated.Locations) < len(s.Locations) && !hasRoot(annotated.Locations) {
 		// The rejected Ingress held the host's "/": without a catch-all
 		// NGINX would serve files from its prefix. Answer 404 instead.

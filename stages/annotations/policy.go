@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/catalog"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -27,7 +28,12 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		value := info.Annotations[key]
 		owner := a.owners[key]
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
-			continue // a canary Ingress ignores its other annotations, as in ingress-nginx
+			// A canary Ingress ignores its other annotations, as in
+			// ingress-nginx; a name nobody knows is still a typo to report.
+			if owner == nil {
+				a.unknownOnCanary(key, res)
+			}
+			continue
 		}
 		if owner == nil {
 			a.unowned(key, res)
@@ -83,20 +89,59 @@ func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.R
 	return bus.Problem{}, false
 }
 
-// unowned handles an annotation no plugin owns. Under our prefix a snippet
-// is refused (never ignored: it may be what protects the Ingress); anything
-// else is not ours to judge and is ignored, as ingress-nginx ignores
-// annotations it does not know.
+// unowned handles an annotation no plugin owns. Nothing under our prefix
+// passes in silence: a snippet is refused (it may be what protects the
+// Ingress); one of ingress-nginx's names is refused or served with a
+// warning as the catalog says; any other name is reported as unknown (a
+// typo serves the Ingress without what was meant). Keys under other
+// prefixes are not ours to judge.
 func (a *Annotator) unowned(key string, res *ingressResult) {
-	if !strings.HasPrefix(key, a.prefix+"/") || !isSnippet(key) {
+	name, ours := strings.CutPrefix(key, a.prefix+"/")
+	if !ours {
 		return
 	}
-	if !a.settings.AllowSnippetAnnotations {
+	field := "metadata.annotations[" + key + "]"
+	entry, known := catalog.LookupAnnotation(name)
+	if known && entry.AliasOf != "" {
+		entry, _ = catalog.LookupAnnotation(entry.AliasOf)
+	}
+	switch {
+	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
 		res.reject(snippetRefused(key))
+	case isSnippet(key):
+		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
+			Message: fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)})
+	case known && entry.Status == catalog.Refused:
+		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
+			Message: fmt.Sprintf("annotation %s is not supported by Switchyard and is refused: %s", key, entry.Reason)})
+	case known:
+		res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationNotSupported,
+			Message: fmt.Sprintf("annotation %s is not supported by Switchyard and is ignored: %s", key, entry.Reason)})
+	default:
+		res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonUnknownAnnotation,
+			Message: unknownMessage(key, a.prefix, name)})
+	}
+}
+
+// unknownOnCanary reports an unknown name under the prefix on a canary
+// Ingress, whose ingress-nginx annotations are ignored (see split).
+func (a *Annotator) unknownOnCanary(key string, res *ingressResult) {
+	name, ours := strings.CutPrefix(key, a.prefix+"/")
+	if _, known := catalog.LookupAnnotation(name); !ours || known {
 		return
 	}
-	res.reject(bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
-		Message: fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)})
+	res.problems = append(res.problems, bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonUnknownAnnotation,
+		Message: unknownMessage(key, a.prefix, name)})
+}
+
+// unknownMessage names the closest ingress-nginx annotation, since an
+// unknown name under the prefix is most often a typo.
+func unknownMessage(key, prefix, name string) string {
+	msg := fmt.Sprintf("annotation %s is not an ingress-nginx or Switchyard annotation; it is ignored", quoteForMessage(key))
+	if near := catalog.Nearest(name); near != "" {
+		msg += fmt.Sprintf(" (did you mean %s/%s?)", prefix, near)
+	}
+	return msg
 }
 
 func isSnippet(key string) bool { return strings.HasSuffix(key, "-snippet") }

@@ -25,6 +25,8 @@ type authView struct {
 	Headers      []authHeader
 	// FullForwardedFor repeats the http block's X-Forwarded-For choice.
 	FullForwardedFor bool
+	// ProxySetHeaders repeats the http block's proxy-set-headers.
+	ProxySetHeaders []headerView
 }
 
 // basicAuthView is auth_basic's realm and user file, quoted. We derive the
@@ -70,6 +72,9 @@ func authFor(i int, f *bus.Features, settings bus.Settings) (*authView, error) {
 	}
 	v := &authView{Index: i, FullForwardedFor: settings.ComputeFullForwardedFor}
 	var err error
+	if v.ProxySetHeaders, err = headerViews(settings.ProxySetHeaderValues); err != nil {
+		return nil, err
+	}
 	if b := f.Auth.Basic; b != nil {
 		if v.Basic, err = newBasicAuthView(b); err != nil {
 			return nil, err

@@ -45,6 +45,10 @@ type serverView struct {
 	Locations    []locationView
 	// WWW is the from-to-www-redirect server, when there is one.
 	WWW *wwwView
+	// SSLCiphers (quoted) and SSLPreferServerCiphers ("on", "off") are
+	// the server's own, "" for the http block's; SSLSource attributes
+	// them to the Ingress that set them.
+	SSLCiphers, SSLPreferServerCiphers, SSLSource string
 }
 
 // customErrorsView is the custom-http-errors part of a server.
@@ -78,7 +82,13 @@ type locationView struct {
 	RateLimit       *rateLimitView
 	Proxy           *proxyView // proxy.go
 	ResponseHeaders []headerView
-	Kind            locationKind
+	// AccessLogOff and RewriteLog are enable-access-log: false and
+	// enable-rewrite-log: true.
+	AccessLogOff, RewriteLog bool
+	// GlobalHeaders are add-headers, repeated where ResponseHeaders are
+	// written (a location's add_header hides the inherited ones).
+	GlobalHeaders []headerView
+	Kind          locationKind
 	// Upstream is $proxy_upstream_name's value, quoted.
 	Upstream string
 	// Return is the return directive's arguments (deny, redirect).
@@ -133,6 +143,9 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	}
 	var err error
 	if view.ServerName, err = serverName(s.Hostname); err != nil {
+		return serverView{}, err
+	}
+	if err := view.addServerFeatures(s, src); err != nil {
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
@@ -245,6 +258,12 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
 	}
 	if v.Proxy, err = newProxyView(l.Features, c.settings, v.RateLimit != nil && v.RateLimit.RateKB > 0); err != nil {
+		return locationView{}, err
+	}
+	if l.Features != nil && l.Features.Logs != nil {
+		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
+	}
+	if v.GlobalHeaders, err = headerViews(c.settings.AddHeaderValues); err != nil {
 		return locationView{}, err
 	}
 	if v.ResponseHeaders, err = responseHeaders(l.Features); err != nil {

@@ -21,6 +21,11 @@ type mainView struct {
 	Static string
 	// LoadModules are load_module's arguments, quoted.
 	LoadModules []string
+	// BrotliModule is the brotli filter's load_module argument, quoted,
+	// or "" when enable-brotli is off.
+	BrotliModule string
+	// HTTP is the http{} part from bus.HTTPSettings (view_http.go).
+	HTTP httpView
 	// User is user's arguments, quoted, or "" to keep the master's user.
 	User string
 	// WorkerProcesses is the flag's value, or else the ConfigMap's (and
@@ -131,7 +136,10 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if v.LogFormat, err = logFormat(s.LogFormatUpstream); err != nil {
 		return mainView{}, err
 	}
-	v.SSLCiphers, err = quote(s.SSLCiphers)
+	if v.SSLCiphers, err = quote(s.SSLCiphers); err != nil {
+		return mainView{}, err
+	}
+	err = newHTTPView(&v, cfg, s, src)
 	return v, err
 }
 

@@ -33,6 +33,8 @@ type ingressPlan struct {
 	certs     map[string]*bus.Certificate
 	services  []string // "ns/name" of every Service referenced
 	secrets   []string // "ns/name" of every TLS or annotation Secret referenced
+	// configMaps are the ConfigMaps annotations name (custom-headers).
+	configMaps []string
 	// annSecrets are the Secrets annotations name that exist, by
 	// "ns/name"; a missing one is absent and the plugin reports it.
 	annSecrets map[string]*bus.Secret
@@ -86,6 +88,9 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		p.info.Rejected = true
 		p.info.Problems = problems
 		return p
+	}
+	if p.addCustomHeaders(t, ing); p.info.Rejected {
+		return p // nothing of a rejected Ingress is served
 	}
 	p.addTLS(t, ing)
 	p.addAnnotationSecrets(t, ing)

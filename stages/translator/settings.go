@@ -12,14 +12,17 @@ import (
 	"unicode/utf8"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/catalog"
 )
 
 // parseSettings reads the controller ConfigMap's data. Every key it knows is
 // validated; an invalid value is reported as a Problem (Field "data.<key>",
 // Reason "InvalidValue", a Message naming the key, the rule and what is kept)
-// and the default for that key stays. Unknown keys are ignored (ingress-nginx
-// has ~180 keys; later work adds more) but reported with Reason "UnknownKey"
-// so operators see typos. A nil or empty map gives bus.DefaultSettings().
+// and the default for that key stays. No other key passes in silence: one of
+// ingress-nginx's keys Switchyard does not implement is reported as
+// "NotSupported", one it refuses (snippets, and keys whose absence would
+// leave traffic unprotected) as "Refused", and any other as "UnknownKey" (a
+// typo). A nil or empty map gives bus.DefaultSettings().
 func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 	s := bus.DefaultSettings()
 	var problems []bus.Problem
@@ -30,16 +33,82 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		p, known := settingParsers[key]
 		switch {
 		case !known:
-			problems = append(problems, bus.Problem{Field: "data." + key, Reason: "UnknownKey",
-				Message: fmt.Sprintf("%s is not a key Switchyard knows (a typo, or a setting not supported yet); it is ignored", clipQuoted(key))})
+			problems = append(problems, unparsedKey(key))
 		case !p.apply(&s, value):
 			// Each key is applied once and apply leaves the field alone on
 			// failure, so show still gives the default here.
-			problems = append(problems, bus.Problem{Field: "data." + key, Reason: "InvalidValue",
+			problems = append(problems, bus.Problem{Field: "data." + key, Reason: ReasonInvalidValue,
 				Message: fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(&s)))})
 		}
 	}
 	return s, problems
+}
+
+// Reasons of the controller ConfigMap's Problems.
+const (
+	ReasonInvalidValue = "InvalidValue"
+	// ReasonRefused is an error: a snippet, or a key whose absence leaves
+	// traffic unprotected; Switchyard runs without it.
+	ReasonRefused = "Refused"
+	// ReasonNotSupported is a warning: one of ingress-nginx's keys that
+	// Switchyard does not implement.
+	ReasonNotSupported = "NotSupported"
+	// ReasonUnknownKey is a warning: a key ingress-nginx does not have
+	// either, most often a typo.
+	ReasonUnknownKey = "UnknownKey"
+)
+
+// unparsedKey reports a key no parser knows, as the catalog of
+// ingress-nginx's keys says.
+func unparsedKey(key string) bus.Problem {
+	field := "data." + key
+	entry, ok := catalog.LookupKey(key)
+	switch {
+	case !ok:
+		return bus.Problem{Field: field, Reason: ReasonUnknownKey,
+			Message: fmt.Sprintf("%s is not a key of ingress-nginx or Switchyard (a typo?); it is ignored", clipQuoted(key))}
+	case entry.Status == catalog.Refused:
+		return bus.Problem{Field: field, Reason: ReasonRefused,
+			Message: fmt.Sprintf("%s is refused by Switchyard and has no effect: %s", key, entry.Reason)}
+	default:
+		return bus.Problem{Field: field, Reason: ReasonNotSupported,
+			Message: fmt.Sprintf("%s is not supported by Switchyard and is ignored: %s", key, entry.Reason)}
+	}
+}
+
+// KeyStatus is one ConfigMap key as Switchyard treats it, for the
+// generated reference (docs/configmap.md).
+type KeyStatus struct {
+	Key         string
+	Implemented bool
+	Status      string // "implemented", or the catalog's status
+	Default     string // Switchyard's default when implemented, else ingress-nginx's
+	Rule        string // what a valid value is, when implemented
+	Note        string
+}
+
+// KeyStatuses lists ingress-nginx's ConfigMap keys and Switchyard's own,
+// sorted by key. Whether a key is implemented comes from the parsers.
+func KeyStatuses() []KeyStatus {
+	defaults := bus.DefaultSettings()
+	var out []KeyStatus
+	seen := map[string]bool{}
+	for _, k := range catalog.Keys() {
+		seen[k.Name] = true
+		if p, ok := settingParsers[k.Name]; ok {
+			out = append(out, KeyStatus{Key: k.Name, Implemented: true, Status: "implemented", Default: p.show(&defaults), Rule: p.rule})
+			continue
+		}
+		out = append(out, KeyStatus{Key: k.Name, Status: string(k.Status), Default: k.Default, Note: k.Reason})
+	}
+	for key, p := range settingParsers {
+		if !seen[key] {
+			out = append(out, KeyStatus{Key: key, Implemented: true, Status: "implemented", Default: p.show(&defaults), Rule: p.rule,
+				Note: "Switchyard's own key"})
+		}
+	}
+	slices.SortFunc(out, func(a, b KeyStatus) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // settingParser validates one ConfigMap key and stores it in Settings.
@@ -71,7 +140,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.

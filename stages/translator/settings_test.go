@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
@@ -269,6 +269,56 @@ func TestParseSettingsUnknownKey(t *testing.T) {
 	if len(problems) != 1 || problems[0].Field != "data.ssl-redirekt" || problems[0].Reason != "UnknownKey" ||
 		!strings.Contains(problems[0].Message, `"ssl-redirekt"`) {
 		t.Errorf("want one UnknownKey problem for data.ssl-redirekt, got %v", problems)
+	}
+}
+
+// TestParseSettingsUnparsedKeys: a key no parser knows never passes in
+// silence. Snippets (and keys whose absence would leave traffic open) are
+// refused, ingress-nginx's other keys are not supported, anything else is
+// unknown; the settings stay the defaults.
+func TestParseSettingsUnparsedKeys(t *testing.T) {
+	cases := []struct{ key, reason, msg string }{
+		{"http-snippet", ReasonRefused, "a snippet"},
+		{"server-snippet", ReasonRefused, "a snippet"},
+		{"location-snippet", ReasonRefused, "a snippet"},
+		{"main-snippet", ReasonRefused, "a snippet"},
+		{"stream-snippet", ReasonRefused, "a snippet"},
+		{"modsecurity-snippet", ReasonRefused, "a snippet"},
+		{"enable-modsecurity", ReasonRefused, "ModSecurity"},
+		{"enable-opentracing", ReasonNotSupported, "removed from ingress-nginx"},
+		{"datadog-collector-host", ReasonNotSupported, "is not supported by Switchyard and is ignored"},
+		{"ssl-redirekt", ReasonUnknownKey, "not a key of ingress-nginx or Switchyard"},
+	}
+	for _, c := range cases {
+		got, problems := parseSettings(map[string]string{c.key: "x"})
+		if !reflect.DeepEqual(got, bus.DefaultSettings()) {
+			t.Errorf("%s changed the settings: %+v", c.key, got)
+		}
+		if len(problems) != 1 || problems[0].Field != "data."+c.key || problems[0].Reason != c.reason ||
+			!strings.Contains(problems[0].Message, c.msg) {
+			t.Errorf("%s: got %+v, want one %s problem saying %q", c.key, problems, c.reason, c.msg)
+		}
+	}
+}
+
+// TestKeyStatuses: every key a parser knows is listed as implemented with
+// its default, and ingress-nginx's keys are all listed.
+func TestKeyStatuses(t *testing.T) {
+	statuses := KeyStatuses()
+	listed := map[string]KeyStatus{}
+	for _, k := range statuses {
+		listed[k.Key] = k
+	}
+	for key := range settingParsers {
+		if k := listed[key]; !k.Implemented || k.Status != "implemented" {
+			t.Errorf("%s: %+v, want implemented", key, k)
+		}
+	}
+	if k := listed["http-snippet"]; k.Status != "refused" {
+		t.Errorf("http-snippet: %+v", k)
+	}
+	if len(statuses) < 200 {
+		t.Errorf("%d keys listed, want ingress-nginx's keys (over 200 with the removed ones)", len(statuses))
 	}
 }
 

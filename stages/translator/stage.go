@@ -83,7 +83,11 @@ func (s *Stage) remove(key string) {
 func (s *Stage) report(delta Delta) {
 	if _, ok := delta.Puts[bus.SettingsKey]; ok {
 		for _, p := range s.translator.SettingsProblems() {
-			s.log.Warn("controller ConfigMap problem; the default is kept", zap.String("configmap", s.cfg.ConfigMap),
+			logAt := s.log.Warn
+			if p.Reason == ReasonRefused {
+				logAt = s.log.Error // a snippet or an access control that is not applied
+			}
+			logAt("controller ConfigMap problem; the default is kept", zap.String("configmap", s.cfg.ConfigMap),
 				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
 		}
 	}

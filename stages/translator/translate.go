@@ -156,6 +156,7 @@ type Translator struct {
 	hostIngresses  map[string]ingressSet               // host → Ingresses naming it
 	svcUsers       map[string]ingressSet               // "ns/service" → Ingresses
 	secretUsers    map[string]ingressSet               // "ns/secret" → Ingresses
+	configMapUsers map[string]ingressSet               // "ns/configmap" → Ingresses (custom-headers)
 	backendUsers   map[string]ingressSet               // backend name → Ingresses
 	certUsers      map[string]ingressSet               // "ns/secret" → Ingresses using it as a certificate
 	annSecretUsers map[string]ingressSet               // "ns/secret" → Ingresses naming it in an annotation
@@ -164,6 +165,9 @@ type Translator struct {
 	model            bus.Model
 	dirty            dirtySet
 	settingsProblems []bus.Problem
+	// headerConfigMaps are the ConfigMaps add-headers and proxy-set-headers
+	// name: a change of one of them re-reads the settings.
+	headerConfigMaps map[string]bool
 }
 
 type dirtySet struct {
@@ -187,7 +191,7 @@ func NewTranslator(cfg Config) *Translator {
 	t := &Translator{
 		cfg: cfg, objs: newObjects(),
 		plans: map[string]*ingressPlan{}, hostIngresses: map[string]ingressSet{},
-		svcUsers: map[string]ingressSet{}, secretUsers: map[string]ingressSet{},
+		svcUsers: map[string]ingressSet{}, secretUsers: map[string]ingressSet{}, configMapUsers: map[string]ingressSet{},
 		backendUsers: map[string]ingressSet{}, certUsers: map[string]ingressSet{},
 		annSecretUsers: map[string]ingressSet{},
 		hostProblems:   map[string]map[string][]bus.Problem{},
@@ -235,9 +239,10 @@ func (t *Translator) change(obj any, deleted bool) {
 	case *corev1.ConfigMap:
 		key := objectName(o.Namespace, o.Name)
 		t.objs.setConfigMap(o, deleted)
-		if key == t.cfg.ConfigMap {
+		if key == t.cfg.ConfigMap || t.headerConfigMaps[key] {
 			t.dirty.settings = true
 		}
+		t.markUsers(t.configMapUsers[key])
 	}
 }
 
@@ -349,6 +354,9 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	}
 	for _, s := range p.secrets {
 		update(t.secretUsers, s)
+	}
+	for _, cm := range p.configMaps {
+		update(t.configMapUsers, cm)
 	}
 	for name := range p.backends {
 		update(t.backendUsers, name)
@@ -654,7 +662,10 @@ func (t *Translator) refreshSettings(delta *Delta) {
 		data = cm.Data
 	}
 	s, problems := parseSettings(data)
+	problems = append(problems, resolveHeaders(&s, t.objs.configMaps)...)
+	t.headerConfigMaps = headerConfigMaps(&s)
 	t.settingsProblems = problems
+	s.Problems = problems
 	t.model.Settings = &s
 	delta.put(bus.SettingsKey, &s)
 }

@@ -49,7 +49,10 @@ type kubeSource struct {
 	secrets    map[string][]byte   // by "namespace/name"
 	configs    map[string][]byte   // by "namespace/name"
 	secretRefs map[string][]string // Ingress key → "namespace/name" of its TLS and annotation Secrets
-	nsMatch    map[string]bool     // namespace → its labels match nsSelector
+	// configRefs: Ingress key → "namespace/name" of the ConfigMaps its
+	// annotations name (custom-headers).
+	configRefs map[string][]string
+	nsMatch    map[string]bool // namespace → its labels match nsSelector
 	dirty      chan struct{}
 }
 
@@ -59,7 +62,7 @@ func newKubeSource(client kubernetes.Interface, namespace, configMap string, log
 	return &kubeSource{
 		client: client, namespace: namespace, configMap: configMap, log: log,
 		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
-		secretRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
+		secretRefs: map[string][]string{}, configRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
 	}
 }
 
@@ -208,6 +211,8 @@ type cachedObject struct {
 	// secretRefs are the Secrets an Ingress names, "namespace/name": under
 	// spec.tls, and in the annotations of bus.SecretAnnotations.
 	secretRefs []string
+	// configRefs are the ConfigMaps its annotations name (custom-headers).
+	configRefs []string
 }
 
 // GetObjectMeta gives the informers the namespace and name they key
@@ -240,18 +245,19 @@ func (s *kubeSource) encodeForCache(obj any) (any, error) {
 		return obj, nil
 	}
 	ns, name := meta.GetNamespace(), meta.GetName()
-	var refs []string
+	var refs, configRefs []string
 	if ing, ok := o.(*networkingv1.Ingress); ok {
 		refs = tlsSecrets(ing)
 		if s.prefix != "" {
 			refs = append(refs, bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix)...)
+			configRefs = annotationConfigMapRefs(ing.Namespace, ing.Annotations, s.prefix)
 		}
 	}
 	data, err := canonicalJSON(kind, o)
 	if err != nil {
 		return dropManagedFields(obj)
 	}
-	return &cachedObject{namespace: ns, name: name, data: data, secretRefs: refs}, nil
+	return &cachedObject{namespace: ns, name: name, data: data, secretRefs: refs, configRefs: configRefs}, nil
 }
 
 // watchedKind is the kind of a typed object the source publishes.
@@ -292,6 +298,7 @@ func (s *kubeSource) set(kind kubeKind, obj any) {
 		s.objects[key] = o.data
 		if kind == kindIngress {
 			s.secretRefs[key] = o.secretRefs
+			s.configRefs[key] = o.configRefs
 		}
 	}
 	s.markDirty()
@@ -337,6 +344,7 @@ func (s *kubeSource) remove(kind kubeKind, obj any) {
 		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
 		delete(s.objects, key)
 		delete(s.secretRefs, key)
+		delete(s.configRefs, key)
 	}
 	s.markDirty()
 }
@@ -370,7 +378,8 @@ func (s *kubeSource) markDirty() {
 }
 
 // desired is the set to publish: every object, plus the Secrets the
-// Ingresses name for TLS and the controller ConfigMap.
+// Ingresses name for TLS, the controller ConfigMap and the ConfigMaps of
+// headers it names.
 func (s *kubeSource) desired() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -390,9 +399,24 @@ func (s *kubeSource) desired() map[string][]byte {
 			}
 		}
 	}
+	for _, refs := range s.configRefs {
+		for _, ref := range refs {
+			ns, name, _ := cutNamespacedName(ref)
+			if data, ok := s.configs[ref]; ok && s.inScope(ns) {
+				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+			}
+		}
+	}
 	if data, ok := s.configs[s.configMap]; ok {
 		ns, name, _ := cutNamespacedName(s.configMap)
 		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+		// The ConfigMaps of headers it names (add-headers, proxy-set-headers).
+		for _, ref := range controllerConfigMapRefs(data) {
+			if refData, ok := s.configs[ref]; ok {
+				ns, name, _ := cutNamespacedName(ref)
+				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = refData
+			}
+		}
 	}
 	return set
 }

@@ -131,12 +131,6 @@ var specs = []spec{
 		doc: "Whether mirrored requests carry the body. Ignored by Switchyard for now (warning).",
 	},
 	{
-		// ValidateArrayOfServerName admits regexp server names; here only
-		// plain and wildcard names, comma-separated.
-		key: "server-alias", pattern: `[-._~a-zA-Z0-9*:, ]*`, risk: plugins.RiskHigh, kind: ignored,
-		doc: "Other host names the server answers to. Ignored by Switchyard for now (warning).",
-	},
-	{
 		key: "proxy-ssl-name", pattern: hostChars, risk: plugins.RiskHigh, kind: ignored,
 		doc: "Server name sent to and verified of an HTTPS backend. Ignored by Switchyard for now (warning).",
 	},

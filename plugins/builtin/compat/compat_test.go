@@ -53,13 +53,11 @@ func TestCheck(t *testing.T) {
 		{"mirror-host", `x; load_module /tmp/x.so`, reject, "does not match"},
 		{"mirror-host", `${x}`, reject, "does not match"},
 		{"mirror-request-body", "yes", reject, "does not match"},
-		{"server-alias", "a.example.com;", reject, "does not match"},
 
 		// Not access control: a valid value is a warning.
 		{"mirror-target", "https://test.env.com/$request_uri", warn, "ignored"},
 		{"mirror-host", "test.env.com", warn, "ignored"},
 		{"mirror-request-body", "false", warn, "ignored"},
-		{"server-alias", "a.example.com, *.b.example.com", warn, "ignored"},
 		{"proxy-ssl-name", "backend.internal", warn, "ignored"},
 
 		{"not-ours", "x", reject, "not an annotation of the compat plugin"},
@@ -94,7 +92,7 @@ func TestDescribe(t *testing.T) {
 		"auth-tls-pass-certificate-to-upstream": plugins.RiskLow, "auth-tls-match-cn": plugins.RiskHigh,
 		"satisfy": plugins.RiskLow, "allowlist-source-range": plugins.RiskMedium, "denylist-source-range": plugins.RiskMedium,
 		"mirror-target": plugins.RiskHigh, "mirror-host": plugins.RiskHigh, "mirror-request-body": plugins.RiskLow,
-		"server-alias": plugins.RiskHigh, "proxy-ssl-name": plugins.RiskHigh,
+		"proxy-ssl-name": plugins.RiskHigh,
 	}
 	if d.Name != "compat" || len(d.Annotations) != len(risks) {
 		t.Fatalf("describe: name %q, %d annotations, want compat and %d", d.Name, len(d.Annotations), len(risks))

@@ -1,0 +1,66 @@
+package annotations
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Server features (plugins/builtin/server) set the server of an Ingress's
+// hosts, not its locations: here they are checked against the other
+// servers and put on each server the Ingress has a location on.
+
+// checkAliases leaves out of res the aliases that are another server's
+// host name (NGINX would ignore them with a warning, and the host's own
+// Ingresses would lose it), with a warning on the Ingress.
+func (a *Annotator) checkAliases(res *ingressResult) {
+	if res.features == nil || res.features.Server == nil || len(res.features.Server.Aliases) == 0 {
+		return
+	}
+	hosts := map[string]bool{}
+	for _, s := range a.servers {
+		hosts[s.Hostname] = true
+	}
+	srv := *res.features.Server
+	srv.Aliases = nil
+	for _, alias := range res.features.Server.Aliases {
+		if hosts[alias] {
+			res.problems = append(res.problems, bus.Problem{Field: "metadata.annotations[" + a.displayKey("server-alias") + "]",
+				Reason: ReasonAnnotationWarning, Message: fmt.Sprintf("server alias %s is left out: it is the host of an Ingress rule", alias)})
+			continue
+		}
+		srv.Aliases = append(srv.Aliases, alias)
+	}
+	res.features.Server = &srv
+}
+
+// applyServerFeatures sets the server-level fields of annotated from the
+// Ingresses of its locations: for each field, the first Ingress by
+// namespace/name that sets it.
+func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
+	ids := map[string]bool{}
+	for _, loc := range annotated.Locations {
+		if loc.Ingress != "" {
+			ids[loc.Ingress] = true
+		}
+	}
+	annotated.Aliases, annotated.SSLCiphers, annotated.SSLPreferServerCiphers, annotated.ServerFeaturesFrom = nil, "", nil, ""
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		res := a.results[id]
+		if res == nil || res.rejected || res.features == nil || res.features.Server == nil {
+			continue
+		}
+		srv := res.features.Server
+		if annotated.Aliases == nil && len(srv.Aliases) > 0 {
+			annotated.Aliases = slices.Clone(srv.Aliases)
+		}
+		if annotated.SSLCiphers == "" && srv.SSLCiphers != "" {
+			annotated.SSLCiphers, annotated.ServerFeaturesFrom = srv.SSLCiphers, id
+		}
+		if annotated.SSLPreferServerCiphers == nil {
+			annotated.SSLPreferServerCiphers = srv.SSLPreferServerCiphers
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package watcher
+
+import (
+	"encoding/json"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// headerConfigMapKeys are the controller ConfigMap keys whose value names
+// another ConfigMap ("namespace/name") of headers, as in ingress-nginx.
+var headerConfigMapKeys = []string{"add-headers", "proxy-set-headers"}
+
+// controllerConfigMapRefs returns the ConfigMaps the controller ConfigMap
+// (its canonical JSON) names, "namespace/name"; the translator checks the
+// values, this only has to find them.
+func controllerConfigMapRefs(data []byte) []string {
+	var cm corev1.ConfigMap
+	if json.Unmarshal(data, &cm) != nil {
+		return nil
+	}
+	var refs []string
+	for _, key := range headerConfigMapKeys {
+		ref := strings.TrimSpace(cm.Data[key])
+		if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" && !strings.Contains(name, "/") {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// annotationConfigMapRefs returns the ConfigMap an Ingress's custom-headers
+// annotation names, "namespace/name", when it is of the Ingress's own
+// namespace (the translator reports any other value).
+func annotationConfigMapRefs(namespace string, annotations map[string]string, prefix string) []string {
+	value, ok := annotations[prefix+"/custom-headers"]
+	if !ok {
+		return nil
+	}
+	if id, ok := bus.ParseSecretRef(namespace, strings.TrimSpace(value)); ok && strings.HasPrefix(id, namespace+"/") {
+		return []string{id}
+	}
+	return nil
+}
