@@ -163,6 +163,8 @@ type location struct {
 	sortPath string
 	// Ingress owns the location.
 	Ingress string
+	// Canary is the canary Ingress declared for this host and path.
+	Canary *bus.LocationCanary
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -244,14 +246,14 @@ func prefixLocations(locs []bus.Location) ([]location, error) {
 		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 		case l.Path == "/":
-			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 			if !exact[p] {
-				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 			}
 		}
 	}
