@@ -46,6 +46,8 @@ type Settings struct {
 	// whose Ingresses set no load-balance annotation. It reaches the Lua
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
+
+	PathsSettings // settings_paths.go
 }
 
 // SettingsKey is the model key of the controller settings.
@@ -75,5 +77,6 @@ func DefaultSettings() Settings {
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
 	}
+	s.PathsSettings = defaultPathsSettings()
 	return s
 }
