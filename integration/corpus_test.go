@@ -70,19 +70,22 @@ func TestRealWorldCorpus(t *testing.T) {
 	declared := declaredAnnotations()
 	var lines []string
 	counts := map[string]int{}
-	snippets := 0
+	snippets, servedWithoutSnippet := 0, 0
 	for i, e := range entries {
 		class, details := classify(annotated.Ingresses[bus.Key(bus.KindIngress, corpusNamespace, entryName(i))], e, declared)
 		counts[class]++
 		if hasSnippet(e) {
 			snippets++
+		} else if class == classServed {
+			servedWithoutSnippet++
 		}
 		lines = append(lines, fmt.Sprintf("%s %-8s %s", entryName(i), class, e.Source))
 		for _, d := range details {
 			lines = append(lines, "    "+d)
 		}
 	}
-	summary := corpusSummary(len(entries), snippets, counts)
+	summary := corpusSummary(len(entries), snippets, counts) +
+		fmt.Sprintf("served as asked, snippet entries aside: %d of %d\n", servedWithoutSnippet, len(entries)-snippets)
 	t.Log("\n" + summary)
 	out := summary + "\n" + strings.Join(lines, "\n") + "\n"
 	harness.Golden(t, filepath.Join("testdata", "corpus", "summary.golden.txt"), []byte(out), *updateCorpus)
@@ -126,6 +129,9 @@ func classify(info *bus.IngressInfo, e corpusEntry, declared map[string]bool) (s
 		details = append(details, fmt.Sprintf("%s: %s: %s", field, p.Reason, clip(p.Message, 140)))
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Annotations)) {
+		if e.Annotations["canary"] == "true" && !strings.HasPrefix(k, "canary") {
+			continue // ingress-nginx ignores it on a canary Ingress too
+		}
 		if alias, ok := annotationAliases[k]; ok {
 			k = alias
 		}
@@ -185,7 +191,9 @@ func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
 			Spec: networkingv1.IngressClassSpec{Controller: translator.DefaultConfig().ControllerClass}}},
 		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: "web-stable"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
 	}
 	sum := sha1.Sum([]byte("secret"))
 	htpasswd := []byte("user:{SHA}" + base64.StdEncoding.EncodeToString(sum[:]) + "\n")
@@ -205,18 +213,30 @@ func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 		for k, v := range e.Annotations {
 			ann[bus.DefaultAnnotationsPrefix+"/"+k] = v
 		}
-		snap.Ingresses = append(snap.Ingresses, &networkingv1.Ingress{
-			ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: entryName(i), Annotations: ann},
-			Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
-				Host: entryName(i) + ".corpus.test",
-				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
-					Paths: []networkingv1.HTTPIngressPath{{Path: path, PathType: &pathType, Backend: networkingv1.IngressBackend{
-						Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
-				}},
-			}}},
-		})
+		host := entryName(i) + ".corpus.test"
+		snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i), host, path, pathType, "web", ann))
+		if e.Annotations["canary"] == "true" {
+			// A canary needs the Ingress it is the canary of.
+			snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i)+"-primary", host, path, pathType, "web-stable", nil))
+		}
 	}
 	return snap
+}
+
+func corpusIngress(name, host, path string, pathType networkingv1.PathType, service string, ann map[string]string) *networkingv1.Ingress {
+	class := "switchyard"
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: name, Annotations: ann,
+			// The primary is older, so it keeps the path.
+			CreationTimestamp: metav1.Unix(map[bool]int64{true: 100, false: 200}[ann == nil], 0)},
+		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
+			Host: host,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: path, PathType: &pathType, Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: service, Port: networkingv1.ServiceBackendPort{Number: 80}}}}},
+			}},
+		}}},
+	}
 }
 
 // annotateCorpus publishes m as the translator's table and runs the
