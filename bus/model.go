@@ -95,6 +95,14 @@ type Backend struct {
 	// Lua balancer applies.
 	AlternativeBackends  []string              `json:"alternativeBackends,omitempty"`
 	TrafficShapingPolicy *TrafficShapingPolicy `json:"trafficShapingPolicy,omitempty"`
+	// CanaryPolicies are the policies of every canary Ingress that uses
+	// this backend as its canary, by canary Ingress ("namespace/name").
+	// A location names its canary backend and canary Ingress to the Lua
+	// balancer (LocationCanary), which takes the policy from here: each
+	// canary Ingress works on the host and path it was declared for and
+	// nowhere else, even when canaries or primaries share a Service
+	// (unlike ingress-nginx, kubernetes/ingress-nginx#4667, #9458, #5848).
+	CanaryPolicies map[string]*TrafficShapingPolicy `json:"canaryPolicies,omitempty"`
 }
 
 // ServiceRef names the Service port a backend comes from.

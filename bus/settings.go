@@ -46,7 +46,8 @@ type Settings struct {
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
 
-	HTTPSettings // compression, access log, added headers (settings_http.go)
+	PathsSettings // settings_paths.go
+	HTTPSettings  // compression, access log, added headers (settings_http.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -82,5 +83,6 @@ func DefaultSettings() Settings {
 		LoadBalance:          LoadBalanceRoundRobin,
 		HTTPSettings:         defaultHTTPSettings(),
 	}
+	s.PathsSettings = defaultPathsSettings()
 	return s
 }

@@ -149,6 +149,19 @@ local function set_canary(instance, backend)
     local alternatives = backend.alternativeBackends
     instance.alternative_backend = type(alternatives) == "table" and nonempty(alternatives[1]) or nil
     instance.traffic_shaping = prepare_policy(backend.trafficShapingPolicy)
+    -- The policy of each canary Ingress using this backend, by Ingress:
+    -- a location names its own (rewrite's canary arguments).
+    local by_ingress = nil
+    if type(backend.canaryPolicies) == "table" then
+        for ingress, policy in pairs(backend.canaryPolicies) do
+            local prepared = type(ingress) == "string" and prepare_policy(policy)
+            if prepared then
+                by_ingress = by_ingress or {}
+                by_ingress[ingress] = prepared
+            end
+        end
+    end
+    instance.canary_policies = by_ingress
 end
 
 -- Returns the instances by name, their count and whether any of them has a
@@ -320,6 +333,27 @@ local function canary_for(backend)
     return nil
 end
 
+-- Returns the canary backend and its name when this request goes to the
+-- canary declared for the location's host and path: canary_ingress's
+-- policy on canary_name's backend. Without that policy (the canary Ingress
+-- was rejected) the primary serves alone.
+local function location_canary_for(canary_name, canary_ingress)
+    local alt = backends[canary_name]
+    if not alt then
+        ngx_log(ERR, "switchyard: no canary backend named \"", canary_name, "\"")
+        return nil
+    end
+    local policy = alt.canary_policies and alt.canary_policies[canary_ingress]
+    if not policy then
+        ngx_log(INFO, "switchyard: canary backend ", canary_name, " has no policy of ", tostring(canary_ingress))
+        return nil
+    end
+    if route_to_canary(policy) then
+        return alt, canary_name
+    end
+    return nil
+end
+
 -- rewrite_by_lua: resolves the location's backend to an instance, answering
 -- 503 when it is unknown or has no endpoints. The renderer passes the
 -- backend's name as a literal (the same value it sets $proxy_upstream_name
@@ -327,18 +361,29 @@ end
 -- it, $proxy_upstream_name names the backend. The instance is kept in
 -- ngx.ctx so the balancer phase uses the backend checked here even if a
 -- sync runs in between.
-function _M.rewrite(name)
+--
+-- The renderer also passes the canary declared for the location's host and
+-- path (its backend and Ingress), or nothing when there is none: then the
+-- location never goes to a canary. Only a hook called without a name (no
+-- renderer) uses the backend-wide alternativeBackends, as ingress-nginx.
+function _M.rewrite(name, canary_name, canary_ingress)
     sync()
     if loaded_version == nil then
         wait_for_first_configuration()
     end
+    local from_renderer = name ~= nil
     name = name or ngx_var.proxy_upstream_name
     local backend = name and backends[name]
     if not backend then
         ngx_log(INFO, "switchyard: no backend named \"", tostring(name), "\"")
         return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local alt, alt_name = canary_for(backend)
+    local alt, alt_name
+    if canary_name then
+        alt, alt_name = location_canary_for(canary_name, canary_ingress)
+    elseif not from_renderer then
+        alt, alt_name = canary_for(backend)
+    end
     if alt then
         -- As in ingress-nginx, $proxy_upstream_name stays the primary and
         -- $proxy_alternative_upstream_name names the canary.

@@ -13,11 +13,14 @@ import (
 // trafficShapingPolicy. Both are backend fields, so a weight or header
 // change is a backend push to Lua and never a reload.
 //
-// Scope, as in ingress-nginx: alternatives belong to the backend (one
-// Service port), not to the location, so every location proxying to a
-// primary backend that has a canary somewhere shares that canary. When one
-// backend is the primary of several canaries, Lua uses the first
-// alternative (sorted by name), like ingress-nginx's alternativeBackends[1].
+// Scope: unlike ingress-nginx, a canary belongs to the host and path it was
+// declared for. The canary backend also carries every canary Ingress's
+// policy by Ingress (CanaryPolicies), and each location names its own
+// canary backend and Ingress to Lua, so two canaries sharing a Service, or
+// primaries sharing one, never take each other's policy, and a location
+// without a canary never goes to one. alternativeBackends and
+// trafficShapingPolicy stay for ingress-nginx's shape (and for a rewrite
+// hook called without a backend name).
 
 // canaryPlugin is the built-in plugin whose annotations a canary Ingress
 // keeps; ingress-nginx ignores every other annotation of a canary.
@@ -61,6 +64,12 @@ func (a *Annotator) applyCanary(name string, b *bus.Backend) {
 		if l.canary == name && b.TrafficShapingPolicy == nil {
 			// The oldest-named canary Ingress wins when two use one backend.
 			b.TrafficShapingPolicy = p
+		}
+		if l.canary == name {
+			if b.CanaryPolicies == nil {
+				b.CanaryPolicies = map[string]*bus.Canary{}
+			}
+			b.CanaryPolicies[l.ingress] = p
 		}
 	}
 	b.AlternativeBackends = slices.Sorted(maps.Keys(alts))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -320,7 +321,7 @@ func (r *Renderer) flushBackend(name string, out *bus.Output, errs *[]error) {
 			// The backend is still served, without its canary.
 			*errs = append(*errs, fmt.Errorf("render backend %q: %w; served without its canary", b.Name, err))
 			plain := *b
-			plain.AlternativeBackends, plain.TrafficShapingPolicy = nil, nil
+			plain.AlternativeBackends, plain.TrafficShapingPolicy, plain.CanaryPolicies = nil, nil, nil
 			b = &plain
 			r.out.Backends[name] = b
 		}
@@ -463,8 +464,19 @@ func checkCanaryFields(b *bus.Backend) error {
 			return fmt.Errorf("invalid alternative backend name %q", alt)
 		}
 	}
+	for ingress, p := range b.CanaryPolicies {
+		if !ingressIDPattern.MatchString(ingress) {
+			return fmt.Errorf("invalid canary Ingress %q", ingress)
+		}
+		if err := (&bus.Features{Canary: p}).Validate(); err != nil {
+			return fmt.Errorf("canary policy of %s: %w", ingress, err)
+		}
+	}
 	return (&bus.Features{Canary: b.TrafficShapingPolicy}).Validate()
 }
+
+// ingressIDPattern is "namespace/name" of Kubernetes names.
+var ingressIDPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
 
 // withoutBalancing returns a copy of b that balances round robin: what the
 // renderer publishes when b's balancing settings are invalid, so the

@@ -163,6 +163,8 @@ type location struct {
 	sortPath string
 	// Ingress owns the location.
 	Ingress string
+	// Canary is the canary Ingress declared for this host and path.
+	Canary *bus.LocationCanary
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -244,18 +246,67 @@ func prefixLocations(locs []bus.Location) ([]location, error) {
 		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 		case l.Path == "/":
-			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 			if !exact[p] {
-				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress})
+				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
 			}
 		}
 	}
-	return out, nil
+	return withoutAutoRedirect(out), nil
+}
+
+// withoutAutoRedirect keeps NGINX from answering 301 on its own. NGINX
+// redirects a request for /p to /p/ when a location named "/p/" (exact or
+// prefix) proxies and no location is named "/p" itself; the Ingress spec
+// (and ingress-nginx) serve /p as if "/p/" did not exist, which for an
+// Exact "/p/" means whatever else matches /p, often a 404. So for every
+// "/p/" without a "/p", a prefix location "/p" is added that is a copy of
+// the longest prefix location covering /p (the one /p, and anything else
+// starting with /p, would get anyway), or a 404 when none does. A copy
+// without "=" leaves regex locations their say, as before.
+func withoutAutoRedirect(locs []location) []location {
+	named := map[string]bool{}
+	for _, l := range locs {
+		named[l.Path] = true
+	}
+	out := locs
+	for _, l := range locs {
+		if len(l.Path) < 2 || !strings.HasSuffix(l.Path, "/") {
+			continue
+		}
+		p := strings.TrimSuffix(l.Path, "/")
+		if named[p] {
+			continue
+		}
+		named[p] = true
+		fallback := location{Path: p, Ingress: l.Ingress}
+		if c, ok := coveringPrefix(locs, p); ok {
+			fallback = c
+			fallback.Path = p
+		}
+		out = append(out, fallback)
+	}
+	return out
+}
+
+// coveringPrefix is the longest prefix (not exact) location matching uri.
+func coveringPrefix(locs []location, uri string) (location, bool) {
+	var best location
+	found := false
+	for _, l := range locs {
+		if l.Modifier == "= " || !strings.HasPrefix(uri, l.Path) {
+			continue
+		}
+		if !found || len(l.Path) > len(best.Path) {
+			best, found = l, true
+		}
+	}
+	return best, found
 }
 
 // checkLocation checks what every location writes into nginx.conf besides

@@ -330,7 +330,7 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 			return err
 		}
 	case kindProxy:
-		if v.BalancerArg, err = luaString(l.Backend); err != nil {
+		if v.BalancerArg, err = balancerArgs(l); err != nil {
 			return err
 		}
 	}
@@ -339,6 +339,22 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 	}
 	v.IngressArgs, err = luaLocation(c.settings, l.Features, c.host)
 	return err
+}
+
+// balancerArgs are the Lua arguments of the balancer's rewrite hook: the
+// location's backend and, when a canary Ingress was declared for its host
+// and path, the canary's backend and Ingress, whose policy Lua takes from
+// the canary backend's canaryPolicies. A location without one never goes
+// to a canary, whatever other hosts declared for the same Service.
+func balancerArgs(l location) (string, error) {
+	primary, err := luaString(l.Backend)
+	if err != nil || l.Canary == nil {
+		return primary, err
+	}
+	if !backendNamePattern.MatchString(l.Canary.Backend) || !ingressIDPattern.MatchString(l.Canary.Ingress) {
+		return "", fmt.Errorf("location %q: invalid canary %q of %q", l.Path, l.Canary.Backend, l.Canary.Ingress)
+	}
+	return primary + `, "` + l.Canary.Backend + `", "` + l.Canary.Ingress + `"`, nil
 }
 
 // newRewriteView resolves app-root, x-forwarded-prefix and rewrite-target.

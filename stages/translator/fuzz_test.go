@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,7 +28,8 @@ func FuzzValidateIngress(f *testing.F) {
 		{"uniİ.test", "/"}, {"\u212aelvin.test", "/"}, {"xn--uni-xqa.test", "/"},
 	}
 	for _, s := range seeds {
-		for pt := 0; pt < 3; pt++ {
+		// 3..5: strict-validate-path-type false and use-regex "true".
+		for pt := 0; pt < 6; pt++ {
 			f.Add(s.host, s.path, uint8(pt))
 		}
 	}
@@ -48,7 +50,14 @@ func FuzzValidateIngress(f *testing.F) {
 			Ingresses:      []*networkingv1.Ingress{ing},
 			IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: networkingv1.IngressClassSpec{Controller: DefaultConfig().ControllerClass}}},
 		}
-		m := Translate(DefaultConfig(), snap)
+		cfg := DefaultConfig()
+		if pt%6 >= 3 {
+			cfg.ConfigMap = "switchyard-system/switchyard"
+			ing.Annotations = map[string]string{bus.DefaultAnnotationsPrefix + "/use-regex": "true"}
+			snap.ConfigMaps = []*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "switchyard-system", Name: "switchyard"},
+				Data: map[string]string{"strict-validate-path-type": "false"}}}
+		}
+		m := Translate(cfg, snap)
 		for _, s := range m.Servers {
 			if strings.ContainsAny(s.Hostname, forbidden) {
 				t.Fatalf("host %q accepted", s.Hostname)

@@ -84,7 +84,7 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		p.info.Problems = problems
 		return p
 	}
-	if problems := validateIngress(ing); len(problems) > 0 {
+	if problems := validateIngress(ing, t.pathRules(ing)); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems
 		return p

@@ -263,6 +263,16 @@ func (t *Translator) markDefaultBackend(svc string) {
 func (t *Translator) Flush() Delta {
 	d := t.dirty
 	t.dirty = newDirtySet()
+	delta := Delta{Puts: map[string]any{}}
+	if d.settings {
+		// Settings first: strict-validate-path-type decides which paths
+		// an Ingress may have, so a change replans every Ingress.
+		strict := t.strictPathType()
+		t.refreshSettings(&delta)
+		if t.strictPathType() != strict {
+			d.all = true
+		}
+	}
 	if d.all {
 		for key := range t.objs.ingresses {
 			d.ingresses[key] = true
@@ -271,7 +281,6 @@ func (t *Translator) Flush() Delta {
 			d.ingresses[key] = true
 		}
 	}
-	delta := Delta{Puts: map[string]any{}}
 	for key := range d.ingresses {
 		t.replan(key, &d)
 	}
@@ -289,9 +298,6 @@ func (t *Translator) Flush() Delta {
 	}
 	for key := range d.infos {
 		t.refreshInfo(key, &delta)
-	}
-	if d.settings {
-		t.refreshSettings(&delta)
 	}
 	sort.Strings(delta.Deletes)
 	return delta
@@ -668,6 +674,14 @@ func (t *Translator) refreshSettings(delta *Delta) {
 	s.Problems = problems
 	t.model.Settings = &s
 	delta.put(bus.SettingsKey, &s)
+}
+
+// strictPathType is strict-validate-path-type of the parsed settings.
+func (t *Translator) strictPathType() bool {
+	if t.model.Settings == nil {
+		return bus.DefaultSettings().StrictValidatePathType
+	}
+	return t.model.Settings.StrictValidatePathType
 }
 
 // SettingsProblems are the problems found in the controller ConfigMap by

@@ -28,7 +28,7 @@ var (
 // validateIngress checks every host, path and Service reference. Any
 // failure rejects the whole Ingress: serving part of what a user wrote with
 // a path silently dropped would route traffic where nobody expects it.
-func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
+func validateIngress(ing *networkingv1.Ingress, rules pathRules) []bus.Problem {
 	var problems []bus.Problem
 	add := func(field, format string, args ...any) {
 		problems = append(problems, bus.Problem{Field: field, Reason: "InvalidValue", Message: fmt.Sprintf(format, args...)})
@@ -58,7 +58,7 @@ func validateIngress(ing *networkingv1.Ingress) []bus.Problem {
 		}
 		for j, p := range rule.HTTP.Paths {
 			field := fmt.Sprintf("spec.rules[%d].http.paths[%d]", i, j)
-			if msg := checkPath(p); msg != "" {
+			if msg := checkPath(p, rules); msg != "" {
 				add(field+".path", "%s", msg)
 			}
 			checkBackend(field+".backend", &p.Backend)
@@ -98,8 +98,23 @@ func isASCII(s string) bool {
 	return true
 }
 
-func checkPath(p networkingv1.HTTPIngressPath) string {
+// pathRules are the settings and annotations that decide which paths an
+// Ingress may have.
+type pathRules struct {
+	// regexPrefix: strict-validate-path-type is false and the Ingress has
+	// use-regex "true", so a Prefix path may be a regular expression, as
+	// ingress-nginx accepted before v1.12 (still in the safe grammar).
+	regexPrefix bool
+}
+
+func checkPath(p networkingv1.HTTPIngressPath, rules pathRules) string {
 	path := pathOf(p)
+	if rules.regexPrefix && p.PathType != nil && *p.PathType == networkingv1.PathTypePrefix && !strictPathPattern.MatchString(path) {
+		if err := bus.CheckRegexPath(path); err != nil {
+			return err.Error() + " (a Prefix path with use-regex while strict-validate-path-type is false is a regular expression)"
+		}
+		return ""
+	}
 	if p.PathType == nil || *p.PathType == networkingv1.PathTypeImplementationSpecific {
 		// Any such path becomes a regex when its Ingress asks for
 		// use-regex or rewrite-target, so it must be a valid one.
@@ -109,7 +124,7 @@ func checkPath(p networkingv1.HTTPIngressPath) string {
 		return ""
 	}
 	if len(path) > 1024 || !strictPathPattern.MatchString(path) {
-		return fmt.Sprintf("%q is not a valid %s path: it must start with '/' and match %s", path, *p.PathType, strictPathPattern)
+		return fmt.Sprintf("%q is not a valid %s path: it must start with '/' and match %s (strict-validate-path-type; with it false, a Prefix path of an Ingress with use-regex may be a regular expression)", path, *p.PathType, strictPathPattern)
 	}
 	return ""
 }
