@@ -46,8 +46,9 @@ type Settings struct {
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
 
-	PathsSettings // settings_paths.go
-	HTTPSettings  // compression, access log, added headers (settings_http.go)
+	PathsSettings         // settings_paths.go
+	ProxyProtocolSettings // settings_proxyprotocol.go
+	HTTPSettings          // compression, access log, added headers (settings_http.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -84,5 +85,6 @@ func DefaultSettings() Settings {
 		HTTPSettings:         defaultHTTPSettings(),
 	}
 	s.PathsSettings = defaultPathsSettings()
+	s.ProxyProtocolSettings = defaultProxyProtocolSettings()
 	return s
 }

@@ -34,6 +34,7 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"server-tokens":                  func(s *bus.Settings) any { return &s.ServerTokens },
 	"use-forwarded-headers":          func(s *bus.Settings) any { return &s.UseForwardedHeaders },
 	"proxy-real-ip-cidr":             func(s *bus.Settings) any { return &s.ProxyRealIPCIDR },
+	"use-proxy-protocol":             func(s *bus.Settings) any { return &s.UseProxyProtocol },
 	"log-format-upstream":            func(s *bus.Settings) any { return &s.LogFormatUpstream },
 	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
 	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },

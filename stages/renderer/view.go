@@ -184,6 +184,11 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 		// server's, and it holds for every server on the address.
 		suffix += " reuseport"
 	}
+	if settings.UseProxyProtocol {
+		// use-proxy-protocol: NGINX ORs this flag over every listen of an
+		// address, so each says it and none can be left without it.
+		suffix = " proxy_protocol" + suffix
+	}
 	for _, l := range cfg.HTTPListen {
 		out = append(out, l+suffix)
 	}

@@ -65,6 +65,7 @@ type mainSources struct {
 	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
+	UseProxyProtocol                                                      string
 }
 
 func newMainSources(src sources) mainSources {
@@ -72,6 +73,7 @@ func newMainSources(src sources) mainSources {
 	return mainSources{
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
+		UseProxyProtocol:  s("use-proxy-protocol"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"),
 		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
