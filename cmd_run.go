@@ -50,6 +50,11 @@ func runCommand(args []string) error {
 		return err
 	}
 	defer embedded.Shutdown()
+	if o.metricsAddr != "" {
+		if err := serveMetrics(ctx, &o, embedded, log); err != nil {
+			return err
+		}
+	}
 	if url := embedded.ClientURL(); url != "" {
 		log.Info("bus listening", zap.String("url", url))
 	}
@@ -148,6 +153,15 @@ func (r *readiness) add(name string, conn *bus.Conn) {
 }
 
 func (r *readiness) serveHTTP(w http.ResponseWriter, _ *http.Request) {
+	if err := r.err(); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+// err names the stages that cannot reach the bus, nil when none.
+func (r *readiness) err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var notReady []string
@@ -158,8 +172,7 @@ func (r *readiness) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	if len(notReady) > 0 {
 		sort.Strings(notReady)
-		http.Error(w, fmt.Sprintf("not ready: %v cannot reach the bus", notReady), http.StatusServiceUnavailable)
-		return
+		return fmt.Errorf("not ready: %v cannot reach the bus", notReady)
 	}
-	_, _ = fmt.Fprintln(w, "ok")
+	return nil
 }

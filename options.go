@@ -44,6 +44,7 @@ type options struct {
 	publishService    string
 	electionID        string
 	profilingAddr     string
+	metricsAddr       string
 	resolvers         string
 	defaultBackend    string
 	pluginDir         string
@@ -83,6 +84,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
 	fs.StringVar(&o.profilingAddr, "profiling-addr", "", "serve Go's pprof, and /readyz (200 when every stage reaches the bus), on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")

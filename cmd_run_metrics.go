@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/metrics"
+)
+
+// serveMetrics serves /metrics, /healthz and /readyz on addr
+// (--metrics-addr) until ctx ends, fed by the applier's results on the bus.
+func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
+	collector := metrics.New(metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")})
+	conn, err := embedded.Connect("switchyard-metrics")
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	results := make(chan *nats.Msg, 64)
+	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("metrics: subscribe to apply results: %w", err)
+	}
+	go func() {
+		defer conn.Close()
+		defer func() { _ = sub.Unsubscribe() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case msg := <-results:
+				if err := collector.Observe(msg.Data, time.Now()); err != nil {
+					log.Warn("metrics", zap.Error(err))
+				}
+			}
+		}
+	}()
+	srv := &http.Server{Addr: o.metricsAddr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	go func() {
+		log.Info("metrics", zap.String("addr", o.metricsAddr))
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", zap.Error(err))
+		}
+	}()
+	return nil
+}

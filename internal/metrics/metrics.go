@@ -1,0 +1,161 @@
+// Package metrics serves the controller's Prometheus metrics, with
+// ingress-nginx's names (nginx_ingress_controller_*) so an operator's
+// dashboards and alerts carry over, and its health endpoints. It learns
+// what happened from the bus, like every other reader of the pipeline: the
+// applier's result of each generation says whether NGINX reloaded and
+// whether that worked.
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Labels are the constant labels ingress-nginx puts on every series.
+type Labels struct {
+	Namespace, Class, Pod string
+}
+
+// Collector holds the controller metrics.
+type Collector struct {
+	registry *prometheus.Registry
+
+	lastReloadOK       prometheus.Gauge
+	lastReloadOKTime   prometheus.Gauge
+	reloads            prometheus.Counter
+	reloadErrors       prometheus.Counter
+	dynamicOnlyApplies prometheus.Counter
+	applyErrors        prometheus.Counter
+	configApplied      atomic.Bool
+	lastGeneration     prometheus.Gauge
+}
+
+// New registers the controller metrics with their constant labels.
+func New(l Labels) *Collector {
+	constLabels := prometheus.Labels{"controller_namespace": l.Namespace, "controller_class": l.Class, "controller_pod": l.Pod}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: name, Help: help, ConstLabels: constLabels})
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: name, Help: help, ConstLabels: constLabels})
+	}
+	c := &Collector{
+		registry:         prometheus.NewRegistry(),
+		lastReloadOK:     gauge("config_last_reload_successful", "Whether the last configuration reload attempt was successful"),
+		lastReloadOKTime: gauge("config_last_reload_successful_timestamp_seconds", "Timestamp of the last successful configuration reload"),
+		reloads:          counter("success", "Cumulative number of Ingress controller reload operations"),
+		reloadErrors:     counter("errors", "Cumulative number of Ingress controller errors during reload operations"),
+		dynamicOnlyApplies: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "switchyard", Name: "applies_without_reload_total",
+			Help: "Generations applied through the Lua endpoint alone: NGINX reloads avoided", ConstLabels: constLabels}),
+		applyErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "switchyard", Name: "apply_errors_total",
+			Help: "Generations whose apply reported an error (reload or Lua endpoint)", ConstLabels: constLabels}),
+		lastGeneration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "switchyard", Name: "applied_generation",
+			Help: "The last generation the applier reported", ConstLabels: constLabels}),
+	}
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: "build_info",
+		Help: "A metric with a constant '1' labeled with information about the build.", ConstLabels: mergeLabels(constLabels, buildLabels())})
+	info.Set(1)
+	c.registry.MustRegister(c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
+		c.lastGeneration, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return c
+}
+
+// Observe records one applier result (bus.ApplyResultSubject's payload).
+func (c *Collector) Observe(data []byte, now time.Time) error {
+	var res bus.ApplyResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("decode apply result: %w", err)
+	}
+	c.lastGeneration.Set(float64(res.Generation))
+	if res.Error != "" {
+		c.applyErrors.Inc()
+	}
+	switch {
+	case res.Reloaded && res.Error == "":
+		c.reloads.Inc()
+		c.lastReloadOK.Set(1)
+		c.lastReloadOKTime.Set(float64(now.Unix()))
+		c.configApplied.Store(true)
+	case res.Reloaded || (res.Error != "" && !res.DynamicUpdated):
+		// A reload that was done but reported an error, or an apply that
+		// got nowhere: the configuration NGINX runs is not the one asked.
+		c.reloadErrors.Inc()
+		c.lastReloadOK.Set(0)
+	case res.DynamicUpdated && !res.ReloadPending:
+		c.dynamicOnlyApplies.Inc()
+		if res.Error == "" {
+			// NGINX's first start is reported this way too.
+			c.configApplied.Store(true)
+			c.lastReloadOK.Set(1)
+		}
+	}
+	return nil
+}
+
+// Applied says whether a configuration has been applied since start.
+func (c *Collector) Applied() bool { return c.configApplied.Load() }
+
+// Handler serves /metrics, /healthz (the process and its stages reach the
+// bus: healthy) and /readyz (healthy, and a configuration is applied).
+func (c *Collector) Handler(busReady func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := busReady(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := busReady(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if !c.Applied() {
+			http.Error(w, "not ready: no configuration applied yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// buildLabels are build_info's labels, as ingress-nginx names them.
+func buildLabels() prometheus.Labels {
+	l := prometheus.Labels{"release": "devel", "build": "unknown", "repository": "switchyard.dev/switchyard"}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return l
+	}
+	if v := info.Main.Version; v != "" {
+		l["release"] = v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			l["build"] = s.Value
+		}
+	}
+	return l
+}
+
+func mergeLabels(a, b prometheus.Labels) prometheus.Labels {
+	out := prometheus.Labels{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
