@@ -49,22 +49,22 @@ func TestRegexPathOfAnotherNamespaceCannotOpenAuth(t *testing.T) {
 
 	creds := basicHeader("alice", "pw")
 	for _, path := range []string{"/admin", "/admin/", "/admin/users", "/admin/x.json?a=1", "/admin/x", "/admin/x/y", "/admin//x", "/admin/../admin/x", "/admin/%2e%2e/admin"} {
-		if r := e.getAuth("app.test", path, nil); r.Status != 401 {
+		if r := e.getWith("app.test", path, nil); r.Status != 401 {
 			t.Errorf("%s without credentials: got %d %s, want 401", path, r.Status, truncate(r.Body))
 		}
-		if r := e.getAuth("app.test", path, basicHeader("alice", "wrong")); r.Status != 401 {
+		if r := e.getWith("app.test", path, basicHeader("alice", "wrong")); r.Status != 401 {
 			t.Errorf("%s with a wrong password: got %d, want 401", path, r.Status)
 		}
 		// With credentials: tenant's backend, never other's, which must
 		// not see the Authorization header.
-		r := e.getAuth("app.test", path, creds)
+		r := e.getWith("app.test", path, creds)
 		if !servedBy("tenant-1")(r) {
 			t.Errorf("%s with credentials: got %d %s, want 200 from tenant's backend", path, r.Status, truncate(r.Body))
 		}
 	}
 	// Other's regex takes nothing under /admin/ even as a longer match.
 	for _, path := range []string{"/admin/adminx", "/admin/.*"} {
-		if r := e.getAuth("app.test", path, creds); r.Echo != nil && r.Echo.Pod == "other-1" {
+		if r := e.getWith("app.test", path, creds); r.Echo != nil && r.Echo.Pod == "other-1" {
 			t.Errorf("%s reached other's backend with the Authorization header", path)
 		}
 	}

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,25 @@ func (e *env) eventually(host, path, what string, check func(harness.Response) b
 	var last harness.Response
 	harness.WaitFor(e.t, changeTimeout, what, func() error {
 		r, err := e.sy.Get(host, path)
+		if err != nil {
+			return err
+		}
+		last = r
+		if !check(r) {
+			return fmt.Errorf("got %d %s", r.Status, truncate(r.Body))
+		}
+		return nil
+	})
+	return last
+}
+
+// eventuallyWithHeaders polls host+path, sending headers, until check accepts
+// the response.
+func (e *env) eventuallyWithHeaders(host, path string, headers map[string]string, what string, check func(harness.Response) bool) harness.Response {
+	e.t.Helper()
+	var last harness.Response
+	harness.WaitFor(e.t, changeTimeout, what, func() error {
+		r, err := harness.DoWithHeaders(harness.NewClient(), http.MethodGet, "http://"+e.sy.HTTPAddr+path, host, headers)
 		if err != nil {
 			return err
 		}
