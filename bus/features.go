@@ -75,6 +75,7 @@ var (
 	AuthMethodPattern    = features.AuthMethodPattern
 	AuthRealmPattern     = features.AuthRealmPattern
 	AuthURLPattern       = features.AuthURLPattern
+	AuthRedirectPattern  = features.AuthRedirectPattern
 	RedirectURLPattern   = features.RedirectURLPattern
 	RegexPathPattern     = features.RegexPathPattern
 	RewriteTargetPattern = features.RewriteTargetPattern

@@ -150,6 +150,12 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 			authPrefix + "auth-url":    authURL + "/check",
 			authPrefix + "auth-signin": "https://login.example.com/start",
 		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		// The oauth2-proxy recipe: NGINX variables in the three URLs.
+		"vars.yaml": harness.AnnotatedIngressYAML("default", "vars", "vars.example.com", map[string]string{
+			authPrefix + "auth-url":              authURL + "/vars?h=$host&u=$escaped_request_uri",
+			authPrefix + "auth-signin":           "https://$host/oauth2/start?rd=$escaped_request_uri",
+			authPrefix + "auth-request-redirect": "$scheme://$host$request_uri",
+		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
 		"down.yaml": harness.AnnotatedIngressYAML("default", "down", "down.example.com", map[string]string{
 			authPrefix + "auth-url": down,
 		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
@@ -191,10 +197,34 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 	if r := e.getWith("signin.example.com", "/", map[string]string{"Authorization": "ok"}); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
 		t.Errorf("signin Ingress, authorized: got %d, want 200 from echo-b", r.Status)
 	}
+	checkAuthVariables(t, e, seen)
 	// The auth service down: never open.
 	r = e.eventually("down.example.com", "/", "auth service down to fail closed", func(r harness.Response) bool { return r.Status >= 500 })
 	if r.Echo != nil {
 		t.Errorf("the backend answered while the auth service is down")
+	}
+}
+
+// checkAuthVariables checks the vars Ingress: the variables of auth-url,
+// auth-request-redirect and auth-signin are expanded for the request.
+func checkAuthVariables(t *testing.T, e *env, seen *[]*http.Request) {
+	t.Helper()
+	e.eventually("vars.example.com", "/", "signin with variables to redirect", func(r harness.Response) bool { return r.Status == 302 })
+	r := e.getAuth("vars.example.com", "/a/b?c=d", nil)
+	loc, err := url.Parse(r.Header.Get("Location"))
+	if r.Status != 302 || err != nil || loc.Scheme != "https" || loc.Host != "vars.example.com" || loc.Path != "/oauth2/start" ||
+		loc.Query().Get("rd") != "/a/b?c=d" {
+		t.Errorf("signin redirect with variables: %d Location %q", r.Status, r.Header.Get("Location"))
+	}
+	last := (*seen)[len(*seen)-1]
+	if last.URL.Path != "/vars" || last.URL.Query().Get("h") != "vars.example.com" || last.URL.Query().Get("u") != "/a/b?c=d" {
+		t.Errorf("auth request with variables: %s", last.URL)
+	}
+	if got := last.Header.Get("X-Auth-Request-Redirect"); got != "http://vars.example.com/a/b?c=d" {
+		t.Errorf("auth request X-Auth-Request-Redirect with variables = %q", got)
+	}
+	if r := e.getAuth("vars.example.com", "/", map[string]string{"Authorization": "ok"}); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
+		t.Errorf("vars Ingress, authorized: got %d, want 200 from echo-b", r.Status)
 	}
 }
 
@@ -205,7 +235,10 @@ func TestAuthAnnotationsRefused(t *testing.T) {
 	cases := map[string]map[string]string{
 		"semicolon": {authPrefix + "auth-url": "http://127.0.0.1/a;return 200"},
 		"brace":     {authPrefix + "auth-url": "http://127.0.0.1/}"},
-		"variable":  {authPrefix + "auth-url": "http://127.0.0.1/$host"},
+		"variable":  {authPrefix + "auth-url": "http://127.0.0.1/$remote_user"},
+		"vartail":   {authPrefix + "auth-url": "http://127.0.0.1/$hostx"},
+		"varbrace":  {authPrefix + "auth-url": "http://127.0.0.1/${host}"},
+		"varsignin": {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-signin": `https://$host/s?rd=$request_uri";return 200;"`},
 		"newline":   {authPrefix + "auth-url": "http://127.0.0.1/\nreturn 200;"},
 		"traversal": {authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "../../etc/passwd"},
 		"other-ns":  {authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "kube-system/users"},

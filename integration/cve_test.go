@@ -100,7 +100,30 @@ var injectionCases = []injectionCase{
 // authInjectionCases is where the auth plugin's engineer adds the auth
 // classes (auth-url CVE-2025-24514, auth secret file path CVE-2025-24513,
 // auth-proxy-set-headers CVE-2025-15566): same shape, same assertions.
-var authInjectionCases []injectionCase
+var authInjectionCases = []injectionCase{
+	{
+		// Variables are allowed in auth-url, but only whole allowed tokens:
+		// a quote after one still cannot end the string.
+		name: "auth-url-variable-quote", cve: "CVE-2025-24514", marker: "pwn21",
+		annotations: map[string]string{ann + "auth-url": `http://$host/a"; location /pwn21 { return 200; } #`},
+		reject:      "auth-url: value",
+	},
+	{
+		name: "auth-url-variable-lua", cve: "CVE-2025-24514", marker: "pwn22",
+		annotations: map[string]string{ann + "auth-url": `http://127.0.0.1/$pwn22`},
+		reject:      "auth-url: value",
+	},
+	{
+		name: "auth-signin-variable-brace", cve: "CVE-2025-24514", marker: "pwn23",
+		annotations: map[string]string{ann + "auth-url": "http://127.0.0.1/a", ann + "auth-signin": `https://${host}/pwn23`},
+		reject:      "auth-signin: value",
+	},
+	{
+		name: "auth-request-redirect-variable", cve: "CVE-2025-24514", marker: "pwn24",
+		annotations: map[string]string{ann + "auth-url": "http://127.0.0.1/a", ann + "auth-request-redirect": `$request_uri;pwn24`},
+		reject:      "auth-request-redirect: value",
+	},
+}
 
 // TestCVEInjectionRejected feeds values from ingress-nginx's injection
 // CVEs through the real binary: each Ingress is rejected (or, for a valid

@@ -40,12 +40,37 @@ type ExternalAuth struct {
 	RequestRedirect string `json:"requestRedirect,omitempty"`
 }
 
+// NGINX variables allowed in auth-url, auth-signin and
+// auth-request-redirect: those oauth2-proxy and authentik recipes use.
+// A variable is a whole token: "$" is followed by one of these names and
+// then by a character that cannot continue a name (or the end), so
+// "$hostx" or "${host}" never pass. $escaped_request_uri is declared by
+// the locations that use it (templates/auth.tmpl).
+const (
+	authVarNames = `host|http_host|best_http_host|server_name|server_port|scheme|pass_access_scheme|` +
+		`request_uri|escaped_request_uri|uri|args|is_args|request_method|remote_addr`
+	// authVarChars are the literal characters of a path or query.
+	authVarChars = `[A-Za-z0-9._~%!&()*+,=:@/?-]`
+	// authVarStops are authVarChars that cannot continue a variable name.
+	authVarStops = `[.~%!&()*+,=:@/?-]`
+	// authVarTail is a path and query where variables may appear.
+	authVarTail = `(?:` + authVarChars + `|(?:\$(?:` + authVarNames + `))+` + authVarStops + `)*(?:\$(?:` + authVarNames + `))*`
+	// AuthURLSource is an http(s) URL, the scheme, host and port literal
+	// or a variable of their kind, then a path and query where the allowed
+	// variables may appear. No quote, backslash, brace, ";" or space
+	// (CVE-2025-24514 injected NGINX directives through auth-url).
+	AuthURLSource = `(?:https?|\$scheme|\$pass_access_scheme)://` +
+		`(?:[A-Za-z0-9.-]{1,253}|\$host|\$http_host|\$best_http_host|\$server_name)` +
+		`(?::(?:[0-9]{1,5}|\$server_port))?` +
+		`(?:[/?]` + authVarTail + `)?`
+	// AuthRedirectSource is a URL or path for X-Auth-Request-Redirect,
+	// with the allowed variables.
+	AuthRedirectSource = `(?:[A-Za-z0-9._~%!&'()*+,=:@/?-]|(?:\$(?:` + authVarNames + `))+[.~%!&'()*+,=:@/?-])*(?:\$(?:` + authVarNames + `))*`
+)
+
 var (
-	// AuthURLPattern is an http(s) URL with a host, optional port, path and
-	// query of unreserved and sub-delim characters, without quotes, "$",
-	// backslashes, braces, ";" or spaces (CVE-2025-24514 injected NGINX
-	// directives through auth-url).
-	AuthURLPattern = regexp.MustCompile(`^https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%!&()*+,=:@/-]*)?(\?[A-Za-z0-9._~%!&()*+,=:@/?-]*)?$`)
+	// AuthURLPattern is AuthURLSource as a whole-string pattern.
+	AuthURLPattern = regexp.MustCompile(`^(?:` + AuthURLSource + `)$`)
 	// AuthMethodPattern is an HTTP method.
 	AuthMethodPattern = regexp.MustCompile(`^(GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE)$`)
 	// authHeaderPattern is a header name that maps to an NGINX variable
@@ -59,8 +84,8 @@ var (
 	htpasswdLinePattern = regexp.MustCompile(`^[!-9;-~]{1,256}:[!-~]{1,512}$`)
 	// authParamPattern is a query parameter name.
 	authParamPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	// authRedirectPattern is a URL or path for X-Auth-Request-Redirect.
-	authRedirectPattern = regexp.MustCompile(`^[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,1000}$`)
+	// AuthRedirectPattern is a URL or path for X-Auth-Request-Redirect.
+	AuthRedirectPattern = regexp.MustCompile(`^(?:` + AuthRedirectSource + `)$`)
 )
 
 // MaxHtpasswdUsers bounds one htpasswd file.
@@ -105,7 +130,7 @@ func (a *Auth) validate() error {
 				return fmt.Errorf("external: response header %q is not letters, digits and -", h)
 			}
 		}
-		if e.RequestRedirect != "" && !authRedirectPattern.MatchString(e.RequestRedirect) {
+		if e.RequestRedirect != "" && (!AuthRedirectPattern.MatchString(e.RequestRedirect) || len(e.RequestRedirect) > 1000) {
 			return errors.New("external: request redirect holds a character that is not allowed")
 		}
 	}

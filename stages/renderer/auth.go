@@ -3,6 +3,7 @@ package renderer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -19,8 +20,9 @@ type authView struct {
 	Index    int
 	Basic    *basicAuthView
 	External *externalAuthView
-	// SigninTarget is the signin URL up to the redirect parameter's
-	// value, as a Lua literal; "" when there is no signin URL.
+	// SigninTarget is the signin URL with the redirect parameter (unless
+	// the URL sets it already, as in ingress-nginx), a quoted NGINX string
+	// where the allowed variables expand; "" when there is no signin URL.
 	SigninTarget string
 	Headers      []authHeader
 	// FullForwardedFor repeats the http block's X-Forwarded-For choice.
@@ -101,21 +103,20 @@ func newBasicAuthView(b *bus.BasicAuth) (*basicAuthView, error) {
 func (v *authView) resolveExternal(i int, e *bus.ExternalAuth) error {
 	x := &externalAuthView{RequestRedirect: "$request_uri", Method: e.Method}
 	var err error
-	if x.URL, err = quote(e.URL); err != nil {
+	if x.URL, err = quoteAuthURL(e.URL); err != nil {
 		return err
 	}
 	if e.RequestRedirect != "" {
-		if x.RequestRedirect, err = quote(e.RequestRedirect); err != nil {
+		if !bus.AuthRedirectPattern.MatchString(e.RequestRedirect) {
+			return fmt.Errorf("refusing to write auth request redirect %q into nginx.conf", e.RequestRedirect)
+		}
+		if x.RequestRedirect, err = quoteVariables(e.RequestRedirect); err != nil {
 			return err
 		}
 	}
 	v.External = x
 	if e.SigninURL != "" {
-		sep := "?"
-		if strings.Contains(e.SigninURL, "?") {
-			sep = "&"
-		}
-		if v.SigninTarget, err = luaString(e.SigninURL + sep + e.SigninRedirectParam + "="); err != nil {
+		if v.SigninTarget, err = quoteAuthURL(signinTarget(e.SigninURL, e.SigninRedirectParam)); err != nil {
 			return err
 		}
 	}
@@ -131,6 +132,41 @@ func (v *authView) resolveExternal(i int, e *bus.ExternalAuth) error {
 		})
 	}
 	return nil
+}
+
+// signinTarget is where a 401 redirects: the signin URL, plus the
+// original URL in param unless the signin URL sets param itself (then it
+// is taken as written, as ingress-nginx does).
+func signinTarget(signin, param string) string {
+	sep := "?"
+	if _, query, ok := strings.Cut(signin, "?"); ok {
+		for _, p := range strings.Split(query, "&") {
+			if name, _, _ := strings.Cut(p, "="); name == param {
+				return signin
+			}
+		}
+		sep = "&"
+	}
+	return signin + sep + param + "=$pass_access_scheme://$http_host$escaped_request_uri"
+}
+
+// quoteAuthURL re-checks an auth URL against its whole-string pattern
+// (variables only as whole allowed tokens) and quotes it.
+func quoteAuthURL(u string) (string, error) {
+	if !bus.AuthURLPattern.MatchString(u) {
+		return "", fmt.Errorf("refusing to write auth URL %q into nginx.conf", u)
+	}
+	return quoteVariables(u)
+}
+
+// quoteVariables quotes a value whose "$" are NGINX variables the caller
+// checked against a whole-string pattern: it refuses everything else that
+// could end or escape the quotes.
+func quoteVariables(s string) (string, error) {
+	if strings.ContainsAny(s, strings.ReplaceAll(unsafeInQuotes, "$", "")+"{}; ") {
+		return "", fmt.Errorf("refusing to write %q into nginx.conf", s)
+	}
+	return `"` + s + `"`, nil
 }
 
 // authFiles are the htpasswd files a server's locations need, by path.

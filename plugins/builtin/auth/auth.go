@@ -38,9 +38,10 @@ const (
 const DefaultRealm = "Authentication Required"
 
 // Patterns the host checks before the plugin sees a value. They hold no
-// quote, "$", backslash, ";" or brace.
+// quote, backslash, ";" or brace; "$" only as one of the NGINX variables
+// features allows (a whole token).
 const (
-	urlPattern = `https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~%!&()*+,=:@/-]*)?(\?[A-Za-z0-9._~%!&()*+,=:@/?-]*)?`
+	urlPattern = features.AuthURLSource
 	// secretPattern is a Secret name, optionally "namespace/name": never a
 	// path (CVE-2025-24513 was a traversal through the auth file name).
 	secretPattern  = `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?`
@@ -48,7 +49,7 @@ const (
 	realmPattern   = `[A-Za-z0-9 !#%&'()*+,./:;<=>?@\[\]^_|~-]{0,128}`
 	methodPattern  = `GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE`
 	paramPattern   = `[A-Za-z0-9_-]{1,64}`
-	redirectValue  = `[A-Za-z0-9._~%!&'()*+,=:@/?-]{1,1000}`
+	redirectValue  = features.AuthRedirectSource
 	cacheKeyValue  = `[A-Za-z0-9._~%!&()*+,=:@/?$ -]{1,512}`
 	durationsValue = `[0-9A-Za-z ,]{1,256}`
 )
@@ -72,17 +73,17 @@ func (plugin) Describe() plugins.Description {
 			{Key: KeyRealm, Pattern: realmPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium, Default: DefaultRealm,
 				Doc: "The basic-auth realm shown by browsers."},
 			{Key: KeyURL, Pattern: urlPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskHigh,
-				Doc: "URL of the external auth service; 2xx lets the request through, 401/403 are answered to the client, anything else is a 500."},
+				Doc: "URL of the external auth service; 2xx lets the request through, 401/403 are answered to the client, anything else is a 500. May hold the NGINX variables $host, $http_host, $best_http_host, $server_name, $server_port, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri, $uri, $args, $is_args, $request_method, $remote_addr (whole tokens, nothing else after a $)."},
 			{Key: KeyMethod, Pattern: methodPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow,
 				Doc: "HTTP method of the request to auth-url (default: the client's)."},
 			{Key: KeySignin, Pattern: urlPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskHigh,
-				Doc: "Where a 401 from auth-url redirects, with the original URL in the query parameter auth-signin-redirect-param."},
+				Doc: "Where a 401 from auth-url redirects, with the original URL in the query parameter auth-signin-redirect-param (unless the URL already sets that parameter). May hold the NGINX variables $host, $http_host, $best_http_host, $server_name, $server_port, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri, $uri, $args, $is_args, $request_method, $remote_addr (whole tokens, nothing else after a $)."},
 			{Key: KeySigninRedirectParam, Pattern: paramPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "rd",
 				Doc: "Query parameter of auth-signin that carries the original URL."},
 			{Key: KeyResponseHeaders, Pattern: headerList, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Comma-separated headers copied from the auth response to the request sent upstream."},
 			{Key: KeyRequestRedirect, Pattern: redirectValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
-				Doc: "Value of X-Auth-Request-Redirect sent to auth-url (default: the request URI)."},
+				Doc: "Value of X-Auth-Request-Redirect sent to auth-url (default: the request URI). May hold the NGINX variables $host, $http_host, $best_http_host, $server_name, $server_port, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri, $uri, $args, $is_args, $request_method, $remote_addr (whole tokens, nothing else after a $)."},
 			{Key: KeyCacheKey, Pattern: cacheKeyValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Not supported: auth responses are not cached, and the Ingress is refused rather than served differently than asked."},
 			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
@@ -277,6 +278,9 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 		return nil, errs
 	}
 	e := &features.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
+	if errs := checkLengths(e); errs != nil {
+		return nil, errs
+	}
 	if e.SigninURL != "" {
 		e.SigninRedirectParam = "rd"
 		if p, ok := a[KeySigninRedirectParam]; ok {
@@ -289,6 +293,20 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 	}
 	e.ResponseHeaders = headers
 	return e, nil
+}
+
+// checkLengths bounds the values the patterns leave unbounded.
+func checkLengths(e *features.ExternalAuth) []plugins.Error {
+	var errs []plugins.Error
+	for _, v := range []struct {
+		key, value string
+		max        int
+	}{{KeyURL, e.URL, 2048}, {KeySignin, e.SigninURL, 2048}, {KeyRequestRedirect, e.RequestRedirect, 1000}} {
+		if len(v.value) > v.max {
+			errs = append(errs, plugins.Errorf(v.key, "is %d bytes, at most %d allowed", len(v.value), v.max))
+		}
+	}
+	return errs
 }
 
 var headerName = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
