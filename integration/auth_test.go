@@ -210,7 +210,7 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 func checkAuthVariables(t *testing.T, e *env, seen *[]*http.Request) {
 	t.Helper()
 	e.eventually("vars.example.com", "/", "signin with variables to redirect", func(r harness.Response) bool { return r.Status == 302 })
-	r := e.getAuth("vars.example.com", "/a/b?c=d", nil)
+	r := e.getWith("vars.example.com", "/a/b?c=d", nil)
 	loc, err := url.Parse(r.Header.Get("Location"))
 	if r.Status != 302 || err != nil || loc.Scheme != "https" || loc.Host != "vars.example.com" || loc.Path != "/oauth2/start" ||
 		loc.Query().Get("rd") != "/a/b?c=d" {
@@ -223,7 +223,7 @@ func checkAuthVariables(t *testing.T, e *env, seen *[]*http.Request) {
 	if got := last.Header.Get("X-Auth-Request-Redirect"); got != "http://vars.example.com/a/b?c=d" {
 		t.Errorf("auth request X-Auth-Request-Redirect with variables = %q", got)
 	}
-	if r := e.getAuth("vars.example.com", "/", map[string]string{"Authorization": "ok"}); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
+	if r := e.getWith("vars.example.com", "/", map[string]string{"Authorization": "ok"}); r.Status != 200 || r.Echo == nil || r.Echo.Service != "echo-b" {
 		t.Errorf("vars Ingress, authorized: got %d, want 200 from echo-b", r.Status)
 	}
 }
