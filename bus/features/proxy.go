@@ -55,14 +55,29 @@ type Proxy struct {
 // is not a real setting but a typo (100000000g); a buffer is allocated per
 // request, so a buffer is kept far smaller.
 const (
-	MaxBodySize       = int64(1) << 40
-	MaxBufferSize     = int64(256) << 20
-	MaxBuffersNumber  = 1024
-	MaxProxyTimeout   = 7 * 24 * 3600
+	MaxBodySize      = int64(1) << 40
+	MaxBufferSize    = int64(256) << 20
+	MaxBuffersNumber = 1024
+	// MaxProxyTimeout is a year: long-lived WebSocket and streaming
+	// connections in the wild ask for 30 days (2592000).
+	MaxProxyTimeout   = 365 * 24 * 3600
 	MaxUpstreamTries  = 100
 	maxProxyValueLen  = 512
 	maxNextUpstreamLn = 200
 )
+
+// ParseSeconds reads a timeout in whole seconds from lo to hi. A trailing
+// "s" is accepted: ingress-nginx 1.11 began ignoring "3600s", which users
+// had written for years because it is how NGINX spells seconds, and then
+// quietly applied 60 s (kubernetes/ingress-nginx#11850).
+func ParseSeconds(v string, lo, hi int) (int, bool) {
+	digits := strings.TrimSuffix(v, "s")
+	if digits == "" || len(digits) > 9 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n >= lo && n <= hi
+}
 
 var (
 	sizePattern = regexp.MustCompile(`^([0-9]{1,13})([kKmMgG]?)$`)

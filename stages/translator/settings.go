@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/internal/catalog"
 )
 
@@ -225,6 +226,12 @@ func boolSetting(field func(*bus.Settings) *bool) settingParser {
 
 func intSetting(field func(*bus.Settings) *int, lo, hi int, unit string) settingParser {
 	return setting(field, fmt.Sprintf("a whole number from %d to %d (%s)", lo, hi, unit), parseIntIn(lo, hi), strconv.Itoa)
+}
+
+// secondsSetting reads a proxy timeout: whole seconds, a trailing "s" accepted.
+func secondsSetting(field func(*bus.Settings) *int, lo int) settingParser {
+	rule := fmt.Sprintf("a number of seconds from %d to %d", lo, features.MaxProxyTimeout)
+	return setting(field, rule, func(v string) (int, bool) { return features.ParseSeconds(v, lo, features.MaxProxyTimeout) }, strconv.Itoa)
 }
 
 func patternSetting(field func(*bus.Settings) *string, re *regexp.Regexp, rule string) settingParser {

@@ -145,6 +145,15 @@ func intCases(def string, field func(*bus.Settings) *int, good []int, bad []stri
 	return c
 }
 
+// secondsCases are intCases for a timeout, which also takes a trailing "s".
+func secondsCases(def string, field func(*bus.Settings) *int, good []int, bad []string) keyCases {
+	c := intCases(def, field, good, append([]string{"s", "5m", "5ss", "5 s"}, bad...))
+	for _, n := range good {
+		c.valid = append(c.valid, valid{strconv.Itoa(n) + "s", func(s *bus.Settings) { *field(s) = n }})
+	}
+	return c
+}
+
 func stringCases(def string, field func(*bus.Settings) *string, good, bad []string) keyCases {
 	c := keyCases{def: def, invalid: append([]string{""}, bad...)}
 	for _, v := range good {

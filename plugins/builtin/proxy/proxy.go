@@ -49,6 +49,7 @@ const (
 const (
 	sizeChars     = `[0-9]{1,13}[kKmMgG]?`
 	intChars      = `[0-9]{1,9}`
+	secondsChars  = `[0-9]{1,9}s?`
 	onOff         = `on|off`
 	nextUpstream  = `[a-z0-9_ ]{1,200}`
 	cookieChars   = `off|[^\s"'$;{}\\]+ +[^\s"'$;{}\\]+`
@@ -82,11 +83,11 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyBusyBuffersSize, sizeChars, plugins.RiskLow, "", "Limit of buffers busy sending to the client (proxy_busy_buffers_size). Unset: twice proxy-buffer-size, kept within what NGINX accepts."),
 			ann(KeyMaxTempFileSize, sizeChars, plugins.RiskLow, "1024m", "Largest temporary file for a buffered response (proxy_max_temp_file_size); 0 turns them off; at most 1024g."),
 			ann(KeyRequestBuffering, onOff, plugins.RiskLow, "on", "Read the whole request body before proxying it (proxy_request_buffering): on or off."),
-			ann(KeyConnectTimeout, intChars, plugins.RiskLow, "5", "Seconds to connect to the backend (proxy_connect_timeout), 1 to 604800."),
-			ann(KeySendTimeout, intChars, plugins.RiskLow, "60", "Seconds between two writes to the backend (proxy_send_timeout), 1 to 604800."),
-			ann(KeyReadTimeout, intChars, plugins.RiskLow, "60", "Seconds between two reads from the backend (proxy_read_timeout), 1 to 604800; then 504."),
+			ann(KeyConnectTimeout, secondsChars, plugins.RiskLow, "5", "Seconds to connect to the backend (proxy_connect_timeout), 1 to 31536000; a trailing s is accepted."),
+			ann(KeySendTimeout, secondsChars, plugins.RiskLow, "60", "Seconds between two writes to the backend (proxy_send_timeout), 1 to 31536000; a trailing s is accepted."),
+			ann(KeyReadTimeout, secondsChars, plugins.RiskLow, "60", "Seconds between two reads from the backend (proxy_read_timeout), 1 to 31536000, a trailing s accepted; then 504."),
 			ann(KeyNextUpstream, nextUpstream, plugins.RiskMedium, "error timeout", "When to try another endpoint (proxy_next_upstream): "+strings.Join(features.NextUpstreamConditions, ", ")+", separated by spaces."),
-			ann(KeyNextUpstreamTimeout, intChars, plugins.RiskLow, "0", "Seconds within which another endpoint may be tried (proxy_next_upstream_timeout); 0 is no limit."),
+			ann(KeyNextUpstreamTimeout, secondsChars, plugins.RiskLow, "0", "Seconds within which another endpoint may be tried (proxy_next_upstream_timeout); 0 is no limit."),
 			ann(KeyNextUpstreamTries, intChars, plugins.RiskLow, "3", "Most endpoints tried for one request (proxy_next_upstream_tries), 0 (no limit) to 100."),
 			ann(KeyHTTPVersion, `1\.0|1\.1`, plugins.RiskLow, "1.1", "HTTP version to the backend (proxy_http_version): 1.0 or 1.1."),
 			ann(KeyCookieDomain, cookieChars, plugins.RiskMedium, "off", `Rewrites the domain of Set-Cookie headers (proxy_cookie_domain): "off" or "FROM TO", both domain names.`),
@@ -163,6 +164,19 @@ func (ps *parser) num(key string, lo, hi int, unit string) (int, bool) {
 	return n, true
 }
 
+// seconds reads a timeout from lo to features.MaxProxyTimeout seconds.
+func (ps *parser) seconds(key string, lo int) (int, bool) {
+	v, ok := ps.a[key]
+	if !ok {
+		return 0, false
+	}
+	n, ok := features.ParseSeconds(strings.TrimSpace(v), lo, features.MaxProxyTimeout)
+	if !ok {
+		ps.fail(key, "%q is not a number of seconds from %d to %d", cut(v), lo, features.MaxProxyTimeout)
+	}
+	return n, ok
+}
+
 func (ps *parser) sizes() {
 	ps.str(KeyBodySize, &ps.p.BodySize, features.ParseBodySize)
 	ps.str(KeyMaxTempFileSize, &ps.p.MaxTempFileSize, features.ParseBodySize)
@@ -181,12 +195,12 @@ func (ps *parser) timeouts() {
 		key string
 		dst *int
 	}{{KeyConnectTimeout, &ps.p.ConnectTimeout}, {KeySendTimeout, &ps.p.SendTimeout}, {KeyReadTimeout, &ps.p.ReadTimeout}} {
-		if n, ok := ps.num(t.key, 1, features.MaxProxyTimeout, "seconds"); ok {
+		if n, ok := ps.seconds(t.key, 1); ok {
 			*t.dst = n
 		}
 	}
 	ps.str(KeyNextUpstream, &ps.p.NextUpstream, features.ParseNextUpstream)
-	if n, ok := ps.num(KeyNextUpstreamTimeout, 0, features.MaxProxyTimeout, "seconds, 0 is no limit"); ok {
+	if n, ok := ps.seconds(KeyNextUpstreamTimeout, 0); ok {
 		ps.p.NextUpstreamTimeout = &n
 	}
 	if n, ok := ps.num(KeyNextUpstreamTries, 0, features.MaxUpstreamTries, "tries, 0 is no limit"); ok {
