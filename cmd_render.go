@@ -37,57 +37,27 @@ func renderCommand(args []string) error {
 		return errors.New("--manifests DIR is required")
 	}
 	o.logLevel = "error"
-	log, err := o.logger()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "switchyard-render-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	o.stateDir = tmp
-	embedded, err := startBus(&o)
-	if err != nil {
-		return err
-	}
-	defer embedded.Shutdown()
-
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	stages := []string{bus.StageWatcher, bus.StageTranslator, bus.StageAnnotations, bus.StageRenderer}
-	stagesDone := make(chan error, 1)
-	go func() { stagesDone <- runStages(ctx, &o, embedded, stages, log) }()
-
-	conn, err := embedded.Connect("switchyard-render")
-	if err != nil {
+	var annotated map[string][]byte
+	err := pipelineOnce(&o, *timeout, stages, func(rendered map[string][]byte) error {
+		archive, err := renderArchive(rendered)
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(archive)
 		return err
-	}
-	defer conn.Close()
-	var archive []byte
-	err = bus.Follow(ctx, conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
-		// The first snapshot is the whole table.
-		archive, err = renderArchive(snap.Puts)
-		cancel()
-		return err
+	}, func(ctx context.Context, conn *bus.Conn) error {
+		// The annotations stage's table holds every Ingress with its
+		// Problems, at least as new as what was rendered.
+		var err error
+		annotated, _, err = bus.ReadTable(ctx, conn, bus.StageAnnotations)
+		if err != nil {
+			return fmt.Errorf("read the Ingresses' problems: %w", err)
+		}
+		return nil
 	})
-	<-stagesDone
 	if err != nil {
 		return err
-	}
-	if archive == nil {
-		return fmt.Errorf("nothing was rendered within %s", *timeout)
-	}
-	if _, err := os.Stdout.Write(archive); err != nil {
-		return err
-	}
-	// The stages have stopped; the annotations stage's table still holds
-	// every Ingress with its Problems, at least as new as what was rendered.
-	readCtx, cancelRead := context.WithTimeout(context.Background(), *timeout)
-	defer cancelRead()
-	annotated, _, err := bus.ReadTable(readCtx, conn, bus.StageAnnotations)
-	if err != nil {
-		return fmt.Errorf("read the Ingresses' problems: %w", err)
 	}
 	report, err := problemReport(annotated, o.configMap)
 	if err != nil {

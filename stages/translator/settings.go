@@ -42,6 +42,13 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 				Message: fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(&s)))})
 		}
 	}
+	if s.AllowSnippetAnnotations {
+		// The key is read (it changes how a snippet's refusal reads) but
+		// cannot do what it asks for.
+		problems = append(problems, bus.Problem{Field: "data.allow-snippet-annotations", Reason: ReasonRefused,
+			Message: "allow-snippet-annotations: Switchyard never renders snippets; snippet annotations stay refused"})
+		slices.SortStableFunc(problems, func(a, b bus.Problem) int { return strings.Compare(a.Field, b.Field) })
+	}
 	return s, problems
 }
 

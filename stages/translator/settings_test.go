@@ -223,6 +223,9 @@ func TestParseSettingsValid(t *testing.T) {
 			want := bus.DefaultSettings()
 			v.set(&want)
 			got, problems := parseSettings(map[string]string{key: v.in})
+			if key == "allow-snippet-annotations" && got.AllowSnippetAnnotations {
+				problems = nil // TestSnippetsAllowedIsReported
+			}
 			if len(problems) != 0 {
 				t.Errorf("%s: %q: unexpected problems %v", key, v.in, problems)
 			}
@@ -416,5 +419,22 @@ func TestParseSettingsMessageClipped(t *testing.T) {
 	}
 	if got := clipQuoted(strings.Repeat("a", 63) + "é"); got != `"`+strings.Repeat("a", 63)+`"... (65 bytes)` {
 		t.Errorf("clipQuoted cut inside a rune: %s", got)
+	}
+}
+
+// TestSnippetsAllowedIsReported: allow-snippet-annotations true is read but
+// cannot do what it asks; that is said, not left for the user to find.
+func TestSnippetsAllowedIsReported(t *testing.T) {
+	_, problems := parseSettings(map[string]string{"allow-snippet-annotations": "true", "zz-typo": "1", "aa-typo": "1"})
+	fields := make([]string, 0, len(problems))
+	for _, p := range problems {
+		fields = append(fields, p.Field+" "+p.Reason)
+	}
+	want := []string{"data.aa-typo UnknownKey", "data.allow-snippet-annotations Refused", "data.zz-typo UnknownKey"}
+	if !reflect.DeepEqual(fields, want) {
+		t.Errorf("problems %v, want %v", fields, want)
+	}
+	if _, problems := parseSettings(map[string]string{"allow-snippet-annotations": "false"}); len(problems) != 0 {
+		t.Errorf("allow-snippet-annotations false: %v", problems)
 	}
 }
