@@ -65,7 +65,9 @@ func TestCheckALiveClusterReadOnly(t *testing.T) {
 	}
 	var got struct {
 		Ingresses []struct{ Namespace, Name, Verdict string }
-		ConfigMap struct{ Keys []struct{ Key, Verdict, Reason string } }
+		ConfigMap struct {
+			Keys []struct{ Key, Verdict, Reason string }
+		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, out)
