@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -66,7 +67,11 @@ func runCommand(args []string) error {
 		releaseMemoryAfterStartup(ctx, memConn, log)
 		memConn.Close()
 	}()
-	err = runStages(ctx, &o, embedded, bus.Stages, log)
+	stages := bus.Stages
+	if o.webhookAddr != "" {
+		stages = append(slices.Clone(stages), bus.StageWebhook)
+	}
+	err = runStages(ctx, &o, embedded, stages, log)
 	log.Info("stopped")
 	return err
 }

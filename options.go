@@ -25,6 +25,7 @@ import (
 	"switchyard.dev/switchyard/stages/renderer"
 	"switchyard.dev/switchyard/stages/translator"
 	"switchyard.dev/switchyard/stages/watcher"
+	"switchyard.dev/switchyard/stages/webhook"
 )
 
 // options are the flags every stage may read; `run` and `stage` share them.
@@ -45,6 +46,9 @@ type options struct {
 	electionID        string
 	profilingAddr     string
 	metricsAddr       string
+	webhookAddr       string
+	webhookCert       string
+	webhookKey        string
 	resolvers         string
 	defaultBackend    string
 	pluginDir         string
@@ -85,6 +89,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
+	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+webhook.Path+"); off by default")
+	fs.StringVar(&o.webhookCert, "validating-webhook-certificate", "", "PEM certificate the webhook serves (read again when it changes)")
+	fs.StringVar(&o.webhookKey, "validating-webhook-key", "", "PEM private key of the webhook certificate")
 	fs.StringVar(&o.profilingAddr, "profiling-addr", "", "serve Go's pprof, and /readyz (200 when every stage reaches the bus), on this address (e.g. 127.0.0.1:6060); off by default")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
@@ -268,13 +275,11 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return translator.New(conn, cfg, log), nil
 	case bus.StageAnnotations:
-		bin, err := builtinsBinary(log)
+		cfg, err := o.annotationsConfig(log)
 		if err != nil {
 			return nil, err
 		}
-		return annotations.New(conn, annotations.Config{
-			Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir,
-		}, log), nil
+		return annotations.New(conn, cfg, log), nil
 	case bus.StageRenderer:
 		cfg, err := o.rendererConfig()
 		if err != nil {
@@ -296,7 +301,10 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			MinReloadInterval: o.minReloadInterval,
 		}, log), nil
 	}
-	return nil, fmt.Errorf("unknown stage %q (stages: %v)", name, bus.Stages)
+	if name == bus.StageWebhook {
+		return o.webhookStage(conn, log)
+	}
+	return nil, fmt.Errorf("unknown stage %q (stages: %v, %s)", name, bus.Stages, bus.StageWebhook)
 }
 
 // builtinsBinary is the binary that serves the built-in plugins: the small
@@ -316,4 +324,28 @@ func builtinsBinary(log *zap.Logger) (string, error) {
 	log.Info("built-in plugins run from the switchyard binary: "+builtin.BinaryName+" is not next to it "+
 		"(build it with make build for less memory and a faster start)", zap.String("looked for", slim))
 	return self, nil
+}
+
+// webhookStage judges Ingresses with the translator's and the plugins'
+// configuration, exactly as the pipeline's stages are configured.
+func (o *options) webhookStage(conn *bus.Conn, log *zap.Logger) (runner, error) {
+	tcfg, err := o.translatorConfig()
+	if err != nil {
+		return nil, err
+	}
+	acfg, err := o.annotationsConfig(log)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.New(conn, webhook.Config{
+		Addr: o.webhookAddr, CertFile: o.webhookCert, KeyFile: o.webhookKey, Translator: tcfg, Annotations: acfg,
+	}, log), nil
+}
+
+func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error) {
+	bin, err := builtinsBinary(log)
+	if err != nil {
+		return annotations.Config{}, err
+	}
+	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir}, nil
 }

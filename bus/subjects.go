@@ -23,6 +23,9 @@ const (
 	StageAnnotations = "annotations"
 	StageRenderer    = "renderer"
 	StageApplier     = "applier"
+	// StageWebhook is the admission webhook: it follows the watcher's
+	// table and publishes nothing.
+	StageWebhook = "webhook"
 )
 
 // Stages lists the pipeline in order.

@@ -88,3 +88,15 @@ func (a *Annotator) annotatedInfo(id string, info *bus.IngressInfo) *bus.Ingress
 	annotated.Problems = append(annotated.Problems, warnings...)
 	return &annotated
 }
+
+// Info is the annotated IngressInfo of the Ingress namespace/name, with the
+// plugins' Problems; false when the translator did not take the Ingress
+// (another class). The admission webhook reads its verdict here.
+func (a *Annotator) Info(namespace, name string) (*bus.IngressInfo, bool) {
+	id := namespace + "/" + name
+	info, ok := a.ingresses[id]
+	if !ok {
+		return nil, false
+	}
+	return a.annotatedInfo(id, info), true
+}

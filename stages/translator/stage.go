@@ -62,7 +62,7 @@ func (s *Stage) translate(_ context.Context, in bus.Snapshot) (bus.Output, error
 // set feeds one put object to the translator. An object that does not
 // decode is left out (and reported), as if it were deleted.
 func (s *Stage) set(key string, data []byte) {
-	obj, err := decodeEntry(key, data)
+	obj, err := DecodeEntry(key, data)
 	if err != nil {
 		s.log.Error("object left out", zap.String("key", key), zap.Error(err))
 		s.remove(key)
@@ -101,7 +101,8 @@ func (s *Stage) report(delta Delta) {
 	}
 }
 
-func decodeEntry(key string, data []byte) (any, error) {
+// DecodeEntry decodes one entry of the watcher's table into its typed object.
+func DecodeEntry(key string, data []byte) (any, error) {
 	kind, parts, err := bus.SplitKey(key)
 	if err != nil {
 		return nil, err
