@@ -140,4 +140,3 @@ func TestWarningsAreCapped(t *testing.T) {
 		t.Fatalf("%v %q", err, resp.Warnings)
 	}
 }
-
