@@ -17,7 +17,7 @@ import (
 // Deployment on an external NATS. The code is the same as in `run`.
 func stageCommand(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		return fmt.Errorf("usage: switchyard stage NAME --nats URL [flags]; stages: %v", bus.Stages)
+		return fmt.Errorf("usage: switchyard stage NAME --nats URL [flags]; stages: %v, and %s (the admission webhook)", bus.Stages, bus.StageWebhook)
 	}
 	name := args[0]
 	var o options
