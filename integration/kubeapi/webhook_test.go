@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,10 +47,28 @@ func (w *warningRecorder) take() []string {
 // Ignore lets Ingresses through.
 func TestValidatingWebhook(t *testing.T) {
 	r := newRig(t)
+	// The certificate comes as the install makes it: certgen create puts
+	// it in a Secret (kept when run again), the pod mounts it.
+	certgen := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(harness.Binary(t), append([]string{"certgen"}, append(args, "--kubeconfig", r.cluster.Kubeconfig)...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("certgen %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	certgen("create", "--secret", ns+"/switchyard-admission", "--host", "localhost")
+	if out := certgen("create", "--secret", ns+"/switchyard-admission", "--host", "localhost"); !strings.Contains(out, "exists; kept") {
+		t.Errorf("second certgen create: %s", out)
+	}
+	secret, err := r.client.CoreV1().Secrets(ns).Get(r.ctx, "switchyard-admission", metav1.GetOptions{})
+	r.must(nil, err)
+	if strings.Contains(certgen("create", "--secret", ns+"/switchyard-admission", "--host", "localhost"), string(secret.Data["tls.key"])) {
+		t.Error("certgen printed the key")
+	}
 	dir := t.TempDir()
-	certPEM, keyPEM := harness.SelfSigned(t, "localhost")
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	for f, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+	for f, data := range map[string][]byte{certFile: secret.Data["tls.crt"], keyFile: secret.Data["tls.key"]} {
 		if err := os.WriteFile(f, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +86,7 @@ func TestValidatingWebhook(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "switchyard"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    "validate.switchyard.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certPEM},
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url},
 			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}}}},
 			FailurePolicy:           &ignore,
 			SideEffects:             &none,
@@ -75,6 +94,13 @@ func TestValidatingWebhook(t *testing.T) {
 			TimeoutSeconds:          &timeout,
 		}},
 	}, metav1.CreateOptions{}))
+
+	certgen("patch", "--secret", ns+"/switchyard-admission", "--webhook", "switchyard")
+	hook, err := r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(r.ctx, "switchyard", metav1.GetOptions{})
+	r.must(nil, err)
+	if string(hook.Webhooks[0].ClientConfig.CABundle) != string(secret.Data["ca.crt"]) {
+		t.Fatal("certgen patch did not set the caBundle from the Secret")
+	}
 
 	warnings := &warningRecorder{}
 	cfg := rest.CopyConfig(r.cluster.Config)
