@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"switchyard.dev/switchyard/admission"
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/internal/status"
@@ -25,7 +26,6 @@ import (
 	"switchyard.dev/switchyard/stages/renderer"
 	"switchyard.dev/switchyard/stages/translator"
 	"switchyard.dev/switchyard/stages/watcher"
-	"switchyard.dev/switchyard/stages/webhook"
 )
 
 // options are the flags every stage may read; `run` and `stage` share them.
@@ -89,7 +89,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
-	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+webhook.Path+"); off by default")
+	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+admission.Path+"); off by default")
 	fs.StringVar(&o.webhookCert, "validating-webhook-certificate", "", "PEM certificate the webhook serves (read again when it changes)")
 	fs.StringVar(&o.webhookKey, "validating-webhook-key", "", "PEM private key of the webhook certificate")
 	fs.StringVar(&o.profilingAddr, "profiling-addr", "", "serve Go's pprof, and /readyz (200 when every stage reaches the bus), on this address (e.g. 127.0.0.1:6060); off by default")
@@ -337,7 +337,7 @@ func (o *options) webhookStage(conn *bus.Conn, log *zap.Logger) (runner, error) 
 	if err != nil {
 		return nil, err
 	}
-	return webhook.New(conn, webhook.Config{
+	return admission.New(conn, admission.Config{
 		Addr: o.webhookAddr, CertFile: o.webhookCert, KeyFile: o.webhookKey, Translator: tcfg, Annotations: acfg,
 	}, log), nil
 }

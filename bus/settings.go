@@ -48,6 +48,7 @@ type Settings struct {
 
 	PathsSettings         // settings_paths.go
 	ProxyProtocolSettings // settings_proxyprotocol.go
+	TLSSettings           // settings_tls.go
 	HTTPSettings          // compression, access log, added headers (settings_http.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
@@ -86,5 +87,6 @@ func DefaultSettings() Settings {
 	}
 	s.PathsSettings = defaultPathsSettings()
 	s.ProxyProtocolSettings = defaultProxyProtocolSettings()
+	s.TLSSettings = defaultTLSSettings()
 	return s
 }

@@ -1,5 +1,5 @@
 -- Per-request rules that depend on whether a host has TLS: ssl-redirect
--- and force-ssl-redirect (plain HTTP to HTTPS with 308, chosen per
+-- and force-ssl-redirect (plain HTTP to HTTPS with http-redirect-code, 308 by default, chosen per
 -- location), HSTS, and the from-to-www-redirect servers. They are decided here, from the
 -- published certificates, rather than written into each server block, so
 -- adding TLS to a host or removing it needs no NGINX reload.
@@ -17,10 +17,11 @@ local _M = {}
 -- Set from init_by_lua with the controller settings (nginx.conf is
 -- re-rendered, and NGINX reloaded, when they change). https says whether
 -- NGINX listens for HTTPS at all: without it there is nowhere to redirect.
-local config = { https = true, https_port = "", hsts = "" }
+local config = { https = true, https_port = "", hsts = "", redirect_code = 308 }
 
 function _M.configure(c)
     config = c
+    config.redirect_code = c.redirect_code or 308
 end
 
 -- rewrite_by_lua, before the balancer: redirect plain HTTP to HTTPS
@@ -58,7 +59,7 @@ function _M.rewrite(ssl_redirect, force_ssl_redirect, preserve_trailing_slash, h
         if not preserve_trailing_slash and byte(uri, -1) == SLASH then
             uri = sub(uri, 1, -2)
         end
-        return ngx_redirect("https://" .. host .. config.https_port .. uri, 308)
+        return ngx_redirect("https://" .. host .. config.https_port .. uri, config.redirect_code)
     end
     if has_tls and scheme == "https" and config.hsts ~= "" then
         -- add_header Strict-Transport-Security $switchyard_hsts always;

@@ -1,7 +1,6 @@
 package applier_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/stages/applier"
@@ -29,14 +27,7 @@ func TestEveryRenderedPathIsTraced(t *testing.T) {
 	seen := map[string]int{} // kinds of parts traced
 	for _, model := range []string{"auth", "ratelimit", "redirect", "settings", "default-backend"} {
 		t.Run(model, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", "renderer", "testdata", model+".model.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := bus.NewModel()
-			if err := json.Unmarshal(data, &m); err != nil {
-				t.Fatal(err)
-			}
+			m := harness.ReadModel(t, filepath.Join("..", "renderer", "testdata", model+".model.json"))
 			cfg := renderer.DefaultConfig()
 			cfg.Resolvers = []string{"127.0.0.53"}
 			art, errs := renderer.Render(cfg, m)

@@ -39,6 +39,10 @@ type serverView struct {
 	HeaderSource string
 	ServerName   string   // server_name's argument, quoted or a regex
 	Listens      []string // listen's arguments, "127.0.0.1:8443 ssl http2"
+	// RejectHandshakeSource is set (to its attribution) on the catch-all
+	// server when ssl-reject-handshake is on: a TLS handshake for a name
+	// no server has is refused.
+	RejectHandshakeSource string
 	// CustomErrors is set when custom-http-errors is and a default
 	// backend (--default-backend-service) serves the pages.
 	CustomErrors *customErrorsView
@@ -149,6 +153,9 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
+	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
+		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
+	}
 	if len(settings.CustomHTTPErrors) > 0 && backends.hasDefault {
 		if view.CustomErrors, err = newCustomErrors(settings.CustomHTTPErrors, src.configMapSource("custom-http-errors")); err != nil {
 			return serverView{}, err

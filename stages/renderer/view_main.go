@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"fmt"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -51,6 +52,10 @@ type mainView struct {
 	// ProxyLines and ClientLines are the http block's proxy and client
 	// directives from the ConfigMap, each with its source (proxy.go).
 	ProxyLines, ClientLines []sourcedLine
+	// TLSLines are the http block's TLS directives (view_tls.go).
+	TLSLines []sourcedLine
+	// RedirectCode is http-redirect-code, for ingress.lua.
+	RedirectCode int
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
 	// worker_rlimit_nofile's, 0 when not written.
 	WorkerConnections, WorkerOpenFiles int
@@ -122,6 +127,14 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	}
 	if v.ClientLines, err = newClientLines(s, src); err != nil {
 		return mainView{}, err
+	}
+	if v.TLSLines, err = newTLSLines(s, src); err != nil {
+		return mainView{}, err
+	}
+	switch v.RedirectCode = s.HTTPRedirectCode; v.RedirectCode {
+	case 301, 302, 307, 308:
+	default:
+		return mainView{}, fmt.Errorf("http-redirect-code %d is not 301, 302, 307 or 308", v.RedirectCode)
 	}
 	v.WorkerConnections, v.WorkerOpenFiles = workerConnections(s), s.MaxWorkerOpenFiles
 	if cfg.User != "" {

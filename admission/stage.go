@@ -1,6 +1,12 @@
-// Package webhook is the validating admission webhook: it tells the API
+// Package admission is the validating admission webhook: it tells the API
 // server, before an Ingress is stored, what run would make of it.
-package webhook
+//
+// It is not one of the pipeline's stages: it publishes nothing, and to
+// judge an Ingress the way the pipeline would it embeds the translator's
+// and the annotations stage's cores (as `switchyard check` and `render`
+// run them), fed from the watcher's table on the bus. Stages never import
+// it; it lives beside them for that reason.
+package admission
 
 import (
 	"context"
@@ -34,27 +40,27 @@ type Config struct {
 	ReviewTimeout time.Duration
 }
 
-// Stage serves the webhook next to a mirror of the translator and the
+// Webhook serves the admission webhook next to a mirror of the translator and the
 // annotation plugins, kept current from the watcher's table on the bus.
-type Stage struct {
+type Webhook struct {
 	conn *bus.Conn
 	cfg  Config
 	log  *zap.Logger
 }
 
-// New returns the webhook stage.
-func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
+// New returns the webhook.
+func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Webhook {
 	if cfg.ReviewTimeout == 0 {
 		cfg.ReviewTimeout = 8 * time.Second
 	}
 	if cfg.Annotations.Prefix == "" {
 		cfg.Annotations.Prefix = bus.DefaultAnnotationsPrefix
 	}
-	return &Stage{conn: conn, cfg: cfg, log: log}
+	return &Webhook{conn: conn, cfg: cfg, log: log}
 }
 
 // Run serves until ctx ends.
-func (s *Stage) Run(ctx context.Context) error {
+func (s *Webhook) Run(ctx context.Context) error {
 	certs, err := newCertReloader(s.cfg.CertFile, s.cfg.KeyFile)
 	if err != nil {
 		return err
@@ -107,7 +113,7 @@ func (s *Stage) Run(ctx context.Context) error {
 
 // follow keeps the judge current. After a review it could not take back,
 // it follows again from the whole table.
-func (s *Stage) follow(ctx context.Context, j *judge) error {
+func (s *Webhook) follow(ctx context.Context, j *judge) error {
 	for ctx.Err() == nil {
 		j.reset()
 		followCtx, cancel := context.WithCancel(ctx)

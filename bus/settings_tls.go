@@ -1,0 +1,29 @@
+package bus
+
+// TLSSettings are the controller ConfigMap keys of TLS termination beyond
+// ssl-protocols and ssl-ciphers (Settings), and the status code of the
+// redirect to HTTPS.
+type TLSSettings struct {
+	SSLECDHCurve        string `json:"sslECDHCurve"`        // ssl-ecdh-curve: "auto" or curves separated by ":"
+	SSLSessionCache     bool   `json:"sslSessionCache"`     // ssl-session-cache
+	SSLSessionCacheSize string `json:"sslSessionCacheSize"` // ssl-session-cache-size, an NGINX size
+	SSLSessionTimeout   string `json:"sslSessionTimeout"`   // ssl-session-timeout, an NGINX time
+	SSLSessionTickets   bool   `json:"sslSessionTickets"`   // ssl-session-tickets
+	SSLBufferSize       string `json:"sslBufferSize"`       // ssl-buffer-size, an NGINX size
+	SSLEarlyData        bool   `json:"sslEarlyData"`        // ssl-early-data (TLS 1.3 0-RTT)
+	// SSLRejectHandshake is ssl-reject-handshake: a TLS handshake whose
+	// SNI name no Ingress serves is refused rather than answered with the
+	// default certificate.
+	SSLRejectHandshake bool `json:"sslRejectHandshake"`
+	// HTTPRedirectCode is http-redirect-code: the status of the redirect
+	// to HTTPS (ssl-redirect, force-ssl-redirect): 301, 302, 307 or 308.
+	HTTPRedirectCode int `json:"httpRedirectCode"`
+}
+
+// defaultTLSSettings are ingress-nginx's defaults.
+func defaultTLSSettings() TLSSettings {
+	return TLSSettings{
+		SSLECDHCurve: "auto", SSLSessionCache: true, SSLSessionCacheSize: "10m", SSLSessionTimeout: "10m",
+		SSLBufferSize: "4k", HTTPRedirectCode: 308,
+	}
+}

@@ -1,0 +1,82 @@
+package renderer
+
+import (
+	"fmt"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// tlsSettingFields are the bus.TLSSettings keys written into nginx.conf,
+// for attribution and for the fallback to the default on a refusal
+// (revisions.go).
+var tlsSettingFields = map[string]func(*bus.Settings) any{
+	"ssl-ecdh-curve":         func(s *bus.Settings) any { return &s.SSLECDHCurve },
+	"ssl-session-cache":      func(s *bus.Settings) any { return &s.SSLSessionCache },
+	"ssl-session-cache-size": func(s *bus.Settings) any { return &s.SSLSessionCacheSize },
+	"ssl-session-timeout":    func(s *bus.Settings) any { return &s.SSLSessionTimeout },
+	"ssl-session-tickets":    func(s *bus.Settings) any { return &s.SSLSessionTickets },
+	"ssl-buffer-size":        func(s *bus.Settings) any { return &s.SSLBufferSize },
+	"ssl-early-data":         func(s *bus.Settings) any { return &s.SSLEarlyData },
+	"ssl-reject-handshake":   func(s *bus.Settings) any { return &s.SSLRejectHandshake },
+	"http-redirect-code":     func(s *bus.Settings) any { return &s.HTTPRedirectCode },
+}
+
+func init() {
+	for key, field := range tlsSettingFields {
+		if _, dup := settingFields[key]; dup {
+			panic("renderer: ConfigMap key " + key + " has two fields")
+		}
+		settingFields[key] = field
+	}
+}
+
+// newTLSLines are the http{}-level TLS directives from bus.TLSSettings,
+// each attributed to its key. The curve list is quoted (it holds ":");
+// every other argument passes the directive checks.
+func newTLSLines(s bus.Settings, src sources) ([]sourcedLine, error) {
+	curve, err := quote(s.SSLECDHCurve)
+	if err != nil {
+		return nil, err
+	}
+	out := []sourcedLine{{Src: src.configMapSource("ssl-ecdh-curve"), Line: "ssl_ecdh_curve " + curve}}
+	cache, cacheKey := []string{"none"}, "ssl-session-cache"
+	if s.SSLSessionCache {
+		cache, cacheKey = []string{"shared:SSL:" + s.SSLSessionCacheSize}, "ssl-session-cache-size"
+	}
+	for _, k := range []struct {
+		key, name string
+		args      []string
+	}{
+		{cacheKey, "ssl_session_cache", cache},
+		{"ssl-session-timeout", "ssl_session_timeout", []string{s.SSLSessionTimeout}},
+		{"ssl-session-tickets", "ssl_session_tickets", []string{onOff(s.SSLSessionTickets)}},
+		{"ssl-buffer-size", "ssl_buffer_size", []string{s.SSLBufferSize}},
+		{"ssl-early-data", "ssl_early_data", []string{onOff(s.SSLEarlyData)}},
+	} {
+		line, err := tlsDirective(k.name, k.args)
+		if err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: %w", k.key, err)
+		}
+		out = append(out, sourcedLine{Src: src.configMapSource(k.key), Line: line})
+	}
+	return out, nil
+}
+
+// tlsDirective checks each argument as a proxy word would be, except the
+// "shared:SSL:" zone prefix, which is ours.
+func tlsDirective(name string, args []string) (string, error) {
+	for _, a := range args {
+		if !proxyWordPattern.MatchString(strings.TrimPrefix(a, "shared:SSL:")) {
+			return "", fmt.Errorf("%s: invalid argument %q", name, a)
+		}
+	}
+	return name + " " + strings.Join(args, " "), nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

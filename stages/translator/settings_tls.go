@@ -1,0 +1,35 @@
+package translator
+
+import (
+	"regexp"
+	"strconv"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
+)
+
+// tlsSettings are the TLS termination keys (bus.TLSSettings).
+var tlsSettings = map[string]settingParser{
+	"ssl-ecdh-curve": patternSetting(func(s *bus.Settings) *string { return &s.SSLECDHCurve }, ecdhCurvePattern,
+		`"auto", or up to 16 curve names (letters, digits, _ and -) separated by ":", such as X25519:prime256v1`),
+	"ssl-session-cache": boolSetting(func(s *bus.Settings) *bool { return &s.SSLSessionCache }),
+	"ssl-session-cache-size": sizeSetting(func(s *bus.Settings) *string { return &s.SSLSessionCacheSize },
+		features.ParseBufferSize, bufferSizeRule),
+	"ssl-session-timeout": patternSetting(func(s *bus.Settings) *string { return &s.SSLSessionTimeout }, timePattern, timeRule),
+	"ssl-session-tickets": boolSetting(func(s *bus.Settings) *bool { return &s.SSLSessionTickets }),
+	"ssl-buffer-size": sizeSetting(func(s *bus.Settings) *string { return &s.SSLBufferSize },
+		features.ParseBufferSize, bufferSizeRule),
+	"ssl-early-data":       boolSetting(func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
+	"ssl-reject-handshake": boolSetting(func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
+	"http-redirect-code": setting(func(s *bus.Settings) *int { return &s.HTTPRedirectCode }, "301, 302, 307 or 308",
+		func(v string) (int, bool) {
+			switch v {
+			case "301", "302", "307", "308":
+				n, _ := strconv.Atoi(v)
+				return n, true
+			}
+			return 0, false
+		}, strconv.Itoa),
+}
+
+var ecdhCurvePattern = regexp.MustCompile(`^(auto|[A-Za-z0-9_-]{1,32}(:[A-Za-z0-9_-]{1,32}){0,15})$`)

@@ -1,0 +1,24 @@
+package translator
+
+import "switchyard.dev/switchyard/bus"
+
+var tlsSettingsCases = map[string]keyCases{
+	"ssl-ecdh-curve": stringCases("auto", func(s *bus.Settings) *string { return &s.SSLECDHCurve },
+		[]string{"auto", "X25519", "X25519:prime256v1:secp384r1"}, []string{"X25519;", "a b", ":X25519", "X25519:", "$curve"}),
+	"ssl-session-cache": boolCases(true, func(s *bus.Settings) *bool { return &s.SSLSessionCache }),
+	"ssl-session-cache-size": stringCases("10m", func(s *bus.Settings) *string { return &s.SSLSessionCacheSize },
+		[]string{"10m", "50m", "512k"}, []string{"10 m", "1g", "-1", "10m;"}),
+	"ssl-session-timeout": stringCases("10m", func(s *bus.Settings) *string { return &s.SSLSessionTimeout },
+		[]string{"10m", "1h", "1d", "300s"}, []string{"10 m", "forever", "1h;"}),
+	"ssl-session-tickets": boolCases(false, func(s *bus.Settings) *bool { return &s.SSLSessionTickets }),
+	"ssl-buffer-size": stringCases("4k", func(s *bus.Settings) *string { return &s.SSLBufferSize },
+		[]string{"4k", "16k", "1400"}, []string{"4 k", "4kb", "x"}),
+	"ssl-early-data":       boolCases(false, func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
+	"ssl-reject-handshake": boolCases(false, func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
+	"http-redirect-code": {def: "308", invalid: []string{"", "300", "200", "3O8", "308;", "+308"}, valid: []valid{
+		{"301", func(s *bus.Settings) { s.HTTPRedirectCode = 301 }},
+		{"302", func(s *bus.Settings) { s.HTTPRedirectCode = 302 }},
+		{"307", func(s *bus.Settings) { s.HTTPRedirectCode = 307 }},
+		{"308", func(s *bus.Settings) { s.HTTPRedirectCode = 308 }},
+	}},
+}
