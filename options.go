@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,6 +48,7 @@ type options struct {
 	profilingAddr     string
 	metricsAddr       string
 	webhookAddr       string
+	defaultSSLCert    string
 	webhookCert       string
 	webhookKey        string
 	resolvers         string
@@ -81,6 +83,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.electionID, "election-id", "switchyard-leader", "name of the Lease the replicas elect a status writer with")
 	fs.StringVar(&o.configMap, "configmap", "", "controller ConfigMap NAMESPACE/NAME with ingress-nginx settings (from the manifests dir or the API)")
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
+	fs.StringVar(&o.defaultSSLCert, "default-ssl-certificate", "", "kubernetes.io/tls Secret NAMESPACE/NAME served to TLS clients whose name no Ingress's certificate covers (default: a self-signed certificate)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
 	fs.StringVar(&o.hostOwnership, "host-ownership", translator.HostOwnershipAny, "who may add rules to a host: any (every namespace, as ingress-nginx) or namespace (the namespace of the host's oldest Ingress; other namespaces' rules for it are refused)")
@@ -134,9 +137,14 @@ func (o *options) translatorConfig() (translator.Config, error) {
 	if err != nil {
 		return translator.Config{}, fmt.Errorf("--host-ownership: %w", err)
 	}
+	if o.defaultSSLCert != "" {
+		if !namespacedNamePattern.MatchString(o.defaultSSLCert) {
+			return translator.Config{}, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME", o.defaultSSLCert)
+		}
+	}
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
 		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix,
-		HostOwnership: ownership}, nil
+		HostOwnership: ownership, DefaultSSLCertificate: o.defaultSSLCert}, nil
 }
 
 // testRefuseEnv names Ingresses ("namespace/name", comma-separated) whose
@@ -262,7 +270,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		}
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
-			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix,
+			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix, DefaultSSLCertificate: o.defaultSSLCert,
 			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
@@ -349,3 +357,7 @@ func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error)
 	}
 	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir}, nil
 }
+
+// namespacedNamePattern is a flag's NAMESPACE/NAME: a namespace (a DNS
+// label) and an object name (a DNS subdomain).
+var namespacedNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$`)

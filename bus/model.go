@@ -127,6 +127,9 @@ type Certificate struct {
 	// PEM holds the certificate chain followed by the private key. It is
 	// secret: never log it.
 	PEM string `json:"pem"`
+	// Default marks --default-ssl-certificate: served for a name no
+	// certificate covers and to clients that send no name.
+	Default bool `json:"default,omitempty"`
 }
 
 // IngressInfo is what the translator learned about one Ingress it serves:

@@ -196,6 +196,8 @@ func (dp *dataPlane) testInvalidCertificates(t *testing.T) {
 		{"pem not string", `{"certificates":{"a/b":1},"servers":{}}`, "PEM"},
 		{"unknown reference", `{"certificates":{},"servers":{"a.test":"a/b"}}`, "unknown certificate"},
 		{"servers array", `{"certificates":{},"servers":["a.test"]}`, "servers"},
+		{"unknown default", `{"certificates":{},"servers":{},"default":"a/b"}`, "default references an unknown certificate"},
+		{"default not a string", `{"certificates":{"a/b":"x"},"servers":{},"default":1}`, "default references an unknown certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

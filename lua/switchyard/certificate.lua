@@ -167,13 +167,20 @@ local function certificate(dict, id, version)
     return parsed
 end
 
+-- default_id is the --default-ssl-certificate's id in version, or nil:
+-- NGINX's own default certificate is served then.
+local function default_id(dict, version)
+    local id = dict:get(snapshot.key(KIND, version, "default"))
+    if id == nil or id == "" then
+        return nil
+    end
+    return id
+end
+
 local function select_certificate()
     local name, err = server_name()
-    if not name then
-        if err then
-            return nil, "cannot read SNI: " .. err
-        end
-        return nil -- no SNI: default certificate
+    if not name and err then
+        return nil, "cannot read SNI: " .. err
     end
 
     local dict = ngx_shared.switchyard_certs
@@ -181,15 +188,23 @@ local function select_certificate()
     if not version then
         return nil -- nothing published yet
     end
-    local map
-    map, err = load_servers(dict, version)
-    if not map then
-        return nil, err
+    local id, host
+    if name then
+        local map
+        map, err = load_servers(dict, version)
+        if not map then
+            return nil, err
+        end
+        host = str_lower(name)
+        id = lookup(map, host)
     end
-    local host = str_lower(name)
-    local id = lookup(map, host)
     if not id then
-        return nil
+        -- No SNI, or a name no certificate covers.
+        id = default_id(dict, version)
+        if not id then
+            return nil
+        end
+        host = host or "clients without SNI"
     end
 
     local parsed

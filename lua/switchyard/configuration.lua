@@ -272,6 +272,10 @@ local function validate_certificates(config)
             return "server " .. host .. " references an unknown certificate"
         end
     end
+    local default = config.default
+    if default ~= nil and (type(default) ~= "string" or certificates[default] == nil) then
+        return "default references an unknown certificate"
+    end
 end
 
 -- Builds the snapshot parts: one key per PEM, so a handshake reads only the
@@ -287,6 +291,8 @@ local function certificate_parts(config)
         servers[str_lower(host)] = id
     end
     parts.servers = json_encode(servers)
+    -- The id served for a name no certificate covers (--default-ssl-certificate).
+    parts.default = config.default or ""
     return parts
 end
 

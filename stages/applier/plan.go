@@ -19,8 +19,9 @@ type desiredState struct {
 }
 
 type luaCertificate struct {
-	PEM   string   `json:"pem"`
-	Hosts []string `json:"hosts"`
+	PEM     string   `json:"pem"`
+	Hosts   []string `json:"hosts"`
+	Default bool     `json:"default,omitempty"`
 }
 
 // applyPlan says what one apply does.
@@ -186,11 +187,16 @@ func (d desiredState) certificatesPayload() ([]byte, error) {
 	body := struct {
 		Certificates map[string]string `json:"certificates"`
 		Servers      map[string]string `json:"servers"`
+		// Default is the id served when no server name matches.
+		Default string `json:"default,omitempty"`
 	}{Certificates: map[string]string{}, Servers: map[string]string{}}
 	for id, c := range d.Certificates {
 		body.Certificates[id] = c.PEM
 		for _, h := range c.Hosts {
 			body.Servers[h] = id
+		}
+		if c.Default {
+			body.Default = id
 		}
 	}
 	data, err := json.Marshal(body)

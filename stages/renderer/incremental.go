@@ -353,13 +353,13 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 	key := bus.Key(bus.KindCertificate, ns, name)
 	hosts := slices.Sorted(maps.Keys(r.certHosts[id]))
 	cert := r.certs[id]
-	if cert == nil || len(hosts) == 0 {
+	if cert == nil || (len(hosts) == 0 && !cert.Default) {
 		delete(r.out.Certificates, id)
 		setSize(r.sizes.certs, &r.sizes.certTotal, id, 0)
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
-	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts}
+	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts, Default: cert.Default}
 	r.out.Certificates[id] = lc
 	data, _ := json.Marshal(lc)
 	setSize(r.sizes.certs, &r.sizes.certTotal, id, len(data))

@@ -81,6 +81,8 @@ type Artifacts struct {
 type LuaCertificate struct {
 	PEM   string   `json:"pem"`
 	Hosts []string `json:"hosts"`
+	// Default: --default-ssl-certificate, served when no host matches.
+	Default bool `json:"default,omitempty"`
 }
 
 // MainFile is the path of the main configuration file.

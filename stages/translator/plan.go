@@ -273,15 +273,25 @@ func (p *ingressPlan) certificate(t *Translator, ns, name, field string) string 
 		p.problem(field, "SecretNotFound", "Secret %s does not exist; the default certificate is served", id)
 		return ""
 	}
-	cert, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
-	if _, err := tls.X509KeyPair(cert, key); err != nil {
+	pem, err := keyPairPEM(secret)
+	if err != nil {
 		// The parse error names no secret material, only what is wrong.
 		p.problem(field, "InvalidCertificate",
 			"Secret %s does not hold a valid tls.crt/tls.key pair (%v); the default certificate is served", id, err)
 		return ""
 	}
-	p.certs[id] = &bus.Certificate{Namespace: ns, Name: name, PEM: string(cert) + "\n" + string(key)}
+	p.certs[id] = &bus.Certificate{Namespace: ns, Name: name, PEM: pem}
 	return id
+}
+
+// keyPairPEM is a TLS Secret's chain followed by its key, once they are
+// known to be a valid pair.
+func keyPairPEM(secret *corev1.Secret) (string, error) {
+	cert, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return "", err
+	}
+	return string(cert) + "\n" + string(key), nil
 }
 
 // addAnnotationSecrets records the Secrets annotations name (auth-secret),

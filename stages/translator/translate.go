@@ -42,6 +42,10 @@ type Config struct {
 	// HostOwnershipNamespace gives each host to the namespace of its oldest
 	// Ingress.
 	HostOwnership string
+	// DefaultSSLCertificate, "namespace/name", is --default-ssl-certificate:
+	// the kubernetes.io/tls Secret served to a TLS client whose name no
+	// certificate covers (and to TLS hosts whose own Secret is missing).
+	DefaultSSLCertificate string
 }
 
 // The values of Config.HostOwnership (--host-ownership).
@@ -236,6 +240,9 @@ func (t *Translator) change(obj any, deleted bool) {
 		key := objectName(o.Namespace, o.Name)
 		t.objs.setSecret(o, deleted)
 		t.markUsers(t.secretUsers[key])
+		if key == t.cfg.DefaultSSLCertificate {
+			t.dirty.certs[key] = true
+		}
 	case *corev1.ConfigMap:
 		key := objectName(o.Namespace, o.Name)
 		t.objs.setConfigMap(o, deleted)
@@ -291,7 +298,7 @@ func (t *Translator) Flush() Delta {
 		t.refreshBackend(name, &delta)
 	}
 	for id := range d.certs {
-		refreshShared(t, t.certUsers, plannedCertificates, id, namespacedKey(bus.KindCertificate, id), t.model.Certificates, &delta)
+		t.refreshCertificate(id, &delta)
 	}
 	for id := range d.secrets {
 		refreshShared(t, t.annSecretUsers, plannedSecrets, id, namespacedKey(bus.KindSecret, id), t.model.Secrets, &delta)
@@ -629,6 +636,34 @@ func refreshShared[V any](t *Translator, users map[string]ingressSet, planned fu
 		v = planned(t.plans[u[0]])[id]
 	}
 	setModel(published, key, v, delta)
+}
+
+// refreshCertificate publishes one certificate as its Ingresses planned it;
+// the --default-ssl-certificate is published, marked, whether or not an
+// Ingress names it.
+func (t *Translator) refreshCertificate(id string, delta *Delta) {
+	key := namespacedKey(bus.KindCertificate, id)
+	if id != t.cfg.DefaultSSLCertificate {
+		refreshShared(t, t.certUsers, plannedCertificates, id, key, t.model.Certificates, delta)
+		return
+	}
+	setModel(t.model.Certificates, key, t.defaultCertificate(), delta)
+}
+
+// defaultCertificate is the --default-ssl-certificate, or nil while its
+// Secret is missing or holds no valid pair: NGINX's self-signed one is
+// served then.
+func (t *Translator) defaultCertificate() *bus.Certificate {
+	ns, name, _ := strings.Cut(t.cfg.DefaultSSLCertificate, "/")
+	secret, ok := t.objs.secrets[t.cfg.DefaultSSLCertificate]
+	if !ok {
+		return nil
+	}
+	pem, err := keyPairPEM(secret)
+	if err != nil {
+		return nil
+	}
+	return &bus.Certificate{Namespace: ns, Name: name, PEM: pem, Default: true}
 }
 
 // What one Ingress's plan holds of each shared kind, by id.

@@ -37,6 +37,9 @@ func TestGolden(t *testing.T) {
 			if name == "default-backend-service" {
 				cfg.DefaultBackendService = "default/fallback"
 			}
+			if name == "default-ssl-certificate" {
+				cfg.DefaultSSLCertificate = "default/fallback"
+			}
 			if name == "host-ownership-namespace" {
 				cfg.HostOwnership = HostOwnershipNamespace
 			}

@@ -40,7 +40,10 @@ type kubeSource struct {
 	// prefix is --annotations-prefix: Secrets named by its auth-secret
 	// annotation are forwarded too.
 	prefix string
-	log    *zap.Logger
+	// defaultCert is --default-ssl-certificate, "namespace/name": that
+	// Secret is forwarded too.
+	defaultCert string
+	log         *zap.Logger
 
 	cmFactory informers.SharedInformerFactory
 
@@ -69,6 +72,13 @@ func newKubeSource(client kubernetes.Interface, namespace, configMap string, log
 // withNamespaceSelector keeps only objects of namespaces whose labels match.
 func (s *kubeSource) withNamespaceSelector(sel labels.Selector) *kubeSource {
 	s.nsSelector = sel
+	return s
+}
+
+// withDefaultCertificate also forwards the Secret ref ("namespace/name"),
+// the --default-ssl-certificate.
+func (s *kubeSource) withDefaultCertificate(ref string) *kubeSource {
+	s.defaultCert = ref
 	return s
 }
 
@@ -406,6 +416,10 @@ func (s *kubeSource) desired() map[string][]byte {
 				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
 			}
 		}
+	}
+	if data, ok := s.secrets[s.defaultCert]; ok && s.defaultCert != "" {
+		ns, name, _ := cutNamespacedName(s.defaultCert)
+		set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
 	}
 	if data, ok := s.configs[s.configMap]; ok {
 		ns, name, _ := cutNamespacedName(s.configMap)

@@ -33,6 +33,9 @@ type Config struct {
 	NamespaceSelector string
 	// ConfigMap is the controller ConfigMap, "namespace/name".
 	ConfigMap string
+	// DefaultSSLCertificate is --default-ssl-certificate, "namespace/name":
+	// its Secret is published though no Ingress names it.
+	DefaultSSLCertificate string
 	// AnnotationsPrefix is --annotations-prefix: the Secrets its
 	// auth-secret annotations name are forwarded.
 	AnnotationsPrefix string
@@ -61,7 +64,8 @@ type source interface {
 func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
-		src := newKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).withAnnotationsPrefix(s.cfg.AnnotationsPrefix)
+		src := newKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).withAnnotationsPrefix(s.cfg.AnnotationsPrefix).
+			withDefaultCertificate(s.cfg.DefaultSSLCertificate)
 		if s.cfg.NamespaceSelector != "" {
 			sel, err := labels.Parse(s.cfg.NamespaceSelector)
 			if err != nil {
