@@ -23,6 +23,8 @@ type (
 	Redirect              = features.Redirect
 	Rewrite               = features.Rewrite
 	Proxy                 = features.Proxy
+	Upstream              = features.Upstream
+	UpstreamTLS           = features.UpstreamTLS
 	Balancing             = features.Balancing
 	ServerFeatures        = features.Server
 	Logs                  = features.Logs

@@ -25,6 +25,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
 	"switchyard.dev/switchyard/plugins/builtin/rewrite"
 	"switchyard.dev/switchyard/plugins/builtin/server"
+	"switchyard.dev/switchyard/plugins/builtin/upstream"
 )
 
 // registry maps a plugin's name to its constructor.
@@ -40,6 +41,7 @@ var registry = map[string]func() plugins.Plugin{
 	"balancing": balancing.New,
 	"proxy":     proxy.New,
 	"server":    server.New,
+	"upstream":  upstream.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

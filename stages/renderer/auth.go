@@ -169,12 +169,20 @@ func quoteVariables(s string) (string, error) {
 	return `"` + s + `"`, nil
 }
 
-// authFiles are the htpasswd files a server's locations need, by path.
+// authFiles are the Secret-derived files a server's locations need, by
+// path: htpasswd files, and the certificates and keys of upstream TLS.
 func authFiles(s *bus.Server) map[string]string {
 	files := map[string]string{}
 	for _, l := range s.Locations {
-		if l.Features != nil && l.Features.Auth != nil && l.Features.Auth.Basic != nil && l.Features.Deny == nil {
-			files[AuthFile(l.Features.Auth.Basic)] = HtpasswdFile(l.Features.Auth.Basic)
+		f := l.Features
+		if f == nil || f.Deny != nil {
+			continue
+		}
+		if f.Auth != nil && f.Auth.Basic != nil {
+			files[AuthFile(f.Auth.Basic)] = HtpasswdFile(f.Auth.Basic)
+		}
+		if f.Upstream != nil && f.Upstream.TLS != nil {
+			upstreamFiles(f.Upstream.TLS, files)
 		}
 	}
 	return files

@@ -52,6 +52,15 @@ func (d *directives) add(name string, args ...string) {
 	d.lines = append(d.lines, name+" "+strings.Join(args, " "))
 }
 
+// addQuoted adds a directive of one argument, written quoted.
+func (d *directives) addQuoted(name, v string) {
+	q, err := quote(v)
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("%s: %w", name, err)
+	}
+	d.add(name, q)
+}
+
 func isQuoted(a string) bool {
 	if len(a) < 2 || a[0] != '"' || a[len(a)-1] != '"' {
 		return false

@@ -81,10 +81,12 @@ type locationView struct {
 	// regex ("= \"/a\"", "~* \"^/a\"").
 	Arg string
 	// TestRefused is TestRefusedDirective for the hidden test option.
-	TestRefused     string
-	Auth            *authView
-	RateLimit       *rateLimitView
-	Proxy           *proxyView // proxy.go
+	TestRefused string
+	Auth        *authView
+	RateLimit   *rateLimitView
+	Proxy       *proxyView // proxy.go
+	// Backend is how the location reaches its backend (upstream.go).
+	Backend         *upstreamView
 	ResponseHeaders []headerView
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
@@ -270,6 +272,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
 	}
 	if v.Proxy, err = newProxyView(l.Features, c.settings, v.RateLimit != nil && v.RateLimit.RateKB > 0); err != nil {
+		return locationView{}, err
+	}
+	if v.Backend, err = newUpstreamView(l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}
 	if l.Features != nil && l.Features.Logs != nil {

@@ -130,10 +130,6 @@ var specs = []spec{
 		key: "mirror-request-body", pattern: boolValues, risk: plugins.RiskLow, kind: ignored,
 		doc: "Whether mirrored requests carry the body. Ignored by Switchyard for now (warning).",
 	},
-	{
-		key: "proxy-ssl-name", pattern: hostChars, risk: plugins.RiskHigh, kind: ignored,
-		doc: "Server name sent to and verified of an HTTPS backend. Ignored by Switchyard for now (warning).",
-	},
 }
 
 // byKey indexes specs by key, with each pattern compiled as the host

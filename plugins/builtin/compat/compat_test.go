@@ -58,7 +58,6 @@ func TestCheck(t *testing.T) {
 		{"mirror-target", "https://test.env.com/$request_uri", warn, "ignored"},
 		{"mirror-host", "test.env.com", warn, "ignored"},
 		{"mirror-request-body", "false", warn, "ignored"},
-		{"proxy-ssl-name", "backend.internal", warn, "ignored"},
 
 		{"not-ours", "x", reject, "not an annotation of the compat plugin"},
 	}
@@ -92,7 +91,6 @@ func TestDescribe(t *testing.T) {
 		"auth-tls-pass-certificate-to-upstream": plugins.RiskLow, "auth-tls-match-cn": plugins.RiskHigh,
 		"satisfy": plugins.RiskLow, "allowlist-source-range": plugins.RiskMedium, "denylist-source-range": plugins.RiskMedium,
 		"mirror-target": plugins.RiskHigh, "mirror-host": plugins.RiskHigh, "mirror-request-body": plugins.RiskLow,
-		"proxy-ssl-name": plugins.RiskHigh,
 	}
 	if d.Name != "compat" || len(d.Annotations) != len(risks) {
 		t.Fatalf("describe: name %q, %d annotations, want compat and %d", d.Name, len(d.Annotations), len(risks))

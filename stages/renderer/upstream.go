@@ -1,0 +1,144 @@
+package renderer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
+)
+
+// upstreamView is how a proxied location reaches its backend (upstream
+// plugin): the pass directive, and for gRPC the headers and timeouts that
+// the http block sets for proxy_pass only, and the TLS to the backend.
+type upstreamView struct {
+	// Pass is the pass directive without its ";".
+	Pass string
+	// GRPC: the location repeats the upstream headers as grpc_set_header,
+	// and GRPCTimeouts are its grpc_*_timeout lines.
+	GRPC             bool
+	GRPCTimeouts     []string
+	FullForwardedFor bool // compute-full-forwarded-for, for the headers
+	// TLSLines are the proxy_ssl_* (or grpc_ssl_*) directives, without ";".
+	TLSLines []string
+}
+
+// newUpstreamView resolves the location's pass and backend TLS, nil for
+// plain HTTP (the template's proxy_pass http://upstream_balancer); the
+// timeouts a gRPC location needs are the location's proxy-*-timeout, else
+// the ConfigMap's, as ingress-nginx writes them.
+func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
+	if f == nil || f.Upstream == nil {
+		return nil, nil
+	}
+	v := &upstreamView{Pass: "proxy_pass http://upstream_balancer"}
+	u := f.Upstream
+	module := "proxy"
+	switch u.Protocol {
+	case features.ProtocolHTTPS:
+		v.Pass = "proxy_pass https://upstream_balancer"
+	case features.ProtocolGRPC, features.ProtocolGRPCS:
+		module, v.GRPC = "grpc", true
+		v.Pass = "grpc_pass grpc://upstream_balancer"
+		if u.Protocol == features.ProtocolGRPCS {
+			v.Pass = "grpc_pass grpcs://upstream_balancer"
+		}
+		v.GRPCTimeouts = grpcTimeouts(f.Proxy, s)
+		v.FullForwardedFor = s.ComputeFullForwardedFor
+	}
+	if u.TLS != nil {
+		lines, err := upstreamTLSLines(module, u.TLS)
+		if err != nil {
+			return nil, err
+		}
+		v.TLSLines = lines
+	}
+	return v, nil
+}
+
+func grpcTimeouts(p *bus.Proxy, s bus.Settings) []string {
+	connect, send, read := s.ProxyConnectTimeout, s.ProxySendTimeout, s.ProxyReadTimeout
+	if p != nil {
+		connect, send, read = orInt(p.ConnectTimeout, connect), orInt(p.SendTimeout, send), orInt(p.ReadTimeout, read)
+	}
+	return []string{
+		"grpc_connect_timeout " + strconv.Itoa(connect) + "s",
+		"grpc_send_timeout " + strconv.Itoa(send) + "s",
+		"grpc_read_timeout " + strconv.Itoa(read) + "s",
+	}
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// upstreamTLSLines writes the TLS directives of module ("proxy" or
+// "grpc"): every value was checked by the feature's validation and is
+// checked again here as a word, or quoted.
+func upstreamTLSLines(module string, t *bus.UpstreamTLS) ([]string, error) {
+	var d directives
+	p := module + "_ssl_"
+	if t.ServerName {
+		d.add(p+"server_name", "on")
+	}
+	if t.Name != "" {
+		d.addQuoted(p+"name", t.Name)
+	}
+	if t.Protocols != "" {
+		if !features.UpstreamProtocolsPattern.MatchString(t.Protocols) {
+			return nil, fmt.Errorf("invalid upstream TLS protocols")
+		}
+		d.add(p+"protocols", strings.Fields(t.Protocols)...)
+	}
+	if t.Ciphers != "" {
+		d.addQuoted(p+"ciphers", t.Ciphers)
+	}
+	if t.CAPEM != "" {
+		d.addQuoted(p+"trusted_certificate", UpstreamCAFile(t))
+	}
+	if t.Verify {
+		d.add(p+"verify", "on")
+		if t.VerifyDepth > 0 {
+			d.add(p+"verify_depth", strconv.Itoa(t.VerifyDepth))
+		}
+	}
+	if t.CertPEM != "" {
+		cert, key := UpstreamClientFiles(t)
+		d.addQuoted(p+"certificate", cert)
+		d.addQuoted(p+"certificate_key", key)
+	}
+	return d.lines, d.err
+}
+
+// UpstreamCAFile and UpstreamClientFiles are the paths of the files an
+// upstream TLS setting needs, named by their content (two Ingresses with
+// the same Secret share them). They are Secret-derived: render prints
+// them redacted.
+func UpstreamCAFile(t *bus.UpstreamTLS) string { return secretDir + contentName(t.CAPEM) + ".ca.pem" }
+
+func UpstreamClientFiles(t *bus.UpstreamTLS) (cert, key string) {
+	name := contentName(t.CertPEM + t.KeyPEM)
+	return secretDir + name + ".crt.pem", secretDir + name + ".key.pem"
+}
+
+func contentName(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// upstreamFiles are the files a location's upstream TLS needs, by path.
+func upstreamFiles(t *bus.UpstreamTLS, files map[string]string) {
+	if t.CAPEM != "" {
+		files[UpstreamCAFile(t)] = t.CAPEM
+	}
+	if t.CertPEM != "" {
+		cert, key := UpstreamClientFiles(t)
+		files[cert], files[key] = t.CertPEM, t.KeyPEM
+	}
+}
