@@ -16,7 +16,7 @@ DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 
-.PHONY: all build run test unit fuzz fuzz-targets lint deps test-deps kube-apiserver bench clean proto
+.PHONY: all build run test unit fuzz fuzz-targets lint deps test-deps kube-apiserver deploy-manifest bench clean proto
 
 all: build
 
@@ -44,6 +44,11 @@ test-deps: deps
 ## outside the clone (a few minutes cold, nothing when cached).
 kube-apiserver:
 	GO=$(GO) integration/kube/build-apiserver.sh
+
+## deploy-manifest: regenerate deploy/switchyard.yaml from the Helm chart
+## (Helm's own engine, linked in; no helm binary needed).
+deploy-manifest:
+	GO=$(GO) deploy/helm/render.sh
 
 ## run: two echo backends and the all-in-one on 127.0.0.1:8080 / :8443.
 run: deps build
