@@ -15,7 +15,10 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
-const changeTimeout = 10 * time.Second
+// changeTimeout bounds how long a change may take to reach traffic. Generous:
+// under a loaded machine a large configuration's nginx -t and reload take
+// seconds each; a passing test never waits it out.
+const changeTimeout = 30 * time.Second
 
 // env is a manifests dir with two echo Services and a running switchyard.
 type env struct {
