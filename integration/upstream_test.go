@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/fcgi"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,26 @@ func startGRPCBackend(t *testing.T, certPEM, keyPEM []byte) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startFastCGIBackend serves FastCGI (Go's net/http/fcgi) on loopback; it
+// answers with the CGI variables it was given.
+func startFastCGIBackend(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = fcgi.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			env := fcgi.ProcessEnv(r)
+			_ = json.NewEncoder(w).Encode(map[string]string{
+				"uri": r.URL.RequestURI(), "method": r.Method, "script": env["SCRIPT_FILENAME"], "host": r.Host,
+			})
+		}))
+	}()
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // withTLS adds a spec.tls entry for host with secret to an Ingress YAML.
 func withTLS(ingressYAML, host, secret string) string {
 	return strings.Replace(ingressYAML, "spec:\n", fmt.Sprintf("spec:\n  tls:\n  - hosts: [%s]\n    secretName: %s\n", host, secret), 1)
@@ -113,6 +134,31 @@ func grpcCheck(addr, host string) (string, string, error) {
 	return resp.GetStatus().String(), strings.Join(header.Get("seen-forwarded-host"), ","), nil
 }
 
+// grpcWatch opens the health service's server-streaming Watch through
+// NGINX and reads its first message: streaming works end to end.
+func grpcWatch(addr, host string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{ServerName: host, InsecureSkipVerify: true})),
+		grpc.WithAuthority(host))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		return err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if msg.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("streamed status %s", msg.GetStatus())
+	}
+	return nil
+}
+
 // TestBackendProtocolThroughNginx: backend-protocol HTTPS, GRPC and GRPCS
 // reach real backends of those protocols; proxy-ssl-secret, -verify, -name
 // and -server-name make NGINX verify the backend and present a client
@@ -129,6 +175,7 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 		harness.ServiceYAML("default", "tls-mutual", startTLSBackend(t, backendCert, backendKey, clientCert)),
 		harness.ServiceYAML("default", "grpc", startGRPCBackend(t, nil, nil)),
 		harness.ServiceYAML("default", "grpcs", startGRPCBackend(t, backendCert, backendKey)),
+		harness.ServiceYAML("default", "fcgi", startFastCGIBackend(t)),
 	}, "---\n"))
 	e.write("secrets.yaml", strings.Join([]string{
 		secretYAML("default", "backend-trust", map[string]string{"ca.crt": string(backendCert), "tls.crt": string(clientCert), "tls.key": string(clientKey)}),
@@ -150,6 +197,7 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 			"proxy-ssl-name": "backend.internal"}),
 		ing("noca", "tls-plain", map[string]string{"backend-protocol": "HTTPS", "proxy-ssl-verify": "on"}),
 		ing("plain", "tls-plain", nil),
+		ing("php", "fcgi", map[string]string{"backend-protocol": "FCGI", "fastcgi-index": "index.php"}),
 		withTLS(ing("grpc", "grpc", map[string]string{"backend-protocol": "GRPC"}), "grpc.example.com", "grpc-host"),
 		withTLS(strings.ReplaceAll(ing("grpcs", "grpcs", map[string]string{"backend-protocol": "GRPCS"}), "grpcs.example.com", "grpc2.example.com"), "grpc2.example.com", "grpc-host"),
 	}, "---\n"))
@@ -177,6 +225,16 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 	e.eventually("noca.example.com", "/", "verify without a CA to fail closed", status(503))
 	e.eventually("plain.example.com", "/", "plain HTTP to a TLS backend to fail as in ingress-nginx", status(400))
 
+	r = e.eventually("php.example.com", "/app/x?y=1", "a FastCGI backend through backend-protocol FCGI", status(200))
+	var cgi map[string]string
+	if err := json.Unmarshal(r.Body, &cgi); err != nil || cgi["uri"] != "/app/x?y=1" || cgi["method"] != "GET" || cgi["host"] != "php.example.com" {
+		t.Errorf("FastCGI backend saw %v (%v)", cgi, err)
+	}
+	r = e.eventually("php.example.com", "/app/", "fastcgi-index", status(200))
+	if err := json.Unmarshal(r.Body, &cgi); err != nil || !strings.HasSuffix(cgi["script"], "/app/index.php") {
+		t.Errorf("FastCGI backend saw SCRIPT_FILENAME %q for /app/ (%v), want it to end in /app/index.php", cgi["script"], err)
+	}
+
 	harness.WaitFor(t, changeTimeout, "gRPC through backend-protocol GRPC", func() error {
 		st, fwd, err := grpcCheck(e.sy.HTTPSAddr, "grpc.example.com")
 		if err == nil && (st != "SERVING" || fwd != "grpc.example.com") {
@@ -184,6 +242,9 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 		}
 		return err
 	})
+	if err := grpcWatch(e.sy.HTTPSAddr, "grpc.example.com"); err != nil {
+		t.Errorf("a server-streaming gRPC call through NGINX: %v", err)
+	}
 	harness.WaitFor(t, changeTimeout, "gRPC over TLS through backend-protocol GRPCS", func() error {
 		st, _, err := grpcCheck(e.sy.HTTPSAddr, "grpc2.example.com")
 		if err == nil && st != "SERVING" {

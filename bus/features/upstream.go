@@ -12,9 +12,12 @@ import (
 // protocol (backend-protocol) and, for HTTPS and GRPCS, the TLS to it
 // (proxy-ssl-*).
 type Upstream struct {
-	// Protocol is HTTPS, GRPC or GRPCS; "" is plain HTTP/1.x.
+	// Protocol is HTTPS, GRPC, GRPCS or FCGI; "" is plain HTTP/1.x.
 	Protocol string       `json:"protocol,omitempty"`
 	TLS      *UpstreamTLS `json:"tls,omitempty"`
+	// FastCGIIndex is fastcgi-index: the file appended to a URI ending in
+	// "/" (FCGI only).
+	FastCGIIndex string `json:"fastcgiIndex,omitempty"`
 }
 
 // The backend protocols Switchyard speaks (backend-protocol).
@@ -22,7 +25,11 @@ const (
 	ProtocolHTTPS = "HTTPS"
 	ProtocolGRPC  = "GRPC"
 	ProtocolGRPCS = "GRPCS"
+	ProtocolFCGI  = "FCGI"
 )
+
+// FastCGIIndexPattern is a file name fastcgi-index may name.
+var FastCGIIndexPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 
 // UpstreamTLS is the TLS a location uses to its backend. Empty fields keep
 // NGINX's defaults.
@@ -62,9 +69,12 @@ func (u *Upstream) validate() error {
 		return nil
 	}
 	switch u.Protocol {
-	case "", ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS:
+	case "", ProtocolHTTPS, ProtocolGRPC, ProtocolGRPCS, ProtocolFCGI:
 	default:
-		return fmt.Errorf("protocol %q is not HTTPS, GRPC or GRPCS", u.Protocol)
+		return fmt.Errorf("protocol %q is not HTTPS, GRPC, GRPCS or FCGI", u.Protocol)
+	}
+	if u.FastCGIIndex != "" && (u.Protocol != ProtocolFCGI || !FastCGIIndexPattern.MatchString(u.FastCGIIndex)) {
+		return fmt.Errorf("fastcgi index %q is not a file name of an FCGI backend", u.FastCGIIndex)
 	}
 	return u.TLS.validate()
 }

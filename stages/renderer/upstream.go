@@ -24,6 +24,10 @@ type upstreamView struct {
 	FullForwardedFor bool // compute-full-forwarded-for, for the headers
 	// TLSLines are the proxy_ssl_* (or grpc_ssl_*) directives, without ";".
 	TLSLines []string
+	// FastCGI: the location sends the standard FastCGI parameters;
+	// FastCGIIndex is fastcgi_index's quoted argument, "" when not set.
+	FastCGI      bool
+	FastCGIIndex string
 }
 
 // newUpstreamView resolves the location's pass and backend TLS, nil for
@@ -48,6 +52,20 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 		}
 		v.GRPCTimeouts = grpcTimeouts(f.Proxy, s)
 		v.FullForwardedFor = s.ComputeFullForwardedFor
+	case features.ProtocolFCGI:
+		// FastCGI has no TLS: the backend is reached in the clear.
+		v.Pass, v.FastCGI = "fastcgi_pass upstream_balancer", true
+		if u.FastCGIIndex != "" {
+			if !features.FastCGIIndexPattern.MatchString(u.FastCGIIndex) {
+				return nil, fmt.Errorf("invalid fastcgi index")
+			}
+			q, err := quote(u.FastCGIIndex)
+			if err != nil {
+				return nil, err
+			}
+			v.FastCGIIndex = q
+		}
+		return v, nil
 	}
 	if u.TLS != nil {
 		lines, err := upstreamTLSLines(module, u.TLS)

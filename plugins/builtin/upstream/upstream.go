@@ -22,6 +22,7 @@ const (
 	KeyProtocols       = "proxy-ssl-protocols"
 	KeyName            = "proxy-ssl-name"
 	KeyServerName      = "proxy-ssl-server-name"
+	KeyFastCGIIndex    = "fastcgi-index"
 )
 
 const (
@@ -33,6 +34,7 @@ const (
 	protocolsChars  = `[A-Za-z0-9. ]{1,100}`
 	ciphersChars    = `[A-Za-z0-9+:_!-]{1,1000}`
 	depthChars      = `[0-9]{1,3}`
+	indexChars      = `[A-Za-z0-9._-]{1,255}`
 )
 
 // Plugin is the upstream plugin.
@@ -55,7 +57,8 @@ func (Plugin) Describe() plugins.Description {
 		Doc:  "The protocol spoken to the backend, and the TLS to an HTTPS or GRPCS backend.",
 		Annotations: []plugins.Annotation{
 			ann(KeyBackendProtocol, protocolPattern, plugins.RiskLow, "HTTP",
-				"HTTP, HTTPS (TLS to the backend), GRPC (HTTP/2 cleartext) or GRPCS (gRPC over TLS); AUTO_HTTP is HTTP. FCGI and AJP are refused. Clients reach a gRPC location over HTTPS (HTTP/2)."),
+				"HTTP, HTTPS (TLS to the backend), GRPC (HTTP/2 cleartext), GRPCS (gRPC over TLS) or FCGI (FastCGI); AUTO_HTTP is HTTP; AJP is refused. Clients reach a gRPC location over HTTPS (HTTP/2)."),
+			ann(KeyFastCGIIndex, indexChars, plugins.RiskMedium, "", "With backend-protocol FCGI: the file name appended to a URI that ends in / (fastcgi_index), e.g. index.php."),
 			secret,
 			ann(KeyVerify, onOffPattern, plugins.RiskLow, "off", "on: verify the backend's certificate against proxy-ssl-secret's ca.crt (a secret without one: 503)."),
 			ann(KeyVerifyDepth, depthChars, plugins.RiskLow, "1", "Depth of the backend's chain verified, 1 to 100."),
@@ -83,10 +86,20 @@ func Parse(in plugins.Ingress) (*features.Upstream, *features.Deny, []plugins.Er
 	if v, ok := a[KeyBackendProtocol]; ok {
 		switch p := strings.ToUpper(v); p {
 		case "HTTP", "AUTO_HTTP":
-		case features.ProtocolHTTPS, features.ProtocolGRPC, features.ProtocolGRPCS:
+		case features.ProtocolHTTPS, features.ProtocolGRPC, features.ProtocolGRPCS, features.ProtocolFCGI:
 			u.Protocol = p
 		default:
-			errs = append(errs, plugins.Errorf(KeyBackendProtocol, "%s is not supported by Switchyard (HTTP, HTTPS, GRPC and GRPCS are)", p))
+			errs = append(errs, plugins.Errorf(KeyBackendProtocol, "%s is not supported by Switchyard (HTTP, HTTPS, GRPC, GRPCS and FCGI are)", p))
+		}
+	}
+	if v, ok := a[KeyFastCGIIndex]; ok {
+		switch {
+		case u.Protocol != features.ProtocolFCGI:
+			errs = append(errs, plugins.Error{Key: KeyFastCGIIndex, Warning: true, Message: "applies to backend-protocol FCGI only; ignored"})
+		case !features.FastCGIIndexPattern.MatchString(v):
+			errs = append(errs, plugins.Errorf(KeyFastCGIIndex, "%q is not a file name", v))
+		default:
+			u.FastCGIIndex = v
 		}
 	}
 	t, deny, tlsErrs := parseTLS(in)
