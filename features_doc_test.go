@@ -118,7 +118,7 @@ var features = []feature{
 			"proxy-busy-buffers-size", "proxy-max-temp-file-size", "proxy-request-buffering", "proxy-connect-timeout", "proxy-send-timeout",
 			"proxy-read-timeout", "proxy-next-upstream", "proxy-next-upstream-timeout", "proxy-next-upstream-tries", "proxy-http-version",
 			"proxy-cookie-domain", "proxy-cookie-path", "proxy-redirect-from", "proxy-redirect-to", "connection-proxy-header", "upstream-vhost",
-			"service-upstream"},
+			"service-upstream", "use-port-in-redirects", "relative-redirects"},
 		busTypes:   []string{"bus/features.Proxy", "bus.ProxySettings"},
 		tables:     []string{"annotations.server.<host> (locations[].features.proxy)", "translator.config.controller (settings)"},
 		translator: []string{"stages/translator.parseLargeHeaderBuffers", "stages/translator.serviceUpstreamBackend"},

@@ -43,6 +43,10 @@ type ProxySettings struct {
 	MaxWorkerConnections     int  `json:"maxWorkerConnections"`     // max-worker-connections, 0: max-worker-open-files or 16384
 	MaxWorkerOpenFiles       int  `json:"maxWorkerOpenFiles"`       // max-worker-open-files, 0: NGINX's (the process limit)
 	ReusePort                bool `json:"reusePort"`                // reuse-port: reuseport on the default server's listen
+
+	// How NGINX writes the Location of the redirects it makes itself.
+	UsePortInRedirects bool `json:"usePortInRedirects"` // use-port-in-redirects: port_in_redirect
+	RelativeRedirects  bool `json:"relativeRedirects"`  // relative-redirects: absolute_redirect off
 }
 
 // defaultProxySettings are ingress-nginx's defaults, but for the server

@@ -49,6 +49,11 @@ type Proxy struct {
 	ConnectionHeader string `json:"connectionHeader,omitempty"`
 	// UpstreamVhost is the Host header sent upstream (upstream-vhost).
 	UpstreamVhost string `json:"upstreamVhost,omitempty"`
+	// PortInRedirect (use-port-in-redirects) and AbsoluteRedirect (off
+	// with relative-redirects) are "on" or "off": how NGINX writes the
+	// Location of the redirects it makes itself.
+	PortInRedirect   string `json:"portInRedirect,omitempty"`
+	AbsoluteRedirect string `json:"absoluteRedirect,omitempty"`
 }
 
 // Bounds of the proxy values. A body or temporary file of more than 1 TiB
@@ -221,7 +226,8 @@ func (p *Proxy) validate() error {
 	if p.BuffersNumber != 0 && (p.BuffersNumber < 2 || p.BuffersNumber > MaxBuffersNumber) {
 		return fmt.Errorf("buffersNumber %d is not from 2 to %d", p.BuffersNumber, MaxBuffersNumber)
 	}
-	for _, s := range []struct{ name, v string }{{"buffering", p.Buffering}, {"requestBuffering", p.RequestBuffering}} {
+	for _, s := range []struct{ name, v string }{{"buffering", p.Buffering}, {"requestBuffering", p.RequestBuffering},
+		{"portInRedirect", p.PortInRedirect}, {"absoluteRedirect", p.AbsoluteRedirect}} {
 		if s.v != "" && s.v != "on" && s.v != "off" {
 			return fmt.Errorf("%s %q is not on or off", s.name, s.v)
 		}

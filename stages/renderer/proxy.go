@@ -139,6 +139,8 @@ func proxyDirectives(p bus.Proxy, s bus.Settings) ([]string, error) {
 		d.add("proxy_next_upstream_tries", strconv.Itoa(*t))
 	}
 	setWord(&d, "proxy_http_version", p.HTTPVersion)
+	setWord(&d, "port_in_redirect", p.PortInRedirect)
+	setWord(&d, "absolute_redirect", p.AbsoluteRedirect)
 	if err := cookieRewrite(&d, "proxy_cookie_domain", p.CookieDomain); err != nil {
 		return nil, err
 	}
@@ -275,6 +277,8 @@ func newHTTPProxyLines(s bus.Settings, src sources) ([]sourcedLine, error) {
 		{"proxy-cookie-domain", bus.Proxy{CookieDomain: s.ProxyCookieDomain}},
 		{"proxy-cookie-path", bus.Proxy{CookiePath: s.ProxyCookiePath}},
 		{"proxy-redirect-from", bus.Proxy{RedirectFrom: s.ProxyRedirectFrom, RedirectTo: s.ProxyRedirectTo}},
+		{"use-port-in-redirects", bus.Proxy{PortInRedirect: onOff(s.UsePortInRedirects)}},
+		{"relative-redirects", bus.Proxy{AbsoluteRedirect: onOff(!s.RelativeRedirects)}},
 	}
 	var out []sourcedLine
 	for _, k := range byKey {

@@ -92,7 +92,7 @@ func TestHTTPProxyLinesDefaults(t *testing.T) {
 		"proxy_buffers 4 4k", "proxy_busy_buffers_size 8k", "proxy_max_temp_file_size 1024m", "proxy_request_buffering on",
 		"proxy_connect_timeout 5s", "proxy_send_timeout 60s", "proxy_read_timeout 60s", "proxy_next_upstream error timeout",
 		"proxy_next_upstream_timeout 0s", "proxy_next_upstream_tries 3", "proxy_http_version 1.1", "proxy_cookie_domain off",
-		"proxy_cookie_path off", "proxy_redirect off"}
+		"proxy_cookie_path off", "proxy_redirect off", "port_in_redirect off", "absolute_redirect on"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}

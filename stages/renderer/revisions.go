@@ -78,6 +78,8 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"server-name-hash-max-size":    func(s *bus.Settings) any { return &s.ServerNameHashMaxSize },
 	"max-worker-connections":       func(s *bus.Settings) any { return &s.MaxWorkerConnections },
 	"max-worker-open-files":        func(s *bus.Settings) any { return &s.MaxWorkerOpenFiles },
+	"use-port-in-redirects":        func(s *bus.Settings) any { return &s.UsePortInRedirects },
+	"relative-redirects":           func(s *bus.Settings) any { return &s.RelativeRedirects },
 	"reuse-port":                   func(s *bus.Settings) any { return &s.ReusePort },
 }
 

@@ -58,6 +58,8 @@ var proxySettings = map[string]settingParser{
 	"max-worker-connections":       intSetting(func(s *bus.Settings) *int { return &s.MaxWorkerConnections }, 0, 1<<20, "connections, 0 is max-worker-open-files"),
 	"max-worker-open-files":        intSetting(func(s *bus.Settings) *int { return &s.MaxWorkerOpenFiles }, 0, 1<<20, "files, 0 keeps the process limit"),
 	"reuse-port":                   boolSetting(func(s *bus.Settings) *bool { return &s.ReusePort }),
+	"use-port-in-redirects":        boolSetting(func(s *bus.Settings) *bool { return &s.UsePortInRedirects }),
+	"relative-redirects":           boolSetting(func(s *bus.Settings) *bool { return &s.RelativeRedirects }),
 }
 
 const (

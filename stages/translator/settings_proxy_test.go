@@ -36,6 +36,8 @@ var proxySettingsCases = map[string]keyCases{
 		[]int{1, 600, 2592000}, []string{"0", "9999999999", "60.5"}),
 	"proxy-next-upstream-timeout": secondsCases("0", func(s *bus.Settings) *int { return &s.ProxyNextUpstreamTimeout },
 		[]int{0, 10, 604800}, []string{"31536001", "10ms"}),
+	"use-port-in-redirects": boolCases(false, func(s *bus.Settings) *bool { return &s.UsePortInRedirects }),
+	"relative-redirects":    boolCases(false, func(s *bus.Settings) *bool { return &s.RelativeRedirects }),
 	"proxy-next-upstream-tries": intCases("3", func(s *bus.Settings) *int { return &s.ProxyNextUpstreamTries },
 		[]int{0, 1, 100}, []string{"101", "3x"}),
 	"proxy-next-upstream": stringCasesCanon("error timeout", func(s *bus.Settings) *string { return &s.ProxyNextUpstream },

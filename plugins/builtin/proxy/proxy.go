@@ -38,6 +38,8 @@ const (
 	KeyRedirectTo           = "proxy-redirect-to"
 	KeyConnectionHeader     = "connection-proxy-header"
 	KeyUpstreamVhost        = "upstream-vhost"
+	KeyUsePortInRedirects   = "use-port-in-redirects"
+	KeyRelativeRedirects    = "relative-redirects"
 	// KeyServiceUpstream is read by the translator, which alone knows the
 	// Service (stages/translator.serviceUpstreamBackend); the plugin owns
 	// it so that its value is checked and documented.
@@ -96,6 +98,8 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyRedirectTo, redirectChars, plugins.RiskMedium, "off", `Second argument of proxy_redirect: the replacement URL or path, used with a URL in proxy-redirect-from.`),
 			ann(KeyConnectionHeader, connection, plugins.RiskLow, "", "Connection header sent to the backend instead of the default (upgrade for WebSocket requests, else empty), e.g. keep-alive or close."),
 			ann(KeyUpstreamVhost, vhostChars, plugins.RiskLow, "", "Host header sent to the backend instead of the request's host: a host name or address with an optional port."),
+			ann(KeyUsePortInRedirects, boolValues, plugins.RiskLow, "false", "true: redirects NGINX makes itself (a directory without its slash) keep the port (port_in_redirect)."),
+			ann(KeyRelativeRedirects, boolValues, plugins.RiskLow, "false", "true: redirects NGINX makes itself carry a relative Location (absolute_redirect off)."),
 			ann(KeyServiceUpstream, boolValues, plugins.RiskLow, "false", "Proxy to the Service's cluster IP and port (kube-proxy balances) instead of its endpoints. A headless Service keeps its endpoints, with a warning."),
 		},
 	}
@@ -235,8 +239,26 @@ func (ps *parser) rewrites() {
 		}
 	}
 	ps.str(KeyUpstreamVhost, &ps.p.UpstreamVhost, matching(features.UpstreamVhostPattern, "a host name or address with an optional port (no $, quotes or spaces)"))
+	ps.str(KeyUsePortInRedirects, &ps.p.PortInRedirect, boolToOnOff(false))
+	ps.str(KeyRelativeRedirects, &ps.p.AbsoluteRedirect, boolToOnOff(true))
 	if ps.p.RedirectTo != "" && ps.p.RedirectTo != "off" && !isURLOrPath(ps.p.RedirectFrom) {
 		ps.fail(KeyRedirectTo, "is used only with a URL or path in %s, which is %q", KeyRedirectFrom, orDefault(ps.p.RedirectFrom, "off"))
+	}
+}
+
+// boolToOnOff reads a boolean annotation as NGINX's on or off, inverted
+// for a directive that says the opposite of the annotation
+// (relative-redirects true is absolute_redirect off).
+func boolToOnOff(invert bool) func(string) (string, error) {
+	return func(v string) (string, error) {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", fmt.Errorf("not true or false")
+		}
+		if b != invert {
+			return "on", nil
+		}
+		return "off", nil
 	}
 }
 

@@ -43,6 +43,11 @@ func TestParse(t *testing.T) {
 			want: &bus.Proxy{ConnectTimeout: 10, SendTimeout: 120, ReadTimeout: 3600}},
 		{name: "timeouts in seconds with an s, as users wrote them for years", in: map[string]string{KeyReadTimeout: "18000s", KeySendTimeout: "2592000", KeyNextUpstreamTimeout: "0s"},
 			want: &bus.Proxy{ReadTimeout: 18000, SendTimeout: 2592000, NextUpstreamTimeout: intp(0)}},
+		{name: "redirects NGINX makes", in: map[string]string{KeyUsePortInRedirects: "true", KeyRelativeRedirects: "True"},
+			want: &bus.Proxy{PortInRedirect: "on", AbsoluteRedirect: "off"}},
+		{name: "redirects NGINX makes, defaults said out loud", in: map[string]string{KeyUsePortInRedirects: "false", KeyRelativeRedirects: "0"},
+			want: &bus.Proxy{PortInRedirect: "off", AbsoluteRedirect: "on"}},
+		{name: "use-port-in-redirects not a boolean", in: map[string]string{KeyUsePortInRedirects: "yes"}, errKeys: []string{KeyUsePortInRedirects}},
 		{name: "timeout in minutes refused", in: map[string]string{KeyReadTimeout: "60m"}, errKeys: []string{KeyReadTimeout}},
 		{name: "timeout of a bare s refused", in: map[string]string{KeyReadTimeout: "s"}, errKeys: []string{KeyReadTimeout}},
 		{name: "timeout 0 refused", in: map[string]string{KeyConnectTimeout: "0"}, errKeys: []string{KeyConnectTimeout}},
@@ -108,7 +113,7 @@ func TestDescribe(t *testing.T) {
 	medium := map[string]bool{KeyBodySize: true, KeyNextUpstream: true, KeyCookieDomain: true, KeyCookiePath: true,
 		KeyRedirectFrom: true, KeyRedirectTo: true}
 	d := New().Describe()
-	if len(d.Annotations) != 22 {
+	if len(d.Annotations) != 24 {
 		t.Fatalf("%d annotations", len(d.Annotations))
 	}
 	for _, a := range d.Annotations {
