@@ -73,9 +73,18 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 			return nil, err
 		}
 		v.TLSLines = lines
+		// NGINX keys cached connections and TLS sessions by the backend's
+		// address alone: a location that verifies its backend, or shows it
+		// a client certificate, must never get a connection or resume a
+		// session another location opened with other settings.
+		v.TLSLines = append(v.TLSLines, module+"_ssl_session_reuse off")
+		v.Pass = strings.Replace(v.Pass, "upstream_balancer", isolatedUpstream, 1)
 	}
 	return v, nil
 }
+
+// isolatedUpstream is upstream_balancer without keepalive (nginx.conf.tmpl).
+const isolatedUpstream = "upstream_balancer_tls"
 
 func grpcTimeouts(p *bus.Proxy, s bus.Settings) []string {
 	connect, send, read := s.ProxyConnectTimeout, s.ProxySendTimeout, s.ProxyReadTimeout
