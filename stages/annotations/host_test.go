@@ -283,6 +283,8 @@ func TestHostWarnsUnowned(t *testing.T) {
 		{"alias", prefix + "limit-whitelist", ReasonAnnotationNotSupported, "is ignored: rate limiting"},
 		{"typo", prefix + "proxy-bdy-size", ReasonUnknownAnnotation, "did you mean " + prefix + "proxy-body-size?"},
 		{"unknown", prefix + "frobnicate", ReasonUnknownAnnotation, "is not an ingress-nginx or Switchyard annotation; it is ignored"},
+		{"removed secure-backends", prefix + "secure-backends", ReasonUnknownAnnotation, `use ` + prefix + `backend-protocol: "HTTPS"`},
+		{"removed grpc-backend", prefix + "grpc-backend", ReasonUnknownAnnotation, `use ` + prefix + `backend-protocol: "GRPC"`},
 		{"other-prefix", "example.com/proxy-body-size", "", ""},
 	}
 	for _, c := range cases {

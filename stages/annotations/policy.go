@@ -134,10 +134,20 @@ func (a *Annotator) unknownOnCanary(key string, res *ingressResult) {
 		Message: unknownMessage(key, a.prefix, name)})
 }
 
+// removedAnnotations are names ingress-nginx removed that old manifests
+// still carry, with what replaces them.
+var removedAnnotations = map[string]string{
+	"secure-backends": `backend-protocol: "HTTPS"`,
+	"grpc-backend":    `backend-protocol: "GRPC"`,
+}
+
 // unknownMessage names the closest ingress-nginx annotation, since an
 // unknown name under the prefix is most often a typo.
 func unknownMessage(key, prefix, name string) string {
 	msg := fmt.Sprintf("annotation %s is not an ingress-nginx or Switchyard annotation; it is ignored", quoteForMessage(key))
+	if use, ok := removedAnnotations[name]; ok {
+		return msg + fmt.Sprintf(" (removed from ingress-nginx long ago: use %s/%s)", prefix, use)
+	}
 	if near := catalog.Nearest(name); near != "" {
 		msg += fmt.Sprintf(" (did you mean %s/%s?)", prefix, near)
 	}
