@@ -17,10 +17,11 @@ import (
 type upstreamView struct {
 	// Pass is the pass directive without its ";".
 	Pass string
-	// GRPC: the location repeats the upstream headers as grpc_set_header,
-	// and GRPCTimeouts are its grpc_*_timeout lines.
+	// GRPC: the location repeats the upstream headers as grpc_set_header.
+	// Timeouts are grpc_* or fastcgi_*_timeout lines: the proxy timeouts
+	// for a pass that does not read proxy_*.
 	GRPC             bool
-	GRPCTimeouts     []string
+	Timeouts         []string
 	FullForwardedFor bool // compute-full-forwarded-for, for the headers
 	// TLSLines are the proxy_ssl_* (or grpc_ssl_*) directives, without ";".
 	TLSLines []string
@@ -50,11 +51,12 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 		if u.Protocol == features.ProtocolGRPCS {
 			v.Pass = "grpc_pass grpcs://upstream_balancer"
 		}
-		v.GRPCTimeouts = grpcTimeouts(f.Proxy, s)
+		v.Timeouts = passTimeouts("grpc", f.Proxy, s)
 		v.FullForwardedFor = s.ComputeFullForwardedFor
 	case features.ProtocolFCGI:
 		// FastCGI has no TLS: the backend is reached in the clear.
 		v.Pass, v.FastCGI = "fastcgi_pass upstream_balancer", true
+		v.Timeouts = passTimeouts("fastcgi", f.Proxy, s)
 		if u.FastCGIIndex != "" {
 			if !features.FastCGIIndexPattern.MatchString(u.FastCGIIndex) {
 				return nil, fmt.Errorf("invalid fastcgi index")
@@ -86,15 +88,17 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 // isolatedUpstream is upstream_balancer without keepalive (nginx.conf.tmpl).
 const isolatedUpstream = "upstream_balancer_tls"
 
-func grpcTimeouts(p *bus.Proxy, s bus.Settings) []string {
+// passTimeouts are module's connect, send and read timeouts: the
+// location's proxy-*-timeout, else the ConfigMap's.
+func passTimeouts(module string, p *bus.Proxy, s bus.Settings) []string {
 	connect, send, read := s.ProxyConnectTimeout, s.ProxySendTimeout, s.ProxyReadTimeout
 	if p != nil {
 		connect, send, read = orInt(p.ConnectTimeout, connect), orInt(p.SendTimeout, send), orInt(p.ReadTimeout, read)
 	}
 	return []string{
-		"grpc_connect_timeout " + strconv.Itoa(connect) + "s",
-		"grpc_send_timeout " + strconv.Itoa(send) + "s",
-		"grpc_read_timeout " + strconv.Itoa(read) + "s",
+		module + "_connect_timeout " + strconv.Itoa(connect) + "s",
+		module + "_send_timeout " + strconv.Itoa(send) + "s",
+		module + "_read_timeout " + strconv.Itoa(read) + "s",
 	}
 }
 
