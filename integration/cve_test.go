@@ -125,6 +125,36 @@ var authInjectionCases = []injectionCase{
 	},
 }
 
+// backendInjectionCases are the backend plugin's Medium-or-higher
+// annotations (and backend-protocol) with NGINX syntax in their values.
+var backendInjectionCases = []injectionCase{
+	{
+		name: "proxy-ssl-name-quote", cve: "injection", marker: "pwn61",
+		annotations: map[string]string{ann + "backend-protocol": "HTTPS", ann + "proxy-ssl-name": `x"; location /pwn61 { return 200; } #`},
+		reject:      "proxy-ssl-name: value",
+	},
+	{
+		name: "proxy-ssl-ciphers-quote", cve: "injection", marker: "pwn62",
+		annotations: map[string]string{ann + "backend-protocol": "HTTPS", ann + "proxy-ssl-ciphers": `HIGH"; pwn62 on; #`},
+		reject:      "proxy-ssl-ciphers: value",
+	},
+	{
+		name: "proxy-ssl-secret-path", cve: "CVE-2025-24513", marker: "pwn63",
+		annotations: map[string]string{ann + "backend-protocol": "HTTPS", ann + "proxy-ssl-secret": `../../pwn63`},
+		reject:      "proxy-ssl-secret: value",
+	},
+	{
+		name: "fastcgi-index-quote", cve: "injection", marker: "pwn64",
+		annotations: map[string]string{ann + "backend-protocol": "FCGI", ann + "fastcgi-index": `index.php"; pwn64 on; #`},
+		reject:      "fastcgi-index: value",
+	},
+	{
+		name: "backend-protocol-semicolon", cve: "injection", marker: "pwn65",
+		annotations: map[string]string{ann + "backend-protocol": `GRPC; pwn65`},
+		reject:      "backend-protocol: value",
+	},
+}
+
 // TestCVEInjectionRejected feeds values from ingress-nginx's injection
 // CVEs through the real binary: each Ingress is rejected (or, for a valid
 // but ignored annotation, served with a warning), the reason is reported
@@ -133,7 +163,7 @@ var authInjectionCases = []injectionCase{
 // served. It runs once with snippets off (the default) and once with
 // allow-snippet-annotations on, where Switchyard still renders no snippet.
 func TestCVEInjectionRejected(t *testing.T) {
-	cases := append(slices.Clone(injectionCases), authInjectionCases...)
+	cases := append(append(slices.Clone(injectionCases), authInjectionCases...), backendInjectionCases...)
 	bin := harness.Binary(t)
 	e := &env{t: t, dir: t.TempDir()}
 	e.portA = harness.StartEcho(t, bin, "echo-a", "a-1")
