@@ -27,6 +27,12 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"auth.yaml": harness.AnnotatedIngressYAML("default", "guarded", "guarded.example.com", basicAuthAnnotations("users"),
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
 		"tls.yaml": harness.TLSIngressYAML("default", "tls", "tls.example.com", "echo-a", certPEM, keyPEM),
+		// The same key as a backend client key (proxy-ssl-secret).
+		"backend-secret.yaml": secretYAML("default", "backend-client", map[string]string{
+			"ca.crt": string(certPEM), "tls.crt": string(certPEM), "tls.key": string(keyPEM)}),
+		"backend.yaml": harness.AnnotatedIngressYAML("default", "backend-tls", "backend-tls.example.com",
+			map[string]string{authPrefix + "backend-protocol": "HTTPS", authPrefix + "proxy-ssl-secret": "backend-client"},
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
 	}
 	secrets := []string{apr1Hash, "abcdefgh$", keyLine, "PRIVATE KEY"}
 	expectNone := func(what, text string) {
@@ -68,6 +74,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		t.Fatalf("render: %v\n%s", err, out)
 	}
 	expectNone("switchyard render", string(out))
+	if !strings.Contains(string(out), ".key.pem") || !strings.Contains(string(out), "proxy_ssl_certificate_key") {
+		t.Errorf("render shows no backend client key file:\n%s", out)
+	}
 	if !strings.Contains(string(out), "bytes of secret-derived content>") || !strings.Contains(string(out), "tls.example.com") {
 		t.Errorf("render shows neither the redacted htpasswd file nor the certificate's host:\n%s", out)
 	}
