@@ -51,7 +51,7 @@ func WriteConfig(prefix, dir string, files, live map[string]string) error {
 				continue
 			}
 		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(content), fileMode(name)); err != nil {
 			return err
 		}
 	}
@@ -73,4 +73,14 @@ func SwapConfig(prefix string) error {
 		return err
 	}
 	return os.RemoveAll(old)
+}
+
+// fileMode keeps private keys (backend client keys, which the NGINX master
+// reads as root when it loads the configuration) readable by their owner
+// only.
+func fileMode(name string) os.FileMode {
+	if strings.HasSuffix(name, ".key.pem") {
+		return 0o600
+	}
+	return 0o644
 }

@@ -157,14 +157,21 @@ func parseTLS(in plugins.Ingress) (*features.UpstreamTLS, *features.Deny, []plug
 			return nil, deny, e
 		}
 	}
+	var warnings []plugins.Error
+	if t.Verify && t.Name == "" {
+		// NGINX would check the name of the upstream block, which no
+		// backend certificate carries: every request would get 502.
+		warnings = append(warnings, plugins.Error{Key: KeyVerify, Warning: true,
+			Message: "proxy-ssl-verify is on without proxy-ssl-name: the backend's certificate is checked for the name upstream_balancer_tls and every request will fail (502); set proxy-ssl-name to the name in the backend's certificate"})
+	}
 	if t.Verify && t.CAPEM == "" {
 		deny, errs := denied(KeyVerify, "proxy-ssl-verify is on, but no proxy-ssl-secret with a ca.crt gives a CA to verify with")
 		return nil, deny, errs
 	}
 	if *t == (features.UpstreamTLS{}) {
-		return nil, nil, nil
+		return nil, nil, warnings
 	}
-	return t, nil, nil
+	return t, nil, warnings
 }
 
 // readSecret fills t from the Secret ref names; a Secret that cannot be
