@@ -49,6 +49,7 @@ type Settings struct {
 	PathsSettings         // settings_paths.go
 	ProxyProtocolSettings // settings_proxyprotocol.go
 	TLSSettings           // settings_tls.go
+	NginxSettings         // one-directive keys (settings_nginx.go)
 	HTTPSettings          // compression, access log, added headers (settings_http.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
@@ -88,5 +89,6 @@ func DefaultSettings() Settings {
 	s.PathsSettings = defaultPathsSettings()
 	s.ProxyProtocolSettings = defaultProxyProtocolSettings()
 	s.TLSSettings = defaultTLSSettings()
+	s.NginxSettings = defaultNginxSettings()
 	return s
 }

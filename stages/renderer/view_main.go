@@ -52,8 +52,11 @@ type mainView struct {
 	// ProxyLines and ClientLines are the http block's proxy and client
 	// directives from the ConfigMap, each with its source (proxy.go).
 	ProxyLines, ClientLines []sourcedLine
-	// TLSLines are the http block's TLS directives (view_tls.go).
-	TLSLines []sourcedLine
+	// TLSLines are the http block's TLS directives (view_tls.go);
+	// NginxLines its one-directive keys (view_nginx.go).
+	TLSLines, NginxLines []sourcedLine
+	// MultiAccept is events{} multi_accept: "on" or "off".
+	MultiAccept string
 	// RedirectCode is http-redirect-code, for ingress.lua.
 	RedirectCode int
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
@@ -70,7 +73,7 @@ type mainSources struct {
 	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
-	UseProxyProtocol                                                      string
+	UseProxyProtocol, EnableMultiAccept                                   string
 }
 
 func newMainSources(src sources) mainSources {
@@ -78,7 +81,7 @@ func newMainSources(src sources) mainSources {
 	return mainSources{
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
-		UseProxyProtocol:  s("use-proxy-protocol"),
+		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"),
 		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
@@ -131,6 +134,10 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if v.TLSLines, err = newTLSLines(s, src); err != nil {
 		return mainView{}, err
 	}
+	if v.NginxLines, err = newNginxLines(s, src); err != nil {
+		return mainView{}, err
+	}
+	v.MultiAccept = onOff(s.EnableMultiAccept)
 	switch v.RedirectCode = s.HTTPRedirectCode; v.RedirectCode {
 	case 301, 302, 307, 308:
 	default:

@@ -1,0 +1,25 @@
+package translator
+
+import (
+	"regexp"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// nginxSettings are the one-directive keys (bus.NginxSettings).
+var nginxSettings = map[string]settingParser{
+	"default-type": patternSetting(func(s *bus.Settings) *string { return &s.DefaultType }, defaultTypePattern,
+		"a MIME type such as text/html: type/subtype of letters, digits and . + - _"),
+	"enable-underscores-in-headers":  boolSetting(func(s *bus.Settings) *bool { return &s.EnableUnderscoresInHeaders }),
+	"ignore-invalid-headers":         boolSetting(func(s *bus.Settings) *bool { return &s.IgnoreInvalidHeaders }),
+	"map-hash-bucket-size":           intSetting(func(s *bus.Settings) *int { return &s.MapHashBucketSize }, 32, 65536, "bytes"),
+	"proxy-headers-hash-bucket-size": intSetting(func(s *bus.Settings) *int { return &s.ProxyHeadersHashBucketSize }, 32, 65536, "bytes"),
+	"proxy-headers-hash-max-size":    intSetting(func(s *bus.Settings) *int { return &s.ProxyHeadersHashMaxSize }, 32, 1048576, "entries"),
+	"limit-rate":                     intSetting(func(s *bus.Settings) *int { return &s.LimitRate }, 0, 1<<30, "bytes per second, 0 is no limit"),
+	"limit-rate-after":               intSetting(func(s *bus.Settings) *int { return &s.LimitRateAfter }, 0, 1<<30, "bytes"),
+	"allow-backend-server-header":    boolSetting(func(s *bus.Settings) *bool { return &s.AllowBackendServerHeader }),
+	"enable-multi-accept":            boolSetting(func(s *bus.Settings) *bool { return &s.EnableMultiAccept }),
+}
+
+// defaultTypePattern is one MIME type, without wildcards.
+var defaultTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}/[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$`)

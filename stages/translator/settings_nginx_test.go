@@ -1,0 +1,17 @@
+package translator
+
+import "switchyard.dev/switchyard/bus"
+
+var nginxSettingsCases = map[string]keyCases{
+	"default-type": stringCases("text/html", func(s *bus.Settings) *string { return &s.DefaultType },
+		[]string{"text/html", "application/octet-stream", "application/vnd.api+json"}, []string{"text", "text/html;", "text/html charset", `"text/html"`}),
+	"enable-underscores-in-headers":  boolCases(false, func(s *bus.Settings) *bool { return &s.EnableUnderscoresInHeaders }),
+	"ignore-invalid-headers":         boolCases(true, func(s *bus.Settings) *bool { return &s.IgnoreInvalidHeaders }),
+	"map-hash-bucket-size":           intCases("64", func(s *bus.Settings) *int { return &s.MapHashBucketSize }, []int{32, 64, 128}, []string{"16", "65537"}),
+	"proxy-headers-hash-bucket-size": intCases("64", func(s *bus.Settings) *int { return &s.ProxyHeadersHashBucketSize }, []int{32, 64, 256}, []string{"0", "65537"}),
+	"proxy-headers-hash-max-size":    intCases("512", func(s *bus.Settings) *int { return &s.ProxyHeadersHashMaxSize }, []int{32, 512, 1024}, []string{"0", "1048577"}),
+	"limit-rate":                     intCases("0", func(s *bus.Settings) *int { return &s.LimitRate }, []int{0, 1024, 1048576}, []string{"-1", "1k"}),
+	"limit-rate-after":               intCases("0", func(s *bus.Settings) *int { return &s.LimitRateAfter }, []int{0, 4096, 1048576}, []string{"-1", "1m"}),
+	"allow-backend-server-header":    boolCases(false, func(s *bus.Settings) *bool { return &s.AllowBackendServerHeader }),
+	"enable-multi-accept":            boolCases(true, func(s *bus.Settings) *bool { return &s.EnableMultiAccept }),
+}
