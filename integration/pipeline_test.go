@@ -62,19 +62,7 @@ func (e *env) write(name, content string) {
 // eventually polls host+path until check accepts the response.
 func (e *env) eventually(host, path, what string, check func(harness.Response) bool) harness.Response {
 	e.t.Helper()
-	var last harness.Response
-	harness.WaitFor(e.t, changeTimeout, what, func() error {
-		r, err := e.sy.Get(host, path)
-		if err != nil {
-			return err
-		}
-		last = r
-		if !check(r) {
-			return fmt.Errorf("got %d %s", r.Status, truncate(r.Body))
-		}
-		return nil
-	})
-	return last
+	return e.eventuallyWithHeaders(host, path, nil, what, check)
 }
 
 // eventuallyWithHeaders polls host+path, sending headers, until check accepts

@@ -109,6 +109,12 @@ type Annotation struct {
 	SecretRef bool
 }
 
+// LocationAnnotation is an annotation that applies to each location of
+// the Ingress, the usual kind.
+func LocationAnnotation(key, pattern string, risk Risk, def, doc string) Annotation {
+	return Annotation{Key: key, Pattern: pattern, Scope: ScopeLocation, Risk: risk, Default: def, Doc: doc}
+}
+
 // Scope says what an annotation applies to, for the documentation.
 type Scope int
 

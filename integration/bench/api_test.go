@@ -200,14 +200,7 @@ func benchAPIWrites(t *testing.T, bin string, rep *apiReport) {
 // switchyard and reports the time until the last host answers 200 and the
 // memory of switchyard and NGINX then.
 func benchAPIMemory(t *testing.T, bin string, n int, rep *apiReport) {
-	cluster := kube.Start(t)
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiSetup(t, client)
+	cluster, client, cfg := apiCluster(t)
 	pod := apiBackend(t, bin, "pod-a")
 	rep.section(fmt.Sprintf("memory: %d Ingresses through the API, each with its own host, Service and EndpointSlice", n))
 
@@ -397,6 +390,21 @@ func saveHeapProfile(addr, path string) error {
 }
 
 // apiSetup creates the namespace and the IngressClass switchyard serves.
+// apiCluster starts a cluster with the bench namespace and IngressClass,
+// and a client that may write fast (QPS 500, burst 1000).
+func apiCluster(t *testing.T) (*kube.Cluster, kubernetes.Interface, *rest.Config) {
+	t.Helper()
+	cluster := kube.Start(t)
+	cfg := rest.CopyConfig(cluster.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiSetup(t, client)
+	return cluster, client, cfg
+}
+
 func apiSetup(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
 	ctx := t.Context()

@@ -17,11 +17,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"switchyard.dev/switchyard/integration/harness"
-	"switchyard.dev/switchyard/integration/kube"
 )
 
 // TestBenchWebhook measures the validating webhook with scaleN Ingresses
@@ -36,14 +33,7 @@ func TestBenchWebhook(t *testing.T) {
 	requireBench(t)
 	n := scaleN(t)
 	bin := harness.Binary(t)
-	cluster := kube.Start(t)
-	cfg := rest.CopyConfig(cluster.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiSetup(t, client)
+	cluster, client, _ := apiCluster(t)
 	if err := apiLoad(t.Context(), client, n, "10.1.2.3"); err != nil {
 		t.Fatalf("loading %d Ingresses: %v", n, err)
 	}

@@ -24,6 +24,17 @@ func sourceRev(parts ...[]byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// registerSettingFields adds a settings group's keys to settingFields; a
+// key in two groups is a programming error.
+func registerSettingFields(fields map[string]func(*bus.Settings) any) {
+	for key, field := range fields {
+		if _, dup := settingFields[key]; dup {
+			panic("renderer: ConfigMap key " + key + " has two fields")
+		}
+		settingFields[key] = field
+	}
+}
+
 // settingFields are the ConfigMap keys whose values the renderer writes
 // into a configuration file NGINX tests, each with its field: a key NGINX
 // refuses falls back to its default (resetSetting), and the attribution

@@ -63,14 +63,7 @@ var httpSettingFields = map[string]func(*bus.Settings) any{
 	"proxy-set-headers": func(s *bus.Settings) any { return &s.ProxySetHeaderValues },
 }
 
-func init() {
-	for key, field := range httpSettingFields {
-		if _, dup := settingFields[key]; dup {
-			panic("renderer: ConfigMap key " + key + " has two fields")
-		}
-		settingFields[key] = field
-	}
-}
+func init() { registerSettingFields(httpSettingFields) }
 
 // brotliModule is Debian's libnginx-mod-http-brotli-filter, loaded only
 // when enable-brotli is on.

@@ -22,14 +22,7 @@ var nginxSettingFields = map[string]func(*bus.Settings) any{
 	"enable-multi-accept":            func(s *bus.Settings) any { return &s.EnableMultiAccept },
 }
 
-func init() {
-	for key, field := range nginxSettingFields {
-		if _, dup := settingFields[key]; dup {
-			panic("renderer: ConfigMap key " + key + " has two fields")
-		}
-		settingFields[key] = field
-	}
-}
+func init() { registerSettingFields(nginxSettingFields) }
 
 // newNginxLines are the http{} directives of bus.NginxSettings, each
 // attributed to its key; the default type is quoted, every other argument

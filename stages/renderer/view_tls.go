@@ -22,14 +22,7 @@ var tlsSettingFields = map[string]func(*bus.Settings) any{
 	"http-redirect-code":     func(s *bus.Settings) any { return &s.HTTPRedirectCode },
 }
 
-func init() {
-	for key, field := range tlsSettingFields {
-		if _, dup := settingFields[key]; dup {
-			panic("renderer: ConfigMap key " + key + " has two fields")
-		}
-		settingFields[key] = field
-	}
-}
+func init() { registerSettingFields(tlsSettingFields) }
 
 // newTLSLines are the http{}-level TLS directives from bus.TLSSettings,
 // each attributed to its key. The curve list is quoted (it holds ":");

@@ -67,9 +67,7 @@ type Plugin struct{}
 // New returns the plugin.
 func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
-func ann(key, pattern string, risk plugins.Risk, def, doc string) plugins.Annotation {
-	return plugins.Annotation{Key: key, Pattern: pattern, Scope: plugins.ScopeLocation, Risk: risk, Default: def, Doc: doc}
-}
+var ann = plugins.LocationAnnotation
 
 // Describe implements plugins.Plugin.
 func (Plugin) Describe() plugins.Description {
