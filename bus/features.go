@@ -26,6 +26,7 @@ type (
 	Balancing             = features.Balancing
 	ServerFeatures        = features.Server
 	Logs                  = features.Logs
+	Errors                = features.Errors
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

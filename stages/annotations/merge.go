@@ -47,6 +47,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("logs", &f.Logs, other.Logs); err != nil {
 		return err
 	}
+	if err := mergeGroup("errors", &f.Errors, other.Errors); err != nil {
+		return err
+	}
 	return nil
 }
 
