@@ -81,6 +81,7 @@ var (
 	RegexPathPattern     = features.RegexPathPattern
 	RewriteTargetPattern = features.RewriteTargetPattern
 	URIPathPattern       = features.URIPathPattern
+	ServiceNamePattern   = features.ServiceNamePattern
 )
 
 // ParseSafeRegex checks that p is in the safe grammar of dialect d; see
