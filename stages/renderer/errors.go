@@ -138,9 +138,13 @@ func errorsOf(l location, serverWide bool, backends backendContext, pages errorP
 	} else if !serverWide {
 		return nil, nil
 	}
-	ns, name, ok := strings.Cut(l.Ingress, "/")
-	if !ok || !ingressIDPattern.MatchString(l.Ingress) {
-		return nil, fmt.Errorf("location %q: invalid Ingress %q", l.Path, l.Ingress)
+	// The catch-all's location of --default-backend-service has no Ingress.
+	var ns, name string
+	if l.Ingress != "" {
+		if !ingressIDPattern.MatchString(l.Ingress) {
+			return nil, fmt.Errorf("location %q: invalid Ingress %q", l.Path, l.Ingress)
+		}
+		ns, name, _ = strings.Cut(l.Ingress, "/")
 	}
 	var err error
 	if v.Namespace, err = quote(ns); err != nil {
