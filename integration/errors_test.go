@@ -69,3 +69,42 @@ func expectErrorHeaders(t *testing.T, r harness.Response, code, uri, ingress, se
 		t.Errorf("%s: no X-Request-ID: %v", code, fmt.Sprint(r.Echo.Headers))
 	}
 }
+
+// TestCustomHTTPErrorsWithAuth: intercepting errors leaves external auth
+// intact: the auth service's 401 and 403 reach the client as they are
+// unless the Ingress lists them, auth-signin keeps its 401 redirect, and
+// an authorized request still gets the error page for a listed code.
+func TestCustomHTTPErrorsWithAuth(t *testing.T) {
+	authURL, _ := startAuthService(t)
+	e := newBackends(t)
+	e.write("config.yaml", configMapYAML(map[string]string{"custom-http-errors": "502,503"}))
+	e.write("ext.yaml", harness.AnnotatedIngressYAML("default", "ext", "ext.example.com", map[string]string{
+		authPrefix + "auth-url": authURL + "/check",
+	}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	e.write("signin.yaml", harness.AnnotatedIngressYAML("default", "signin", "signin.example.com", map[string]string{
+		authPrefix + "auth-url":           authURL + "/check",
+		authPrefix + "auth-signin":        "https://login.example.com/start",
+		authPrefix + "custom-http-errors": "401,403",
+	}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName, "--default-backend-service", "default/echo-b")
+
+	e.eventually("ext.example.com", "/", "external auth to refuse", status(401))
+	if r := e.getWith("ext.example.com", "/", map[string]string{"Authorization": "forbidden"}); r.Status != 403 || r.Echo != nil {
+		t.Errorf("forbidden: got %d %s, want the auth service's 403", r.Status, truncate(r.Body))
+	}
+	if r := e.getWith("ext.example.com", "/", map[string]string{"Authorization": "ok"}); !servedBy("a-1")(r) {
+		t.Errorf("authorized: got %d %s", r.Status, truncate(r.Body))
+	}
+	r := e.getWith("ext.example.com", "/status/503", map[string]string{"Authorization": "ok"})
+	if !servedBy("b-1")(r) {
+		t.Fatalf("authorized 503: got %d %s, want the default backend's page", r.Status, truncate(r.Body))
+	}
+	expectErrorHeaders(t, r, "503", "/status/503", "ext", "echo-a")
+
+	// auth-signin keeps 401 (a redirect); the listed 403 gets the page.
+	e.eventually("signin.example.com", "/", "signin to redirect", status(302))
+	r = e.getWith("signin.example.com", "/", map[string]string{"Authorization": "forbidden"})
+	if !servedBy("b-1")(r) || r.Echo.Headers["X-Code"][0] != "403" {
+		t.Errorf("forbidden with 403 listed: got %d %s, want the 403 page", r.Status, truncate(r.Body))
+	}
+}
