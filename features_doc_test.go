@@ -234,6 +234,18 @@ var features = []feature{
 		tests:     []string{"plugins/builtin/logs.TestParse", "stages/translator.TestParseSettingsValid"},
 	},
 	{
+		name: "Custom error pages and default backends", summary: "--default-backend-service answers what no Ingress matches (else a built-in 404) and serves the pages of the ConfigMap's custom-http-errors; the custom-http-errors annotation replaces the ConfigMap's codes for an Ingress, and default-backend names a Service of its namespace that serves those pages and the Ingress's requests while its Service has no ready endpoint (ingress-nginx). The error backend gets a GET of / with X-Code, X-Format, X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port and X-Request-ID; an auth-signin redirect keeps its 401.",
+		plugin: "errors", keys: []string{"custom-http-errors", "default-backend"},
+		busTypes:   []string{"bus/features.Errors", "bus.Settings"},
+		tables:     []string{"annotations.server.<host> (locations[].features.errors)", "translator.backend.<name> (custom-default-backend-<ns>-<service>, upstream-default-backend)", "translator.config.controller"},
+		translator: []string{"stages/translator.ingressPlan.addAnnotationDefaultBackend", "stages/translator.Translator.defaultBackendService"},
+		renderer:   []string{"stages/renderer.errorsOf", "stages/renderer.serverErrorPages", "stages/renderer.balancerArgs"},
+		templates:  []string{"templates/server.conf.tmpl", "templates/nginx.conf.tmpl"},
+		lua:        []string{"lua/switchyard/balancer.lua"},
+		testdata:   []string{"stages/renderer/testdata/custom-errors.model.json", "stages/translator/testdata/custom-errors.yaml"},
+		tests:      []string{"plugins/builtin/errors.TestParse", "plugins/builtin/errors.FuzzParseErrorCodes", "integration.TestCustomHTTPErrors", "integration.TestCustomHTTPErrorsWithAuth"},
+	},
+	{
 		name: "Compression", summary: "use-gzip and enable-brotli (Debian's brotli filter module, loaded only when on) with their levels, minimum lengths and types.",
 		busTypes:  []string{"bus.HTTPSettings"},
 		tables:    []string{"translator.config.controller"},

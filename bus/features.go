@@ -28,6 +28,7 @@ type (
 	Balancing             = features.Balancing
 	ServerFeatures        = features.Server
 	Logs                  = features.Logs
+	Errors                = features.Errors
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity
@@ -82,6 +83,7 @@ var (
 	RegexPathPattern     = features.RegexPathPattern
 	RewriteTargetPattern = features.RewriteTargetPattern
 	URIPathPattern       = features.URIPathPattern
+	ServiceNamePattern   = features.ServiceNamePattern
 )
 
 // ParseSafeRegex checks that p is in the safe grammar of dialect d; see

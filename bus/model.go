@@ -14,6 +14,17 @@ const DefaultServerName = "_"
 // custom error pages and unmatched requests to it.
 const DefaultBackendName = "upstream-default-backend"
 
+// CustomDefaultBackendPrefix starts the name of the backend of an
+// Ingress's default-backend annotation: "custom-default-backend-<namespace>-
+// <service>", as ingress-nginx names it.
+const CustomDefaultBackendPrefix = "custom-default-backend-"
+
+// CustomDefaultBackendName is the backend of a default-backend annotation
+// naming service, on an Ingress of namespace.
+func CustomDefaultBackendName(namespace, service string) string {
+	return CustomDefaultBackendPrefix + namespace + "-" + service
+}
+
 // DefaultAnnotationsPrefix is ingress-nginx's annotation prefix, the
 // default of --annotations-prefix.
 const DefaultAnnotationsPrefix = "nginx.ingress.kubernetes.io"

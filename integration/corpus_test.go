@@ -183,8 +183,8 @@ func corpusConfig() translator.Config {
 }
 
 // corpusSnapshot makes one Ingress per entry, each on its own host, all on
-// one Service, with the htpasswd Secrets the entries name (a user would
-// have created them).
+// one Service, with the htpasswd Secrets and default-backend Services the
+// entries name (a user would have created them).
 func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 	class := "switchyard"
 	snap := translator.Snapshot{
@@ -215,6 +215,11 @@ func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 		}
 		host := entryName(i) + ".corpus.test"
 		snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i), host, path, pathType, "web", ann))
+		if svc := e.Annotations["default-backend"]; svc != "" {
+			// The Service default-backend names (a user would have it).
+			snap.Services = append(snap.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: svc},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
+		}
 		if e.Annotations["canary"] == "true" {
 			// A canary needs the Ingress it is the canary of.
 			snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i)+"-primary", host, path, pathType, "web-stable", nil))

@@ -38,6 +38,8 @@ type Features struct {
 	Server *Server `json:"server,omitempty"`
 	// Logs are the location's log settings (logs.go).
 	Logs *Logs `json:"logs,omitempty"`
+	// Errors are custom-http-errors and default-backend (errors.go).
+	Errors *Errors `json:"errors,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -109,6 +111,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Upstream.validate(); err != nil {
 		return fmt.Errorf("upstream: %w", err)
+	}
+	if err := f.Errors.validate(); err != nil {
+		return fmt.Errorf("errors: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,24 @@ const DelayHeader = "X-Echo-Delay"
 // MaxDelay bounds DelayHeader.
 const MaxDelay = time.Minute
 
+// StatusPathPrefix asks the backend to answer with a status: a path
+// "/status/503" (any status from 200 to 599) gets the usual Reply with
+// that status, a failing backend for error-page tests.
+const StatusPathPrefix = "/status/"
+
+// statusOf is the status a request asks for, 200 by default.
+func statusOf(path string) int {
+	rest, ok := strings.CutPrefix(path, StatusPathPrefix)
+	if !ok || len(rest) < 3 {
+		return http.StatusOK
+	}
+	code, err := strconv.Atoi(rest[:3])
+	if err != nil || code < 200 || code > 599 {
+		return http.StatusOK
+	}
+	return code
+}
+
 // ServeHTTP answers with the request as a Reply.
 // The request body is read to its end (and counted), so a proxy sending a
 // large upload sees it consumed rather than a connection closed early.
@@ -56,5 +75,6 @@ func (id Identity) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body = append(body, '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(statusOf(r.URL.Path))
 	_, _ = w.Write(body)
 }

@@ -191,6 +191,8 @@ local function build(list)
                 instance.algorithm = algorithm
             end
             set_canary(instance, backend)
+            -- custom-http-errors send the Service to the error backend.
+            instance.service = type(backend.service) == "table" and backend.service or nil
             result[name] = instance
             count = count + 1
             if instance.header_filter then
@@ -354,6 +356,15 @@ local function location_canary_for(canary_name, canary_ingress)
     return nil
 end
 
+-- Tells an error backend which Service the request was for.
+local function tag(backend)
+    local svc = backend.service
+    if svc then
+        ngx_var.service_name = tostring(svc.name or "")
+        ngx_var.service_port = tostring(svc.port or "")
+    end
+end
+
 -- rewrite_by_lua: resolves the location's backend to an instance, answering
 -- 503 when it is unknown or has no endpoints. The renderer passes the
 -- backend's name as a literal (the same value it sets $proxy_upstream_name
@@ -366,7 +377,13 @@ end
 -- path (its backend and Ingress), or nothing when there is none: then the
 -- location never goes to a canary. Only a hook called without a name (no
 -- renderer) uses the backend-wide alternativeBackends, as ingress-nginx.
-function _M.rewrite(name, canary_name, canary_ingress)
+--
+-- fallback_name is the default-backend annotation's backend: it serves
+-- while the chosen backend has no endpoint (ingress-nginx's behaviour).
+-- tag_service is true where custom-http-errors may send the request to an
+-- error backend, which is told the Service ($service_name, $service_port,
+-- declared by the server when it intercepts errors).
+function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_service)
     sync()
     if loaded_version == nil then
         wait_for_first_configuration()
@@ -389,6 +406,15 @@ function _M.rewrite(name, canary_name, canary_ingress)
         -- $proxy_alternative_upstream_name names the canary.
         ngx_var.proxy_alternative_upstream_name = alt_name
         backend, name = alt, alt_name
+    end
+    if tag_service then
+        tag(backend)
+    end
+    if #backend.endpoints == 0 and fallback_name then
+        local fallback = backends[fallback_name]
+        if fallback and #fallback.endpoints > 0 then
+            backend, name = fallback, fallback_name
+        end
     end
     if #backend.endpoints == 0 then
         ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")

@@ -18,6 +18,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/errors"
 	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/logs"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
@@ -33,6 +34,7 @@ var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
 	"auth":      auth.New,
 	"compat":    compat.New,
+	"errors":    errors.New,
 	"headers":   headers.New,
 	"logs":      logs.New,
 	"ratelimit": ratelimit.New,

@@ -50,6 +50,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("upstream", &f.Upstream, other.Upstream); err != nil {
 		return err
 	}
+	if err := mergeGroup("errors", &f.Errors, other.Errors); err != nil {
+		return err
+	}
 	return nil
 }
 

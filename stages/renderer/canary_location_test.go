@@ -22,7 +22,7 @@ func TestBalancerArgsNameTheLocationsCanary(t *testing.T) {
 		{"no namespace", &bus.LocationCanary{Ingress: "beta", Backend: "web-beta-80"}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := balancerArgs(location{Path: "/", Backend: "web-stable-80", Canary: tc.canary})
+			got, err := balancerArgs(location{Path: "/", Backend: "web-stable-80", Canary: tc.canary}, false)
 			if (err != nil) != tc.wantErr || got != tc.want {
 				t.Fatalf("got %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
 			}

@@ -10,6 +10,7 @@ package renderer
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -43,25 +44,16 @@ type serverView struct {
 	// server when ssl-reject-handshake is on: a TLS handshake for a name
 	// no server has is refused.
 	RejectHandshakeSource string
-	// CustomErrors is set when custom-http-errors is and a default
-	// backend (--default-backend-service) serves the pages.
-	CustomErrors *customErrorsView
-	Locations    []locationView
+	// Errors is set when the server or one of its locations intercepts
+	// custom-http-errors (errors.go).
+	Errors    *serverErrorsView
+	Locations []locationView
 	// WWW is the from-to-www-redirect server, when there is one.
 	WWW *wwwView
 	// SSLCiphers (quoted) and SSLPreferServerCiphers ("on", "off") are
 	// the server's own, "" for the http block's; SSLSource attributes
 	// them to the Ingress that set them.
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
-}
-
-// customErrorsView is the custom-http-errors part of a server.
-type customErrorsView struct {
-	Source string
-	Codes  []int
-	// Upstream and BalancerArg name the default backend: quoted for
-	// $proxy_upstream_name, a Lua literal for the balancer.
-	Upstream, BalancerArg string
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -97,6 +89,8 @@ type locationView struct {
 	Kind          locationKind
 	// Upstream is $proxy_upstream_name's value, quoted.
 	Upstream string
+	// Errors are the location's custom errors (proxy, external).
+	Errors *locationErrorsView
 	// Return is the return directive's arguments (deny, redirect).
 	Return string
 	// External is the ExternalName target "host:port", quoted.
@@ -158,21 +152,26 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
-	if len(settings.CustomHTTPErrors) > 0 && backends.hasDefault {
-		if view.CustomErrors, err = newCustomErrors(settings.CustomHTTPErrors, src.configMapSource("custom-http-errors")); err != nil {
-			return serverView{}, err
-		}
+	pages := errorPages{}
+	serverPages, err := serverErrorPages(settings, backends, pages)
+	if err != nil {
+		return serverView{}, err
 	}
 	locations, err := nginxLocations(s.Locations)
 	if err != nil {
 		return serverView{}, err
 	}
+	c := locationContext{cfg: cfg, settings: settings, host: s.Hostname, backends: backends, src: src,
+		pages: pages, serverWideErrors: len(serverPages) > 0}
 	for i, l := range locations {
-		v, err := newLocationView(i, l, locationContext{cfg: cfg, settings: settings, host: s.Hostname, backends: backends, src: src})
+		v, err := newLocationView(i, l, c)
 		if err != nil {
 			return serverView{}, err
 		}
 		view.Locations = append(view.Locations, v)
+	}
+	if len(pages) > 0 {
+		view.Errors = &serverErrorsView{Source: src.configMapSource("custom-http-errors"), Pages: serverPages, Locations: pages.sorted()}
 	}
 	if view.WWW, err = newWWWView(cfg, settings, s, backends, src); err != nil {
 		return serverView{}, err
@@ -211,18 +210,6 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 	return out
 }
 
-func newCustomErrors(codes []int, source string) (*customErrorsView, error) {
-	upstream, err := quote(bus.DefaultBackendName)
-	if err != nil {
-		return nil, err
-	}
-	arg, err := luaString(bus.DefaultBackendName)
-	if err != nil {
-		return nil, err
-	}
-	return &customErrorsView{Source: source, Codes: codes, Upstream: upstream, BalancerArg: arg}, nil
-}
-
 // newWWWView is the from-to-www-redirect server of s, or nil.
 func newWWWView(cfg Config, settings bus.Settings, s *bus.Server, backends backendContext, src sources) (*wwwView, error) {
 	host := wwwRedirect(s, backends.hostExists)
@@ -250,6 +237,10 @@ type locationContext struct {
 	host     string
 	backends backendContext
 	src      sources
+	// pages collects the server's named error locations; serverWideErrors
+	// says the ConfigMap's custom-http-errors apply to its locations.
+	pages            errorPages
+	serverWideErrors bool
 }
 
 // newLocationView resolves the location at index i of its server. The
@@ -346,8 +337,14 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 		if v.External, err = quote(external); err != nil {
 			return err
 		}
+		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.backends, c.pages); err != nil {
+			return err
+		}
 	case kindProxy:
-		if v.BalancerArg, err = balancerArgs(l); err != nil {
+		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.backends, c.pages); err != nil {
+			return err
+		}
+		if v.BalancerArg, err = balancerArgs(l, v.Errors != nil); err != nil {
 			return err
 		}
 	}
@@ -362,16 +359,35 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 // location's backend and, when a canary Ingress was declared for its host
 // and path, the canary's backend and Ingress, whose policy Lua takes from
 // the canary backend's canaryPolicies. A location without one never goes
-// to a canary, whatever other hosts declared for the same Service.
-func balancerArgs(l location) (string, error) {
-	primary, err := luaString(l.Backend)
-	if err != nil || l.Canary == nil {
-		return primary, err
+// to a canary, whatever other hosts declared for the same Service. Then,
+// when set, the default-backend annotation's backend (it serves while the
+// location's has no endpoint), and true when custom errors need
+// $service_name and $service_port. Trailing nils are left out.
+func balancerArgs(l location, tagService bool) (string, error) {
+	args := []string{"nil", "nil", "nil", "nil", "nil"}
+	var err error
+	if args[0], err = luaString(l.Backend); err != nil {
+		return "", err
 	}
-	if !backendNamePattern.MatchString(l.Canary.Backend) || !ingressIDPattern.MatchString(l.Canary.Ingress) {
-		return "", fmt.Errorf("location %q: invalid canary %q of %q", l.Path, l.Canary.Backend, l.Canary.Ingress)
+	if l.Canary != nil {
+		if !backendNamePattern.MatchString(l.Canary.Backend) || !ingressIDPattern.MatchString(l.Canary.Ingress) {
+			return "", fmt.Errorf("location %q: invalid canary %q of %q", l.Path, l.Canary.Backend, l.Canary.Ingress)
+		}
+		args[1], args[2] = `"`+l.Canary.Backend+`"`, `"`+l.Canary.Ingress+`"`
 	}
-	return primary + `, "` + l.Canary.Backend + `", "` + l.Canary.Ingress + `"`, nil
+	if fb := fallbackBackend(l); fb != "" {
+		if !backendNamePattern.MatchString(fb) {
+			return "", fmt.Errorf("location %q: invalid default backend %q", l.Path, fb)
+		}
+		args[3] = `"` + fb + `"`
+	}
+	if tagService {
+		args[4] = "true"
+	}
+	for len(args) > 1 && args[len(args)-1] == "nil" {
+		args = args[:len(args)-1]
+	}
+	return strings.Join(args, ", "), nil
 }
 
 // newRewriteView resolves app-root, x-forwarded-prefix and rewrite-target.

@@ -132,7 +132,7 @@ func TestServerView(t *testing.T) {
 		server:   &bus.Server{Hostname: bus.DefaultServerName},
 		check: func(t *testing.T, v serverView) {
 			want := []string{"127.0.0.1:8080 default_server", "127.0.0.1:8443 ssl http2 default_server"}
-			if v.ServerName != "_" || !reflect.DeepEqual(v.Listens, want) || v.CustomErrors != nil || v.WWW != nil {
+			if v.ServerName != "_" || !reflect.DeepEqual(v.Listens, want) || v.Errors != nil || v.WWW != nil {
 				t.Errorf("%+v", v)
 			}
 		},
@@ -142,9 +142,11 @@ func TestServerView(t *testing.T) {
 		server:     &bus.Server{Hostname: "a.example.com"},
 		hasDefault: true,
 		check: func(t *testing.T, v serverView) {
-			ce := v.CustomErrors
-			if ce == nil || !reflect.DeepEqual(ce.Codes, []int{404, 503}) || ce.Upstream != `"`+bus.DefaultBackendName+`"` ||
-				ce.BalancerArg != `"`+bus.DefaultBackendName+`"` || !strings.HasPrefix(ce.Source, "# source") {
+			ce := v.Errors
+			wantPages := []errorPageView{{404, "@custom_upstream-default-backend_404"}, {503, "@custom_upstream-default-backend_503"}}
+			if ce == nil || !reflect.DeepEqual(ce.Pages, wantPages) || len(ce.Locations) != 2 ||
+				ce.Locations[0].Upstream != `"`+bus.DefaultBackendName+`"` || ce.Locations[1].Code != 503 ||
+				ce.Locations[0].BalancerArg != `"`+bus.DefaultBackendName+`"` || !strings.HasPrefix(ce.Source, "# source") {
 				t.Errorf("%+v", ce)
 			}
 		},

@@ -94,6 +94,7 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	}
 	p.addTLS(t, ing)
 	p.addAnnotationSecrets(t, ing)
+	p.addAnnotationDefaultBackend(t, ing)
 	var defaultBackend string
 	if db := ing.Spec.DefaultBackend; db != nil {
 		defaultBackend = p.backendFor(t, ing, db, "spec.defaultBackend")
