@@ -169,6 +169,16 @@ var features = []feature{
 			"lua.dataPlane.testStickyChangeOnFailure", "integration.TestBalancingThroughNginx"},
 	},
 	{
+		name: "Source ranges", summary: "allowlist-source-range (whitelist-source-range) and denylist-source-range: NGINX allow/deny per location, deny first, 403 for everyone else; checked against the client address after real_ip; an unreadable list rejects the Ingress.",
+		plugin: "access", keys: []string{"allowlist-source-range", "denylist-source-range"},
+		busTypes:  []string{"bus/features.Access"},
+		tables:    []string{"annotations.server.<host> (locations[].features.access)"},
+		renderer:  []string{"stages/renderer.accessLines"},
+		templates: []string{"templates/server.conf.tmpl"},
+		testdata:  []string{"stages/renderer/testdata/upstream.model.json"},
+		tests:     []string{"plugins/builtin/access.TestParse", "integration.TestSourceRangesThroughNginx"},
+	},
+	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
 		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
 			"proxy-ssl-ciphers", "proxy-ssl-protocols", "proxy-ssl-name", "proxy-ssl-server-name"},
@@ -182,7 +192,7 @@ var features = []feature{
 	{
 		name: "Not implemented yet (compatibility guard)", summary: "ingress-nginx annotations Switchyard does not implement: an Ingress using one is refused rather than served differently than asked.",
 		plugin: "compat", keys: []string{"auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth", "auth-tls-error-page",
-			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "satisfy", "allowlist-source-range", "denylist-source-range", "mirror-target", "mirror-host",
+			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "satisfy", "mirror-target", "mirror-host",
 			"mirror-request-body"},
 		tables:   []string{"annotations.ingress.<ns>.<name> (problems)"},
 		testdata: []string{"stages/annotations/testdata/refusals.model.json"},

@@ -24,6 +24,7 @@ type (
 	Rewrite               = features.Rewrite
 	Proxy                 = features.Proxy
 	Upstream              = features.Upstream
+	Access                = features.Access
 	UpstreamTLS           = features.UpstreamTLS
 	Balancing             = features.Balancing
 	ServerFeatures        = features.Server

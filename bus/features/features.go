@@ -32,6 +32,8 @@ type Features struct {
 	Balancing *Balancing `json:"balancing,omitempty"` // features_balancing.go
 	// Proxy is how the location talks to its backend (proxy.go).
 	Proxy *Proxy `json:"proxy,omitempty"`
+	// Access is who may reach the location by address (access.go).
+	Access *Access `json:"access,omitempty"`
 	// Upstream is the backend's protocol and the TLS to it (upstream.go).
 	Upstream *Upstream `json:"upstream,omitempty"`
 	// Server goes onto the server of the Ingress's hosts (server.go).
@@ -108,6 +110,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Server.validate(); err != nil {
 		return fmt.Errorf("server: %w", err)
+	}
+	if err := f.Access.validate(); err != nil {
+		return fmt.Errorf("access: %w", err)
 	}
 	if err := f.Upstream.validate(); err != nil {
 		return fmt.Errorf("upstream: %w", err)

@@ -2,7 +2,6 @@ package features
 
 import (
 	"fmt"
-	"net/netip"
 	"regexp"
 )
 
@@ -62,16 +61,7 @@ func (r *RateLimit) validate() error {
 			return fmt.Errorf("%s %d is not between 0 and %d", v.name, v.value, v.max)
 		}
 	}
-	if len(r.Allowlist) > MaxAllowlist {
-		return fmt.Errorf("allowlist has %d CIDRs, at most %d are allowed", len(r.Allowlist), MaxAllowlist)
-	}
-	for _, c := range r.Allowlist {
-		// Canonical form only: the zone names hash the list, and NGINX's geo
-		// refuses a prefix with host bits set.
-		p, err := netip.ParsePrefix(c)
-		if !cidrPattern.MatchString(c) || err != nil || p.Masked().String() != c {
-			return fmt.Errorf("allowlist: %q is not a canonical CIDR", c)
-		}
-	}
-	return nil
+	// Canonical form only: the zone names hash the list, and NGINX's geo
+	// refuses a prefix with host bits set.
+	return validCIDRs("allowlist", r.Allowlist)
 }

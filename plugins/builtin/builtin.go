@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/builtin/access"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
@@ -32,6 +33,7 @@ import (
 // registry maps a plugin's name to its constructor.
 var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
+	"access":    access.New,
 	"auth":      auth.New,
 	"compat":    compat.New,
 	"errors":    errors.New,

@@ -47,6 +47,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("logs", &f.Logs, other.Logs); err != nil {
 		return err
 	}
+	if err := mergeGroup("access", &f.Access, other.Access); err != nil {
+		return err
+	}
 	if err := mergeGroup("upstream", &f.Upstream, other.Upstream); err != nil {
 		return err
 	}

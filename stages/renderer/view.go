@@ -78,7 +78,9 @@ type locationView struct {
 	RateLimit   *rateLimitView
 	Proxy       *proxyView // proxy.go
 	// Backend is how the location reaches its backend (upstream.go).
-	Backend         *upstreamView
+	Backend *upstreamView
+	// Access are the location's allow and deny lines (access.go).
+	Access          []string
 	ResponseHeaders []headerView
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
@@ -266,6 +268,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	if v.Backend, err = newUpstreamView(l.Features, c.settings); err != nil {
+		return locationView{}, err
+	}
+	if v.Access, err = accessLines(l.Features); err != nil {
 		return locationView{}, err
 	}
 	if l.Features != nil && l.Features.Logs != nil {

@@ -22,7 +22,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,14 +105,6 @@ var specs = []spec{
 	{
 		key: "satisfy", pattern: ` *(any|all) *`, risk: plugins.RiskLow, kind: accessControl,
 		doc: "Whether all or any of the access restrictions must pass. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "allowlist-source-range", aliases: []string{"whitelist-source-range"}, pattern: cidrChars, risk: plugins.RiskMedium, kind: accessControl, check: checkCIDRs,
-		doc: "Comma-separated client CIDRs allowed to reach the Ingress. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "denylist-source-range", pattern: cidrChars, risk: plugins.RiskMedium, kind: accessControl, check: checkCIDRs,
-		doc: "Comma-separated client CIDRs refused. Not enforced by Switchyard yet: the Ingress is rejected.",
 	},
 	{
 		// URLWithNginxVariableRegex: ingress-nginx documents
@@ -233,36 +224,4 @@ func checkCommonName(v string) error {
 		return fmt.Errorf("the part after CN= is not a regular expression: %v", err)
 	}
 	return nil
-}
-
-func checkCIDRs(v string) error {
-	_, err := ParseCIDRs(v)
-	return err
-}
-
-// ParseCIDRs reads a comma-separated list of addresses and CIDRs as
-// ingress-nginx's net.ParseCIDRs does (spaces around items allowed, a bare
-// address is a single host). An empty item is an error.
-func ParseCIDRs(v string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for i, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			return nil, fmt.Errorf("item %d of the list is empty", i+1)
-		}
-		if strings.Contains(item, "/") {
-			p, err := netip.ParsePrefix(item)
-			if err != nil {
-				return nil, fmt.Errorf("%q is not a CIDR", item)
-			}
-			out = append(out, p)
-			continue
-		}
-		a, err := netip.ParseAddr(item)
-		if err != nil || a.Zone() != "" {
-			return nil, fmt.Errorf("%q is not an IP address or CIDR", item)
-		}
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
 }

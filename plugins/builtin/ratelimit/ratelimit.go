@@ -8,8 +8,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -147,48 +145,8 @@ func ParseCount(v string, max int) (int, error) {
 	return n, nil
 }
 
-// ParseAllowlist reads a comma-separated list of addresses and CIDRs into
-// canonical, sorted, unique CIDRs. A bare address is one host (/32 or
-// /128). Host bits set in a CIDR ("192.168.11.20/24") are cleared, as
-// ingress-nginx's net.ParseCIDR does, and reported in notes so the author
-// sees what is really allowed.
-func ParseAllowlist(v string) (cidrs, notes []string, err error) {
-	if len(v) > 64*features.MaxAllowlist {
-		return nil, nil, fmt.Errorf("the list is %d bytes long, too long for %d entries", len(v), features.MaxAllowlist)
-	}
-	var out []string
-	for item := range strings.SplitSeq(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		var p netip.Prefix
-		var err error
-		if strings.Contains(item, "/") {
-			p, err = netip.ParsePrefix(item)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(item); err == nil && a.Zone() != "" {
-				// PrefixFrom would drop the zone and allow another host.
-				err = fmt.Errorf("zone")
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%q is not an IP address or CIDR", clip(item))
-		}
-		if p.Masked() != p {
-			notes = append(notes, fmt.Sprintf("%q has host bits set; it allows all of %s", clip(item), p.Masked()))
-			p = p.Masked()
-		}
-		out = append(out, p.String())
-	}
-	if len(out) > features.MaxAllowlist {
-		return nil, nil, fmt.Errorf("%d entries, at most %d are allowed", len(out), features.MaxAllowlist)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), notes, nil
-}
+// ParseAllowlist reads limit-allowlist: see features.ParseCIDRList.
+func ParseAllowlist(v string) (cidrs, notes []string, err error) { return features.ParseCIDRList(v) }
 
 // clip keeps a value short in an error message.
 func clip(v string) string {

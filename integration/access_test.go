@@ -1,0 +1,73 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// clientFrom is an HTTP client whose connections leave from the loopback
+// address src, so NGINX sees that client address.
+func clientFrom(src string) *http.Client {
+	c := harness.NewClient()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, network, addr)
+	}
+	return c
+}
+
+// TestSourceRangesThroughNginx: allowlist-source-range (and its alias
+// whitelist-source-range) lets only the listed clients through, everyone
+// else gets 403; denylist-source-range wins over the allowlist; a bad list
+// rejects the Ingress while its neighbour stays served.
+func TestSourceRangesThroughNginx(t *testing.T) {
+	ing := func(name string, a map[string]string) string {
+		annotations := map[string]string{}
+		for k, v := range a {
+			annotations[upstreamPrefix+k] = v
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	e := newEnv(t, map[string]string{"ingresses.yaml": strings.Join([]string{
+		ing("only-one", map[string]string{"allowlist-source-range": "127.0.0.1/32"}),
+		ing("legacy", map[string]string{"whitelist-source-range": "127.0.0.2"}),
+		ing("mixed", map[string]string{"allowlist-source-range": "127.0.0.0/8", "denylist-source-range": "127.0.0.3"}),
+		ing("broken", map[string]string{"allowlist-source-range": "127.0.0.300"}),
+		ing("open", nil),
+	}, "---\n")})
+	e.eventually("open.example.com", "/", "the open Ingress", servedBy("a-1"))
+	from := func(src, host string) int {
+		t.Helper()
+		r, err := harness.Do(clientFrom(src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", host, nil)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", host, src, err)
+		}
+		return r.Status
+	}
+	e.eventually("only-one.example.com", "/", "the allowlist to let 127.0.0.1 in", status(200))
+	for _, c := range []struct {
+		src, host string
+		want      int
+	}{
+		{"127.0.0.1", "only-one.example.com", 200}, {"127.0.0.2", "only-one.example.com", 403},
+		{"127.0.0.2", "legacy.example.com", 200}, {"127.0.0.1", "legacy.example.com", 403},
+		{"127.0.0.2", "mixed.example.com", 200}, {"127.0.0.3", "mixed.example.com", 403},
+		{"127.0.0.2", "open.example.com", 200},
+	} {
+		if got := from(c.src, c.host); got != c.want {
+			t.Errorf("%s from %s: %d, want %d", c.host, c.src, got, c.want)
+		}
+	}
+	// Not served at all rather than served open: the catch-all's 404.
+	if got := from("127.0.0.1", "broken.example.com"); got != 404 {
+		t.Errorf("an Ingress with an unreadable allowlist answered %d, want 404 (not served)", got)
+	}
+	if out := e.sy.Output.String(); !strings.Contains(out, "allowlist-source-range") || !strings.Contains(out, "127.0.0.300") {
+		t.Errorf("the bad allowlist is not reported:\n%s", truncate([]byte(out)))
+	}
+}
