@@ -179,6 +179,17 @@ var features = []feature{
 		tests:     []string{"plugins/builtin/access.TestParse", "integration.TestSourceRangesThroughNginx"},
 	},
 	{
+		name: "CORS", summary: "enable-cors and the cors-* annotations, applied per request in Lua: a preflight from an allowed origin is answered 204 before auth and access rules, every other answer to an allowed origin gets the CORS headers (with Vary: Origin), any other origin gets none; unreadable values fall back to ingress-nginx's defaults with a warning.",
+		plugin: "cors", keys: []string{"enable-cors", "cors-allow-origin", "cors-allow-methods", "cors-allow-headers", "cors-expose-headers", "cors-allow-credentials", "cors-max-age"},
+		busTypes:  []string{"bus/features.CORS"},
+		tables:    []string{"annotations.server.<host> (locations[].features.cors)"},
+		renderer:  []string{"stages/renderer.newCORSView"},
+		templates: []string{"templates/server.conf.tmpl"},
+		lua:       []string{"lua/switchyard/cors.lua"},
+		testdata:  []string{"stages/renderer/testdata/upstream.model.json"},
+		tests:     []string{"plugins/builtin/cors.TestParse", "integration.TestCORSThroughNginx"},
+	},
+	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
 		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
 			"proxy-ssl-ciphers", "proxy-ssl-protocols", "proxy-ssl-name", "proxy-ssl-server-name"},

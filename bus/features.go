@@ -30,6 +30,7 @@ type (
 	ServerFeatures        = features.Server
 	Logs                  = features.Logs
 	Errors                = features.Errors
+	CORS                  = features.CORS
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

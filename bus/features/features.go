@@ -42,6 +42,8 @@ type Features struct {
 	Logs *Logs `json:"logs,omitempty"`
 	// Errors are custom-http-errors and default-backend (errors.go).
 	Errors *Errors `json:"errors,omitempty"`
+	// CORS is enable-cors and the cors-* annotations (cors.go).
+	CORS *CORS `json:"cors,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -119,6 +121,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Errors.validate(); err != nil {
 		return fmt.Errorf("errors: %w", err)
+	}
+	if err := f.CORS.validate(); err != nil {
+		return fmt.Errorf("cors: %w", err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/cors"
 	"switchyard.dev/switchyard/plugins/builtin/errors"
 	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/logs"
@@ -36,6 +37,7 @@ var registry = map[string]func() plugins.Plugin{
 	"access":    access.New,
 	"auth":      auth.New,
 	"compat":    compat.New,
+	"cors":      cors.New,
 	"errors":    errors.New,
 	"headers":   headers.New,
 	"logs":      logs.New,

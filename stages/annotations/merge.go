@@ -56,6 +56,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("errors", &f.Errors, other.Errors); err != nil {
 		return err
 	}
+	if err := mergeGroup("cors", &f.CORS, other.CORS); err != nil {
+		return err
+	}
 	return nil
 }
 

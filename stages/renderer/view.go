@@ -99,6 +99,8 @@ type locationView struct {
 	External string
 	// Rewrite is the rewrite module's part (external, proxy, not-found).
 	Rewrite rewriteView
+	// CORS is the location's CORS policy for Lua (cors.go), or nil.
+	CORS *corsView
 	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
 	// BalancerArg the backend's name as a Lua literal (proxy).
 	IngressArgs, BalancerArg string
@@ -271,6 +273,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	if v.Access, err = accessLines(l.Features); err != nil {
+		return locationView{}, err
+	}
+	if v.CORS, err = newCORSView(l.Features); err != nil {
 		return locationView{}, err
 	}
 	if l.Features != nil && l.Features.Logs != nil {

@@ -69,8 +69,6 @@ const (
 	// cidrChars is what a comma-separated list of IPv4/IPv6 addresses and
 	// CIDRs can hold; parseCIDRs checks the rest.
 	cidrChars = `[0-9A-Fa-f.:/, ]*`
-	// boolValues is what strconv.ParseBool (ValidateBool) accepts.
-	boolValues = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
 )
 
 var specs = []spec{
@@ -91,7 +89,7 @@ var specs = []spec{
 		doc: "Where to send a client whose certificate fails verification. Not enforced by Switchyard yet: the Ingress is rejected.",
 	},
 	{
-		key: "auth-tls-pass-certificate-to-upstream", pattern: boolValues, risk: plugins.RiskLow, kind: accessControl,
+		key: "auth-tls-pass-certificate-to-upstream", pattern: plugins.BoolPattern, risk: plugins.RiskLow, kind: accessControl,
 		doc: "Pass the client certificate to the backend in the ssl-client-cert header. Not enforced by Switchyard yet: the Ingress is rejected.",
 	},
 	{
@@ -118,7 +116,7 @@ var specs = []spec{
 		doc: "Host header of mirrored requests. Ignored by Switchyard for now (warning).",
 	},
 	{
-		key: "mirror-request-body", pattern: boolValues, risk: plugins.RiskLow, kind: ignored,
+		key: "mirror-request-body", pattern: plugins.BoolPattern, risk: plugins.RiskLow, kind: ignored,
 		doc: "Whether mirrored requests carry the body. Ignored by Switchyard for now (warning).",
 	},
 }
