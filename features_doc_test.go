@@ -169,14 +169,14 @@ var features = []feature{
 			"lua.dataPlane.testStickyChangeOnFailure", "integration.TestBalancingThroughNginx"},
 	},
 	{
-		name: "Source ranges", summary: "allowlist-source-range (whitelist-source-range) and denylist-source-range: NGINX allow/deny per location, deny first, 403 for everyone else; checked against the client address after real_ip; an unreadable list rejects the Ingress.",
-		plugin: "access", keys: []string{"allowlist-source-range", "denylist-source-range"},
+		name: "Source ranges", summary: "allowlist-source-range (whitelist-source-range) and denylist-source-range: NGINX allow/deny per location, deny first, 403 for everyone else; checked against the client address after real_ip; an unreadable list rejects the Ingress. satisfy any lets a request through when one access check (source ranges, basic or external auth) passes.",
+		plugin: "access", keys: []string{"allowlist-source-range", "denylist-source-range", "satisfy"},
 		busTypes:  []string{"bus/features.Access"},
 		tables:    []string{"annotations.server.<host> (locations[].features.access)"},
 		renderer:  []string{"stages/renderer.accessLines"},
 		templates: []string{"templates/server.conf.tmpl"},
 		testdata:  []string{"stages/renderer/testdata/upstream.model.json"},
-		tests:     []string{"plugins/builtin/access.TestParse", "integration.TestSourceRangesThroughNginx"},
+		tests:     []string{"plugins/builtin/access.TestParse", "integration.TestSourceRangesThroughNginx", "integration.TestSatisfyThroughNginx"},
 	},
 	{
 		name: "CORS", summary: "enable-cors and the cors-* annotations, applied per request in Lua: a preflight from an allowed origin is answered 204 before auth and access rules, every other answer to an allowed origin gets the CORS headers (with Vary: Origin), any other origin gets none; unreadable values fall back to ingress-nginx's defaults with a warning.",
@@ -203,7 +203,7 @@ var features = []feature{
 	{
 		name: "Not implemented yet (compatibility guard)", summary: "ingress-nginx annotations Switchyard does not implement: an Ingress using one is refused rather than served differently than asked.",
 		plugin: "compat", keys: []string{"auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth", "auth-tls-error-page",
-			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "satisfy", "mirror-target", "mirror-host",
+			"auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn", "mirror-target", "mirror-host",
 			"mirror-request-body"},
 		tables:   []string{"annotations.ingress.<ns>.<name> (problems)"},
 		testdata: []string{"stages/annotations/testdata/refusals.model.json"},

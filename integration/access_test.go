@@ -71,3 +71,42 @@ func TestSourceRangesThroughNginx(t *testing.T) {
 		t.Errorf("the bad allowlist is not reported:\n%s", truncate([]byte(out)))
 	}
 }
+
+// TestSatisfyThroughNginx: satisfy any lets a listed address in without a
+// password and asks everyone else for one; satisfy all (the default) asks
+// the listed address too and still keeps unlisted ones out.
+func TestSatisfyThroughNginx(t *testing.T) {
+	ing := func(name, satisfy string) string {
+		annotations := map[string]string{upstreamPrefix + "allowlist-source-range": "127.0.0.1"}
+		for k, v := range basicAuthAnnotations("users") {
+			annotations[k] = v
+		}
+		if satisfy != "" {
+			annotations[upstreamPrefix+"satisfy"] = satisfy
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	e := newEnv(t, map[string]string{
+		"secret.yaml":    secretYAML("default", "users", map[string]string{"auth": "apr1:" + apr1Hash + "\n"}),
+		"ingresses.yaml": ing("any", "any") + "---\n" + ing("all", ""),
+	})
+	e.eventually("all.example.com", "/", "basic auth on the satisfy-all Ingress", status(401))
+	e.eventually("any.example.com", "/", "satisfy any to let 127.0.0.1 in without a password", status(200))
+	password := basicHeader("apr1", "pw")
+	for _, c := range []struct {
+		src, host string
+		headers   map[string]string
+		want      int
+	}{
+		{"127.0.0.1", "any", nil, 200}, {"127.0.0.2", "any", nil, 401}, {"127.0.0.2", "any", password, 200},
+		{"127.0.0.1", "all", nil, 401}, {"127.0.0.1", "all", password, 200}, {"127.0.0.2", "all", password, 403},
+	} {
+		r, err := harness.DoWithHeaders(clientFrom(c.src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", c.host+".example.com", c.headers)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", c.host, c.src, err)
+		}
+		if r.Status != c.want {
+			t.Errorf("satisfy %s, from %s, password %t: %d, want %d", c.host, c.src, c.headers != nil, r.Status, c.want)
+		}
+	}
+}

@@ -9,7 +9,8 @@ import (
 
 // accessLines are a location's allow and deny directives (access plugin),
 // without ";": deny rules first, then allow rules and "deny all" when an
-// allowlist is set, as ingress-nginx writes them. Each address is parsed
+// allowlist is set, as ingress-nginx writes them; then "satisfy any" when
+// asked (all is NGINX's default). Each address is parsed
 // again and written as netip prints it, never as the annotation had it.
 func accessLines(f *bus.Features) ([]string, error) {
 	if f == nil || f.Access == nil {
@@ -30,6 +31,9 @@ func accessLines(f *bus.Features) ([]string, error) {
 	}
 	if len(f.Access.Allow) > 0 {
 		lines = append(lines, "deny all")
+	}
+	if f.Access.SatisfyAny {
+		lines = append(lines, "satisfy any")
 	}
 	return lines, nil
 }

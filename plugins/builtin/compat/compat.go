@@ -1,7 +1,7 @@
 // Package compat is the compatibility guard: it owns the ingress-nginx
 // annotations that no Switchyard plugin implements yet but that must never
 // be silently ignored, because they ask for access control (client
-// certificates, source ranges, satisfy) or because their values were
+// certificates) or because their values were
 // injection vectors in ingress-nginx (auth-tls-match-cn, CVE-2025-1097;
 // mirror-target and mirror-host, CVE-2025-1098).
 //
@@ -99,10 +99,6 @@ var specs = []spec{
 		// backslashes, braces or ";", so it cannot leave a quoted string.
 		key: "auth-tls-match-cn", pattern: `CN=[-A-Za-z0-9 ._~/*+?|()^\[\],=:@]{1,512}`, risk: plugins.RiskHigh, kind: accessControl, check: checkCommonName,
 		doc: `Client certificates must have a subject matching this "CN=regexp". Not enforced by Switchyard yet: the Ingress is rejected.`,
-	},
-	{
-		key: "satisfy", pattern: ` *(any|all) *`, risk: plugins.RiskLow, kind: accessControl,
-		doc: "Whether all or any of the access restrictions must pass. Not enforced by Switchyard yet: the Ingress is rejected.",
 	},
 	{
 		// URLWithNginxVariableRegex: ingress-nginx documents

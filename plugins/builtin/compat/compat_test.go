@@ -33,7 +33,6 @@ func TestCheck(t *testing.T) {
 		{"auth-tls-error-page", "https://e.example.com/cert-error", reject, "not supported"},
 		{"auth-tls-pass-certificate-to-upstream", "true", reject, "not supported"},
 		{"auth-tls-match-cn", "CN=(hello-app|ok|goodbye)", reject, "not supported"},
-		{"satisfy", "any", reject, "not supported"},
 
 		// Invalid values reject with what is wrong.
 		{"auth-tls-secret", "a/b/c", reject, "not a Secret name"},
@@ -43,7 +42,6 @@ func TestCheck(t *testing.T) {
 		{"auth-tls-match-cn", "CN=(", reject, "not a regular expression"},
 		{"auth-tls-match-cn", "O=org", reject, "does not match"},
 		{"auth-tls-error-page", "javascript:alert(1)", reject, "does not match"},
-		{"satisfy", "some", reject, "does not match"},
 		{"mirror-target", `https://x/$(curl evil)`, reject, "does not match"},
 		{"mirror-host", `x; load_module /tmp/x.so`, reject, "does not match"},
 		{"mirror-host", `${x}`, reject, "does not match"},
@@ -84,7 +82,6 @@ func TestDescribe(t *testing.T) {
 		"auth-tls-secret": plugins.RiskMedium, "auth-tls-verify-client": plugins.RiskMedium,
 		"auth-tls-verify-depth": plugins.RiskLow, "auth-tls-error-page": plugins.RiskHigh,
 		"auth-tls-pass-certificate-to-upstream": plugins.RiskLow, "auth-tls-match-cn": plugins.RiskHigh,
-		"satisfy":       plugins.RiskLow,
 		"mirror-target": plugins.RiskHigh, "mirror-host": plugins.RiskHigh, "mirror-request-body": plugins.RiskLow,
 	}
 	if d.Name != "compat" || len(d.Annotations) != len(risks) {
@@ -132,7 +129,6 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Add("auth-tls-match-cn", `CN=x"; }`)
 	f.Add("mirror-target", "https://a/$request_uri")
-	f.Add("satisfy", "any")
 	f.Fuzz(func(t *testing.T, key, value string) {
 		e, ok := Check(key, value)
 		if ok && !e.Warning {
