@@ -31,6 +31,7 @@ type (
 	Logs                  = features.Logs
 	Errors                = features.Errors
 	CORS                  = features.CORS
+	ClientAuth            = features.ClientAuth
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

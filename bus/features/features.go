@@ -44,6 +44,9 @@ type Features struct {
 	Errors *Errors `json:"errors,omitempty"`
 	// CORS is enable-cors and the cors-* annotations (cors.go).
 	CORS *CORS `json:"cors,omitempty"`
+	// ClientAuth goes onto the server of the Ingress's hosts: mutual TLS
+	// (clientauth.go).
+	ClientAuth *ClientAuth `json:"clientAuth,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -124,6 +127,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.CORS.validate(); err != nil {
 		return fmt.Errorf("cors: %w", err)
+	}
+	if err := f.ClientAuth.validate(); err != nil {
+		return fmt.Errorf("clientAuth: %w", err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/access"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
+	"switchyard.dev/switchyard/plugins/builtin/authtls"
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
@@ -36,6 +37,7 @@ var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
 	"access":    access.New,
 	"auth":      auth.New,
+	"authtls":   authtls.New,
 	"compat":    compat.New,
 	"cors":      cors.New,
 	"errors":    errors.New,

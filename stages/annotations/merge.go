@@ -59,6 +59,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("cors", &f.CORS, other.CORS); err != nil {
 		return err
 	}
+	if err := mergeGroup("clientAuth", &f.ClientAuth, other.ClientAuth); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -54,6 +54,8 @@ type serverView struct {
 	// the server's own, "" for the http block's; SSLSource attributes
 	// them to the Ingress that set them.
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
+	// ClientAuth is the server's mutual TLS (clientauth.go), or nil.
+	ClientAuth *clientAuthView
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -150,6 +152,9 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 		return serverView{}, err
 	}
 	if err := view.addServerFeatures(s, src); err != nil {
+		return serverView{}, err
+	}
+	if view.ClientAuth, err = newClientAuthView(s, src); err != nil {
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
