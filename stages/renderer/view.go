@@ -54,6 +54,9 @@ type serverView struct {
 	// the server's own, "" for the http block's; SSLSource attributes
 	// them to the Ingress that set them.
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
+	// Blocks are the ConfigMap's block-user-agents and block-referers
+	// checks: a request that matches gets 403 (access.go).
+	Blocks []blockView
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -79,8 +82,10 @@ type locationView struct {
 	Proxy       *proxyView // proxy.go
 	// Backend is how the location reaches its backend (upstream.go).
 	Backend *upstreamView
-	// Access are the location's allow and deny lines (access.go).
-	Access          []string
+	// Access are the location's allow and deny lines (access.go), by
+	// source; AccessEnd gives the lines after them back to the Ingress.
+	Access          []accessGroup
+	AccessEnd       string
 	ResponseHeaders []headerView
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
@@ -151,6 +156,7 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
+	view.Blocks = serverBlocks(settings.AccessSettings, src)
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
@@ -270,9 +276,10 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	if v.Backend, err = newUpstreamView(l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}
-	if v.Access, err = accessLines(l.Features); err != nil {
+	if v.Access, err = accessGroups(l.Features, c.settings.AccessSettings, c.src); err != nil {
 		return locationView{}, err
 	}
+	v.AccessEnd = attributeAccess(v.Access, v.Source)
 	if l.Features != nil && l.Features.Logs != nil {
 		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
 	}
