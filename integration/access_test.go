@@ -71,3 +71,99 @@ func TestSourceRangesThroughNginx(t *testing.T) {
 		t.Errorf("the bad allowlist is not reported:\n%s", truncate([]byte(out)))
 	}
 }
+
+// TestGlobalAccessThroughNginx: the ConfigMap's whitelist-source-range and
+// denylist-source-range apply to every Ingress without an annotation of
+// its own, and an Ingress's own list replaces the global one of its kind
+// only; block-cidrs wins over every allowlist; block-user-agents (exact
+// and regex) and block-referers answer 403; an unreadable global list
+// fails closed where it applies and is reported naming the key.
+func TestGlobalAccessThroughNginx(t *testing.T) {
+	ing := func(name string, a map[string]string) string {
+		annotations := map[string]string{}
+		for k, v := range a {
+			annotations[upstreamPrefix+k] = v
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	settings := map[string]string{
+		"whitelist-source-range": "127.0.0.0/29",
+		"denylist-source-range":  "127.0.0.2",
+		"block-cidrs":            "127.0.0.3",
+		"block-user-agents":      "BadBot/1.0, ~*(sqlmap|nikto)",
+		"block-referers":         `~*^https?://spam\.example/`,
+	}
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.write("ingresses.yaml", strings.Join([]string{
+		ing("global", nil),
+		ing("own-deny", map[string]string{"denylist-source-range": "127.0.0.1"}),
+		ing("own-allow", map[string]string{"allowlist-source-range": "127.0.0.9"}),
+	}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("global.example.com", "/", "the global allowlist to let 127.0.0.1 in", servedBy("a-1"))
+	get := func(src, host string, headers map[string]string) int {
+		t.Helper()
+		r, err := harness.DoWithHeaders(clientFrom(src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", host, headers)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", host, src, err)
+		}
+		return r.Status
+	}
+	for _, c := range []struct {
+		src, host string
+		want      int
+	}{
+		{"127.0.0.1", "global.example.com", 200},
+		{"127.0.0.2", "global.example.com", 403}, // denylist-source-range
+		{"127.0.0.3", "global.example.com", 403}, // block-cidrs
+		{"127.0.0.9", "global.example.com", 403}, // not in whitelist-source-range
+		// The Ingress's denylist replaces the global one; the global
+		// allowlist still holds.
+		{"127.0.0.2", "own-deny.example.com", 200},
+		{"127.0.0.1", "own-deny.example.com", 403},
+		{"127.0.0.9", "own-deny.example.com", 403},
+		{"127.0.0.3", "own-deny.example.com", 403},
+		// The Ingress's allowlist replaces the global one; the global
+		// denylist and block-cidrs still hold.
+		{"127.0.0.9", "own-allow.example.com", 200},
+		{"127.0.0.1", "own-allow.example.com", 403},
+	} {
+		if got := get(c.src, c.host, nil); got != c.want {
+			t.Errorf("%s from %s: %d, want %d", c.host, c.src, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		header, value string
+		want          int
+	}{
+		{"User-Agent", "BadBot/1.0", 403},
+		{"User-Agent", "Mozilla/5.0 SQLMap/1.7", 403},
+		{"User-Agent", "BadBot/1.0 (not exactly)", 200},
+		{"User-Agent", "curl/8.0", 200},
+		{"Referer", "https://SPAM.example/page", 403},
+		{"Referer", "https://ok.example/spam.example/", 200},
+	} {
+		if got := get("127.0.0.1", "global.example.com", map[string]string{c.header: c.value}); got != c.want {
+			t.Errorf("%s %q: %d, want %d", c.header, c.value, got, c.want)
+		}
+	}
+	if got := get("127.0.0.9", "own-allow.example.com", map[string]string{"User-Agent": "nikto"}); got != 403 {
+		t.Errorf("block-user-agents on an Ingress with its own allowlist: %d, want 403", got)
+	}
+
+	// An unreadable whitelist: the Ingresses it applies to answer 403
+	// rather than serve everyone; the one with its own allowlist is served.
+	settings["whitelist-source-range"] = "127.0.0.0/29, 127.0.0.300"
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.eventually("global.example.com", "/", "the unreadable whitelist to close the Ingress without its own", status(403))
+	if got := get("127.0.0.9", "own-allow.example.com", nil); got != 200 {
+		t.Errorf("the Ingress with its own allowlist: %d, want 200", got)
+	}
+	if got := get("127.0.0.2", "own-deny.example.com", nil); got != 403 {
+		t.Errorf("an Ingress the unreadable whitelist applies to: %d, want 403", got)
+	}
+	if out := e.sy.Output.String(); !strings.Contains(out, "whitelist-source-range") || !strings.Contains(out, "127.0.0.300") {
+		t.Errorf("the unreadable whitelist is not reported:\n%s", truncate([]byte(out)))
+	}
+}
