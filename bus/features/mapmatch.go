@@ -12,6 +12,8 @@ import (
 // ingress-nginx writes them into a map on $http_user_agent or
 // $http_referer. Each is written double-quoted as a map source, so what is
 // accepted here must read the same once NGINX's parser has unquoted it.
+// NGINX compares an exact string with the whole header, ignoring case; a
+// regex matches anywhere in it unless anchored.
 
 // Limits of a block list: every entry is a map source NGINX tests on each
 // request, and every regex one PCRE run.
