@@ -2,8 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -110,6 +114,17 @@ func TestGlobalAccessThroughNginx(t *testing.T) {
 		}
 		return r.Status
 	}
+	// expect polls: a reload's old workers may still answer for a moment.
+	expect := func(src, host string, want int) {
+		t.Helper()
+		harness.WaitFor(t, changeTimeout, fmt.Sprintf("%s from %s to answer %d", host, src, want), func() error {
+			if got := get(src, host, nil); got != want {
+				return fmt.Errorf("got %d", got)
+			}
+			return nil
+		})
+	}
+	expect("127.0.0.9", "global.example.com", 403) // the ConfigMap is in force
 	for _, c := range []struct {
 		src, host string
 		want      int
@@ -157,13 +172,40 @@ func TestGlobalAccessThroughNginx(t *testing.T) {
 	settings["whitelist-source-range"] = "127.0.0.0/29, 127.0.0.300"
 	e.write("configmap.yaml", configMapYAML(settings))
 	e.eventually("global.example.com", "/", "the unreadable whitelist to close the Ingress without its own", status(403))
-	if got := get("127.0.0.9", "own-allow.example.com", nil); got != 200 {
-		t.Errorf("the Ingress with its own allowlist: %d, want 200", got)
-	}
-	if got := get("127.0.0.2", "own-deny.example.com", nil); got != 403 {
-		t.Errorf("an Ingress the unreadable whitelist applies to: %d, want 403", got)
-	}
+	expect("127.0.0.2", "own-deny.example.com", 403)  // the unreadable whitelist applies
+	expect("127.0.0.9", "own-allow.example.com", 200) // its own allowlist replaces it
 	if out := e.sy.Output.String(); !strings.Contains(out, "whitelist-source-range") || !strings.Contains(out, "127.0.0.300") {
 		t.Errorf("the unreadable whitelist is not reported:\n%s", truncate([]byte(out)))
+	}
+
+	// An injection through a block list is refused as a whole: the key
+	// fails closed on every Ingress, and nothing of it reaches NGINX.
+	settings["whitelist-source-range"] = "127.0.0.0/29"
+	settings["block-user-agents"] = `x" 1; } server { listen 127.0.0.1:1; } map $a $b { "y`
+	e.write("configmap.yaml", configMapYAML(settings))
+	expect("127.0.0.9", "own-allow.example.com", 403)
+	if out := e.sy.Output.String(); !strings.Contains(out, "data.block-user-agents") {
+		t.Errorf("the unreadable block-user-agents is not reported:\n%s", truncate([]byte(out)))
+	}
+	checkNotRendered(t, e.sy.StateDir, "listen 127.0.0.1:1;")
+}
+
+// checkNotRendered fails when a configuration file below dir holds text.
+func checkNotRendered(t *testing.T, dir, text string) {
+	t.Helper()
+	confs := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(path, ".conf") {
+			return err
+		}
+		confs++
+		data, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(data), text) {
+			t.Errorf("%s holds %q", path, text)
+		}
+		return nil
+	})
+	if err != nil || confs == 0 {
+		t.Fatalf("no configuration files below %s: %v", dir, err)
 	}
 }
