@@ -163,6 +163,10 @@ func TestGlobalAccessThroughNginx(t *testing.T) {
 			t.Errorf("%s %q: %d, want %d", c.header, c.value, got, c.want)
 		}
 	}
+	// use-forwarded-headers is off: a client cannot claim another address.
+	if got := get("127.0.0.9", "global.example.com", map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1"}); got != 403 {
+		t.Errorf("a spoofed X-Forwarded-For got in: %d, want 403", got)
+	}
 	if got := get("127.0.0.9", "own-allow.example.com", map[string]string{"User-Agent": "nikto"}); got != 403 {
 		t.Errorf("block-user-agents on an Ingress with its own allowlist: %d, want 403", got)
 	}
