@@ -56,6 +56,9 @@ type serverView struct {
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
 	// ClientAuth is the server's mutual TLS (clientauth.go), or nil.
 	ClientAuth *clientAuthView
+	// Blocks are the ConfigMap's block-user-agents and block-referers
+	// checks: a request that matches gets 403 (access.go).
+	Blocks []blockView
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -81,8 +84,10 @@ type locationView struct {
 	Proxy       *proxyView // proxy.go
 	// Backend is how the location reaches its backend (upstream.go).
 	Backend *upstreamView
-	// Access are the location's allow and deny lines (access.go).
-	Access          []string
+	// Access are the location's allow and deny lines (access.go), by
+	// source; AccessEnd gives the lines after them back to the Ingress.
+	Access          []accessGroup
+	AccessEnd       string
 	ResponseHeaders []headerView
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
@@ -158,6 +163,7 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 		return serverView{}, err
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
+	view.Blocks = serverBlocks(settings.AccessSettings, src)
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
@@ -277,12 +283,13 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	if v.Backend, err = newUpstreamView(l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}
-	if v.Access, err = accessLines(l.Features); err != nil {
+	if v.Access, err = accessGroups(l.Features, c.settings.AccessSettings, c.src); err != nil {
 		return locationView{}, err
 	}
 	if v.CORS, err = newCORSView(l.Features); err != nil {
 		return locationView{}, err
 	}
+	v.AccessEnd = attributeAccess(v.Access, v.Source)
 	if l.Features != nil && l.Features.Logs != nil {
 		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
 	}
