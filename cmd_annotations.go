@@ -103,8 +103,8 @@ func writeCatalogStatus(w io.Writer, prefix string, descs []plugins.Description)
 	}
 	fmt.Fprintf(w, "\n## Every ingress-nginx annotation\n\n")
 	fmt.Fprintf(w, "All %d of ingress-nginx's annotation names (aliases included), under the prefix `%s/`: ", len(all), prefix)
-	fmt.Fprintf(w, "%d implemented by a plugin, %d guarded (validated; the plugin's note says what happens), %d refused (the Ingress is rejected), %d ignored with a warning (`AnnotationNotSupported`). ",
-		counts["implemented"], counts["guarded"], counts["refused"], counts["ignored"])
+	fmt.Fprintf(w, "%d implemented by a plugin, %d refused (the Ingress is rejected), %d ignored with a warning (`AnnotationNotSupported`). ",
+		counts["implemented"], counts["refused"], counts["ignored"])
 	fmt.Fprintln(w, "Any other name under the prefix is reported as `UnknownAnnotation` (a warning; the Ingress is served).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| Annotation | Status | Note |")
@@ -121,8 +121,6 @@ func annotationStatus(a catalog.Annotation, owner map[string]keyOwner) (status, 
 		a, _ = catalog.LookupAnnotation(a.AliasOf)
 	}
 	switch p, ok := owner[a.Name]; {
-	case ok && p.plugin == compatPlugin:
-		return "guarded", note + "compat plugin: " + p.doc
 	case ok:
 		return "implemented", note + "plugin " + p.plugin
 	case a.Status == catalog.Refused:
@@ -134,9 +132,6 @@ func annotationStatus(a catalog.Annotation, owner map[string]keyOwner) (status, 
 
 // keyOwner is the plugin that owns an annotation, and its doc of it.
 type keyOwner struct{ plugin, doc string }
-
-// compatPlugin is the name of the compatibility guard plugin.
-const compatPlugin = "compat"
 
 // mdCell keeps a value inside its Markdown table cell.
 func mdCell(s string) string {

@@ -32,6 +32,7 @@ type (
 	Errors                = features.Errors
 	CORS                  = features.CORS
 	ClientAuth            = features.ClientAuth
+	Mirror                = features.Mirror
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

@@ -80,10 +80,11 @@ var injectionCases = []injectionCase{
 		reject:      "mirror-host: value",
 	},
 	{
-		// A valid mirror is ignored with a warning, never rendered.
-		name: "mirror-valid", cve: "CVE-2025-1098 (guard)", marker: "pwn8",
-		annotations: map[string]string{ann + "mirror-target": "https://mirror.example.com/pwn8"},
-		wantWarning: "mirror-target: not supported by Switchyard yet; the annotation is ignored",
+		// The client must never choose where mirrored requests go (SSRF):
+		// the host of mirror-target is literal.
+		name: "mirror-target-client-host", cve: "CVE-2025-1098 (SSRF)", marker: "pwn8",
+		annotations: map[string]string{ann + "mirror-target": "https://$http_host/pwn8"},
+		reject:      "mirror-target: value",
 	},
 	{
 		name: "configuration-snippet", cve: "CVE-2021-25742", marker: "pwn9",

@@ -47,6 +47,8 @@ type Features struct {
 	// ClientAuth goes onto the server of the Ingress's hosts: mutual TLS
 	// (clientauth.go).
 	ClientAuth *ClientAuth `json:"clientAuth,omitempty"`
+	// Mirror sends a copy of each request elsewhere (mirror.go).
+	Mirror *Mirror `json:"mirror,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -130,6 +132,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.ClientAuth.validate(); err != nil {
 		return fmt.Errorf("clientAuth: %w", err)
+	}
+	if err := f.Mirror.validate(); err != nil {
+		return fmt.Errorf("mirror: %w", err)
 	}
 	return nil
 }

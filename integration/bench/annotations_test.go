@@ -19,8 +19,8 @@ import (
 
 // TestBenchAnnotations measures what the annotations stage adds to a
 // change when 1,000 Ingresses are annotated: real plugin processes (the
-// example responseheader plugin, built from source, and the built-in compat
-// guard served by the switchyard binary), the stage's Annotator, and its
+// example responseheader plugin, built from source, and the built-in mirror
+// plugin served by the switchyard binary), the stage's Annotator, and its
 // publish on an embedded bus, timed from the translator's output to the
 // annotations stage's commit. Design target: <= 20 ms p99 per
 // single-Ingress change.
@@ -33,14 +33,14 @@ func TestBenchAnnotations(t *testing.T) {
 		t.Fatalf("build the example plugin: %v\n%s", err, out)
 	}
 	host := annotations.NewHost(annotations.HostConfig{Prefix: bus.DefaultAnnotationsPrefix, Sources: []annotations.PluginSource{
-		{Name: "builtin compat", Command: func() *exec.Cmd { return exec.Command(bin, "plugin", "compat") }},
+		{Name: "builtin mirror", Command: func() *exec.Cmd { return exec.Command(bin, "plugin", "mirror") }},
 		{Name: example, Command: func() *exec.Cmd { return exec.Command(example) }},
 	}}, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	owners := host.Start(ctx)
 	t.Cleanup(func() { cancel(); host.Wait() })
 	if got := len(host.Plugins()); got != 2 {
-		t.Fatalf("%d plugins running, want compat and responseheader", got)
+		t.Fatalf("%d plugins running, want mirror and responseheader", got)
 	}
 	ann := host.NewAnnotator(owners)
 
@@ -95,7 +95,7 @@ func TestBenchAnnotations(t *testing.T) {
 
 // addAnnotated puts Ingress i (its info and its server) into entries, with
 // the example's response header, a proxy annotation (upstream-vhost) and a
-// compat one (a warning).
+// mirror-host without mirror-target (a warning).
 func addAnnotated(t *testing.T, entries map[string][]byte, i int, value string) {
 	t.Helper()
 	name := fmt.Sprintf("app-%d", i)
@@ -135,6 +135,6 @@ func checkAnnotated(t *testing.T, out bus.Output, i int, value string) {
 		t.Fatalf("%s: info: %v", name, err)
 	}
 	if info.Rejected || len(info.Problems) != 2 {
-		t.Fatalf("%s: info %+v, want served with the two compat warnings", name, info)
+		t.Fatalf("%s: info %+v, want served with the two warnings", name, info)
 	}
 }

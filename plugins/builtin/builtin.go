@@ -19,11 +19,11 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/authtls"
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
-	"switchyard.dev/switchyard/plugins/builtin/compat"
 	"switchyard.dev/switchyard/plugins/builtin/cors"
 	"switchyard.dev/switchyard/plugins/builtin/errors"
 	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/logs"
+	"switchyard.dev/switchyard/plugins/builtin/mirror"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
 	"switchyard.dev/switchyard/plugins/builtin/redirect"
@@ -38,8 +38,8 @@ var registry = map[string]func() plugins.Plugin{
 	"access":    access.New,
 	"auth":      auth.New,
 	"authtls":   authtls.New,
-	"compat":    compat.New,
 	"cors":      cors.New,
+	"mirror":    mirror.New,
 	"errors":    errors.New,
 	"headers":   headers.New,
 	"logs":      logs.New,

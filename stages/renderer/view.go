@@ -108,6 +108,8 @@ type locationView struct {
 	Rewrite rewriteView
 	// CORS is the location's CORS policy for Lua (cors.go), or nil.
 	CORS *corsView
+	// Mirror is the location's mirror (mirror.go), or nil.
+	Mirror *mirrorView
 	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
 	// BalancerArg the backend's name as a Lua literal (proxy).
 	IngressArgs, BalancerArg string
@@ -287,6 +289,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	if v.CORS, err = newCORSView(l.Features); err != nil {
+		return locationView{}, err
+	}
+	if v.Mirror, err = newMirrorView(i, l.Features); err != nil {
 		return locationView{}, err
 	}
 	v.AccessEnd = attributeAccess(v.Access, v.Source)
