@@ -181,6 +181,17 @@ var features = []feature{
 			"stages/renderer.TestAccessGroups", "stages/renderer.TestRefusedAccessKeyFailsClosed", "integration.TestSourceRangesThroughNginx", "integration.TestSatisfyThroughNginx", "integration.TestGlobalAccessThroughNginx"},
 	},
 	{
+		name: "Global external auth", summary: "The ConfigMap's global-auth-url (with -method, -signin, -signin-redirect-param, -response-headers, -request-redirect) asks the auth service about every location, next to its basic auth, unless its Ingress has its own auth-url, says enable-global-auth: false, or its path starts with one of no-auth-locations; an unreadable global-auth-url answers 403 where it would apply.",
+		plugin: "auth", keys: []string{"enable-global-auth"},
+		busTypes:   []string{"bus.GlobalAuthSettings", "bus/features.GlobalAuth"},
+		tables:     []string{"translator.config.controller (the ConfigMap's global-auth-* keys)", "annotations.server.<host> (locations[].features.globalAuth)"},
+		translator: []string{"stages/translator.globalAuthURLSetting"},
+		renderer:   []string{"stages/renderer.withGlobalAuth"},
+		templates:  []string{"templates/server.conf.tmpl", "templates/auth.tmpl"},
+		testdata:   []string{"stages/renderer/testdata/global-auth.model.json", "stages/renderer/testdata/global-auth-unreadable.model.json"},
+		tests:      []string{"stages/translator.TestGlobalAuthURLFailsClosed", "integration.TestGlobalAuthThroughNginx"},
+	},
+	{
 		name: "CORS", summary: "enable-cors and the cors-* annotations, applied per request in Lua: a preflight from an allowed origin is answered 204 before auth and access rules, every other answer to an allowed origin gets the CORS headers (with Vary: Origin), any other origin gets none; unreadable values fall back to ingress-nginx's defaults with a warning.",
 		plugin: "cors", keys: []string{"enable-cors", "cors-allow-origin", "cors-allow-methods", "cors-allow-headers", "cors-expose-headers", "cors-allow-credentials", "cors-max-age"},
 		busTypes:  []string{"bus/features.CORS"},

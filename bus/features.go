@@ -33,6 +33,7 @@ type (
 	CORS                  = features.CORS
 	ClientAuth            = features.ClientAuth
 	Mirror                = features.Mirror
+	GlobalAuth            = features.GlobalAuth
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

@@ -52,6 +52,7 @@ type Settings struct {
 	NginxSettings         // one-directive keys (settings_nginx.go)
 	HTTPSettings          // compression, access log, added headers (settings_http.go)
 	AccessSettings        // global source ranges and block lists (settings_access.go)
+	GlobalAuthSettings    // global external auth (settings_globalauth.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -92,5 +93,6 @@ func DefaultSettings() Settings {
 	s.TLSSettings = defaultTLSSettings()
 	s.NginxSettings = defaultNginxSettings()
 	s.AccessSettings = defaultAccessSettings()
+	s.GlobalAuthSettings = defaultGlobalAuthSettings()
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -284,4 +285,49 @@ func renderedConfig(t *testing.T, prefix string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestGlobalAuthThroughNginx: the ConfigMap's global-auth-url asks the auth
+// service about every location, with its response headers passed on,
+// except where no-auth-locations, enable-global-auth: "false" or an
+// Ingress's own auth-url say otherwise; an unreadable global-auth-url
+// fails closed with 403 where it would apply.
+func TestGlobalAuthThroughNginx(t *testing.T) {
+	authURL, _ := startAuthService(t)
+	down := "http://127.0.0.1:" + strconv.Itoa(harness.FreePort(t)) + "/check"
+	ing := func(name string, a map[string]string, paths ...harness.Path) string {
+		annotations := map[string]string{}
+		for k, v := range a {
+			annotations[authPrefix+k] = v
+		}
+		if len(paths) == 0 {
+			paths = []harness.Path{{Path: "/", Type: "Prefix", Service: "echo-a"}}
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, paths...)
+	}
+	settings := map[string]string{"global-auth-url": authURL + "/check", "global-auth-response-headers": "X-Auth-User",
+		"no-auth-locations": "/.well-known/acme-challenge, /healthz"}
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.write("ingresses.yaml", strings.Join([]string{
+		ing("app", nil, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}, harness.Path{Path: "/healthz", Type: "Exact", Service: "echo-a"}),
+		ing("public", map[string]string{"enable-global-auth": "false"}),
+		ing("own", map[string]string{"auth-url": down}),
+	}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("app.example.com", "/", "global auth to ask for credentials", status(401))
+	r := e.eventuallyWithHeaders("app.example.com", "/", map[string]string{"Authorization": "ok"}, "global auth to let a good client in", servedBy("a-1"))
+	if got := first(r.Echo.Headers, "X-Auth-User"); got != "alice" {
+		t.Errorf("global-auth-response-headers: X-Auth-User %q, want alice", got)
+	}
+	e.eventually("app.example.com", "/healthz", "no-auth-locations to leave /healthz open", servedBy("a-1"))
+	e.eventually("public.example.com", "/", `enable-global-auth: "false" to leave the Ingress open`, servedBy("a-1"))
+	e.eventuallyWithHeaders("own.example.com", "/", map[string]string{"Authorization": "ok"},
+		"the Ingress's own auth-url (down) to replace the global one", status(500))
+
+	settings["global-auth-url"] = `http://auth/"; allow all; #`
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.eventuallyWithHeaders("app.example.com", "/", map[string]string{"Authorization": "ok"}, "an unreadable global-auth-url to fail closed", status(403))
+	e.eventually("public.example.com", "/", "the Ingress without global auth to stay open", servedBy("a-1"))
+	e.eventually("app.example.com", "/healthz", "no-auth-locations to stay open", servedBy("a-1"))
 }

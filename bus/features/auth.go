@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Auth is the auth plugin's group: basic auth against an htpasswd file
@@ -21,6 +22,12 @@ type BasicAuth struct {
 	// writes them to a file whose path it derives itself, and they never
 	// appear in logs or errors.
 	Users []string `json:"users"`
+}
+
+// GlobalAuth is enable-global-auth of an Ingress (auth plugin): Off keeps
+// the ConfigMap's global-auth-url away from its locations.
+type GlobalAuth struct {
+	Off bool `json:"off"`
 }
 
 // ExternalAuth asks URL about every request; 2xx lets it through, 401 and
@@ -82,8 +89,8 @@ var (
 	// htpasswdLinePattern is "user:hash": a user without ":" and a hash,
 	// both visible ASCII without whitespace.
 	htpasswdLinePattern = regexp.MustCompile(`^[!-9;-~]{1,256}:[!-~]{1,512}$`)
-	// authParamPattern is a query parameter name.
-	authParamPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// AuthParamPattern is a query parameter name.
+	AuthParamPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	// AuthRedirectPattern is a URL or path for X-Auth-Request-Redirect.
 	AuthRedirectPattern = regexp.MustCompile(`^(?:` + AuthRedirectSource + `)$`)
 )
@@ -119,7 +126,7 @@ func (a *Auth) validate() error {
 		if e.SigninURL != "" && (!AuthURLPattern.MatchString(e.SigninURL) || len(e.SigninURL) > 2048) {
 			return errors.New("external: signin url is not an http(s) URL of allowed characters")
 		}
-		if e.SigninRedirectParam != "" && !authParamPattern.MatchString(e.SigninRedirectParam) {
+		if e.SigninRedirectParam != "" && !AuthParamPattern.MatchString(e.SigninRedirectParam) {
 			return errors.New("external: signin redirect parameter is not a parameter name")
 		}
 		if len(e.ResponseHeaders) > 64 {
@@ -135,4 +142,36 @@ func (a *Auth) validate() error {
 		}
 	}
 	return nil
+}
+
+var headerNamePatternAuth = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
+
+// MaxAuthResponseHeaders bounds auth-response-headers.
+const MaxAuthResponseHeaders = 64
+
+// ParseHeaderList reads "X-User, X-Email" (auth-response-headers,
+// global-auth-response-headers): header names, trimmed, without
+// duplicates (case-insensitive). It returns a message when a name is not
+// letters, digits and "-".
+func ParseHeaderList(v string) ([]string, string) {
+	if strings.TrimSpace(v) == "" {
+		return nil, ""
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range strings.Split(v, ",") {
+		h = strings.TrimSpace(h)
+		if !headerNamePatternAuth.MatchString(h) {
+			return nil, "a header name must be letters, digits and -, 1 to 128 of them"
+		}
+		if seen[strings.ToLower(h)] {
+			continue
+		}
+		seen[strings.ToLower(h)] = true
+		out = append(out, h)
+	}
+	if len(out) > MaxAuthResponseHeaders {
+		return nil, fmt.Sprintf("more than %d headers", MaxAuthResponseHeaders)
+	}
+	return out, ""
 }

@@ -49,6 +49,8 @@ type Features struct {
 	ClientAuth *ClientAuth `json:"clientAuth,omitempty"`
 	// Mirror sends a copy of each request elsewhere (mirror.go).
 	Mirror *Mirror `json:"mirror,omitempty"`
+	// GlobalAuth is enable-global-auth (auth plugin, auth.go).
+	GlobalAuth *GlobalAuth `json:"globalAuth,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.

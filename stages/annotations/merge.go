@@ -65,6 +65,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("mirror", &f.Mirror, other.Mirror); err != nil {
 		return err
 	}
+	if err := mergeGroup("globalAuth", &f.GlobalAuth, other.GlobalAuth); err != nil {
+		return err
+	}
 	return nil
 }
 

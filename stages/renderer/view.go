@@ -265,6 +265,9 @@ type locationContext struct {
 // again, and quoted, by the function that writes it.
 func newLocationView(i int, l location, c locationContext) (locationView, error) {
 	v := locationView{Source: c.src.ingress(l.Ingress)}
+	if l.Ingress != "" {
+		l.Features = withGlobalAuth(l.Features, l.Path, c.settings)
+	}
 	if c.src.testRefuse[l.Ingress] {
 		v.TestRefused = TestRefusedDirective
 	}

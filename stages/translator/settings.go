@@ -165,7 +165,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.
@@ -258,7 +258,7 @@ func secondsSetting(field func(*bus.Settings) *int, lo int) settingParser {
 	return setting(field, rule, func(v string) (int, bool) { return features.ParseSeconds(v, lo, features.MaxProxyTimeout) }, strconv.Itoa)
 }
 
-func patternSetting(field func(*bus.Settings) *string, re *regexp.Regexp, rule string) settingParser {
+func patternSetting(field func(*bus.Settings) *string, re interface{ MatchString(string) bool }, rule string) settingParser {
 	return setting(field, rule, func(v string) (string, bool) { return v, re.MatchString(v) }, identity)
 }
 

@@ -32,6 +32,7 @@ const (
 	KeyCacheKey            = "auth-cache-key"
 	KeyCacheDuration       = "auth-cache-duration"
 	KeyProxySetHeaders     = "auth-proxy-set-headers"
+	KeyEnableGlobalAuth    = "enable-global-auth"
 )
 
 // DefaultRealm is ingress-nginx's realm when auth-realm is absent.
@@ -88,6 +89,8 @@ func (plugin) Describe() plugins.Description {
 				Doc: "Not supported: auth responses are not cached, and the Ingress is refused rather than served differently than asked."},
 			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Not supported, as auth-cache-key."},
+			{Key: KeyEnableGlobalAuth, Pattern: plugins.BoolPattern, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "true",
+				Doc: `"false" keeps the ConfigMap's global-auth-url off the Ingress; an auth-url of its own replaces the global one anyway.`},
 			// Owned so that it is refused, never silently ignored: it names a
 			// ConfigMap of headers for the auth request (CVE-2025-15566).
 			{Key: KeyProxySetHeaders, Pattern: secretPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
@@ -121,6 +124,15 @@ func (plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Featu
 	}
 	if auth.Basic != nil || auth.External != nil {
 		r.Features.Auth = auth
+	}
+	if v, ok := a[KeyEnableGlobalAuth]; ok {
+		on, err := strconv.ParseBool(v)
+		switch {
+		case err != nil:
+			r.Errors = append(r.Errors, plugins.Error{Key: KeyEnableGlobalAuth, Warning: true, Message: "is not a boolean; global auth stays on, as in ingress-nginx"})
+		case !on:
+			r.Features.GlobalAuth = &features.GlobalAuth{Off: true}
+		}
 	}
 	return r.Features, r.Errors
 }
@@ -309,30 +321,5 @@ func checkLengths(e *features.ExternalAuth) []plugins.Error {
 	return errs
 }
 
-var headerName = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
-
-// ParseHeaderList reads "X-User, X-Email": header names, trimmed, without
-// duplicates (case-insensitive). It returns a message when a name is not
-// letters, digits and "-".
-func ParseHeaderList(v string) ([]string, string) {
-	if strings.TrimSpace(v) == "" {
-		return nil, ""
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, h := range strings.Split(v, ",") {
-		h = strings.TrimSpace(h)
-		if !headerName.MatchString(h) {
-			return nil, "a header name must be letters, digits and -, 1 to 128 of them"
-		}
-		if seen[strings.ToLower(h)] {
-			continue
-		}
-		seen[strings.ToLower(h)] = true
-		out = append(out, h)
-	}
-	if len(out) > 64 {
-		return nil, "more than 64 headers"
-	}
-	return out, ""
-}
+// ParseHeaderList is features.ParseHeaderList (auth-response-headers).
+func ParseHeaderList(v string) ([]string, string) { return features.ParseHeaderList(v) }
