@@ -145,6 +145,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("renderer config: resolver %q is not an IP address with an optional port", r)
 		}
 	}
+	if c.MetricsDictSize != "" {
+		checks["metrics dict size"] = c.MetricsDictSize
+	}
 	if c.WorkerProcesses != "" {
 		checks["worker processes"] = c.WorkerProcesses
 	}

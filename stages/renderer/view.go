@@ -99,6 +99,9 @@ type locationView struct {
 	External string
 	// Rewrite is the rewrite module's part (external, proxy, not-found).
 	Rewrite rewriteView
+	// Labels are the variables the location sets for the metrics and the
+	// error backend (metrics.go).
+	Labels labelsView
 	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
 	// BalancerArg the backend's name as a Lua literal (proxy).
 	IngressArgs, BalancerArg string
@@ -258,6 +261,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	v.Arg = l.Modifier + path
+	if v.Labels, err = newLabelsView(l.Ingress, l.labels); err != nil {
+		return locationView{}, fmt.Errorf("location %q: %w", l.Path, err)
+	}
 	if v.Auth, err = authFor(i, l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}
