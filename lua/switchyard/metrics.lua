@@ -1,0 +1,178 @@
+-- Per-request metrics, with ingress-nginx's names, labels and buckets.
+--
+-- ingress-nginx ships every request as JSON over a socket to the
+-- controller. Here the log phase counts each request into the
+-- switchyard_metrics shared dict instead: one key per (histogram, bucket,
+-- label set) and one per (histogram, label set) for the sum, updated with
+-- incr. The controller reads the whole dict on scrape (serve(), a GET on
+-- the unix-socket configuration endpoint) and exposes the aggregates.
+--
+-- Keys are "<histogram>\1<bucket index or s>\1<labels>", the labels
+-- joined by "\1": status, method, path, namespace, ingress, service,
+-- canary, host. Buckets are not cumulative (the controller adds them up);
+-- the last index is +Inf, so a histogram's count is the sum of its
+-- buckets, and the requests counter is request_duration's count.
+--
+-- Label values are bounded: path is the location's Ingress path, host the
+-- server's name ("_" for the catch-all), method one of the known methods
+-- or "OTHER". New keys are added with safe_add, which never evicts: when
+-- the dict is full, a new series is not counted, and the "dropped" key
+-- (created at start) says how many requests lost data that way.
+
+local ngx = ngx
+local ngx_var = ngx.var
+local tonumber = tonumber
+local ipairs = ipairs
+local cjson = require("cjson.safe")
+
+local _M = {}
+
+local SEP = "\1"
+local DROPPED = "dropped"
+
+-- Bucket bounds as ingress-nginx's defaults: time (prometheus.DefBuckets),
+-- length (linear 10..100) and size (exponential 10..10^7).
+local TIME = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 }
+local LENGTH = { 10, 20, 30, 40, 50, 60, 70, 80, 90, 100 }
+local SIZE = { 10, 100, 1000, 10000, 100000, 1000000, 10000000 }
+
+-- The histograms: their key prefix, buckets and the variable observed.
+-- request_duration is always observed (it counts the requests); the
+-- upstream ones only when the request reached one upstream (a list of
+-- several tries, or none, is not a number: skipped, as ingress-nginx).
+local HISTOGRAMS = {
+    { code = "rd", buckets = TIME, var = "request_time" },
+    { code = "cd", buckets = TIME, var = "upstream_connect_time" },
+    { code = "hd", buckets = TIME, var = "upstream_header_time" },
+    { code = "sd", buckets = TIME, var = "upstream_response_time" },
+    { code = "rq", buckets = LENGTH, var = "request_length" },
+    { code = "rs", buckets = LENGTH, var = "bytes_sent" },
+    { code = "bs", buckets = SIZE, var = "bytes_sent" },
+}
+
+-- Methods counted by name; any other token a client sends is "OTHER", so
+-- a client cannot make series up.
+local METHODS = {
+    GET = true, HEAD = true, POST = true, PUT = true, DELETE = true, CONNECT = true,
+    OPTIONS = true, TRACE = true, PATCH = true,
+}
+
+local dict
+
+-- init_by_lua: the dropped counter exists before any series, so counting
+-- a drop needs no memory. safe_add keeps its value over a reload.
+function _M.init()
+    dict = ngx.shared.switchyard_metrics
+    if dict then
+        dict:safe_add(DROPPED, 0)
+    end
+end
+
+-- index of the bucket of value v: the first bound >= v, or #bounds + 1.
+local function bucket(bounds, v)
+    for i = 1, #bounds do
+        if v <= bounds[i] then
+            return i
+        end
+    end
+    return #bounds + 1
+end
+
+-- add adds v to key; false when the key is new and the dict has no room.
+local function add(key, v)
+    local _, err = dict:incr(key, v)
+    if not err then
+        return true
+    end
+    local ok, aerr = dict:safe_add(key, v)
+    if ok then
+        return true
+    end
+    if aerr == "exists" then
+        -- another worker added it in between
+        return dict:incr(key, v) ~= nil
+    end
+    return false
+end
+
+local function value(v)
+    if v == nil or v == "" then
+        return ""
+    end
+    return v
+end
+
+-- labels of this request, joined.
+local function labels()
+    local method = ngx_var.request_method
+    if not METHODS[method] then
+        method = "OTHER"
+    end
+    return ngx_var.status .. SEP .. method .. SEP .. value(ngx_var.location_path)
+        .. SEP .. value(ngx_var.namespace) .. SEP .. value(ngx_var.ingress_name)
+        .. SEP .. value(ngx_var.service_name) .. SEP .. value(ngx_var.proxy_alternative_upstream_name)
+        .. SEP .. value(ngx_var.server_name)
+end
+
+-- log_by_lua (http level in nginx.conf.tmpl): counts this request.
+function _M.log()
+    if not dict then
+        return
+    end
+    local l = labels()
+    local complete = true
+    for i = 1, #HISTOGRAMS do
+        local h = HISTOGRAMS[i]
+        local v = tonumber(ngx_var[h.var])
+        if v then
+            local prefix = h.code .. SEP
+            local ok = add(prefix .. bucket(h.buckets, v) .. SEP .. l, 1)
+            ok = add(prefix .. "s" .. SEP .. l, v) and ok
+            complete = complete and ok
+        end
+    end
+    if not complete then
+        dict:incr(DROPPED, 1, 0)
+    end
+end
+
+-- The bucket bounds by histogram code, sent with the values so that the
+-- controller and this file cannot disagree.
+local function bounds()
+    local out = {}
+    for _, h in ipairs(HISTOGRAMS) do
+        out[h.code] = h.buckets
+    end
+    return out
+end
+
+-- GET /metrics on the configuration endpoint: every key and its value,
+-- the bucket bounds and the dict's use, as JSON.
+function _M.serve()
+    ngx.header["Content-Type"] = "application/json"
+    if not dict then
+        ngx.status = 404
+        ngx.print('{"error":"per-request metrics are off"}')
+        return ngx.exit(ngx.OK)
+    end
+    local values = {}
+    -- 0: all keys. It locks the dict while it copies the key list, once
+    -- per scrape.
+    for _, key in ipairs(dict:get_keys(0)) do
+        local v = dict:get(key)
+        if v then
+            values[key] = v
+        end
+    end
+    local body = cjson.encode({
+        buckets = bounds(),
+        values = values,
+        capacity = dict:capacity(),
+        free = dict:free_space(),
+    })
+    ngx.status = 200
+    ngx.print(body)
+    return ngx.exit(ngx.OK)
+end
+
+return _M
