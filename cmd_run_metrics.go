@@ -15,10 +15,26 @@ import (
 	"switchyard.dev/switchyard/internal/metrics"
 )
 
+// metricsDictSize is NGINX's shared dict of per-request metrics: a series
+// (one label set) takes a few KiB, so this holds several thousand; when it
+// is full, new series are dropped and counted
+// (switchyard_request_metrics_dropped_total).
+const metricsDictSize = "32m"
+
 // serveMetrics serves /metrics, /healthz and /readyz on addr
 // (--metrics-addr) until ctx ends, fed by the applier's results on the bus.
 func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
-	collector := metrics.New(metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")})
+	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+	collector := metrics.New(labels)
+	socket, err := o.controlSocket()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, o.metricsPerHost, func(err error) {
+		// Until NGINX runs, every scrape finds nothing to read: not worth
+		// more than a debug line, and switchyard_request_metrics_read_errors_total counts it.
+		log.Debug("per-request metrics", zap.Error(err))
+	}))
 	conn, err := embedded.Connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)

@@ -47,6 +47,7 @@ type options struct {
 	electionID        string
 	profilingAddr     string
 	metricsAddr       string
+	metricsPerHost    bool
 	webhookAddr       string
 	defaultSSLCert    string
 	webhookCert       string
@@ -92,6 +93,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
+	fs.BoolVar(&o.metricsPerHost, "metrics-per-host", true, "label the per-request metrics with the host (the Ingress host; _ for requests no host rule matches), as ingress-nginx's flag of that name")
 	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+admission.Path+"); off by default")
 	fs.StringVar(&o.webhookCert, "validating-webhook-certificate", "", "PEM certificate the webhook serves (read again when it changes)")
 	fs.StringVar(&o.webhookKey, "validating-webhook-key", "", "PEM private key of the webhook certificate")
@@ -157,6 +159,10 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
+	if o.metricsAddr != "" {
+		// NGINX counts requests only when something serves them.
+		cfg.MetricsDictSize = metricsDictSize
+	}
 	// For tests only: the locations of these Ingresses get a directive NGINX
 	// refuses (renderer.TestRefusedDirective), so a test can follow a
 	// refusal end to end through a path every Ingress renders.
