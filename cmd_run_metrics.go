@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,10 +31,18 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	// Until NGINX runs, every scrape finds nothing to read: not worth more
+	// than a debug line (switchyard_request_metrics_read_errors_total
+	// counts the per-request ones).
 	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, o.metricsPerHost, func(err error) {
-		// Until NGINX runs, every scrape finds nothing to read: not worth
-		// more than a debug line, and switchyard_request_metrics_read_errors_total counts it.
 		log.Debug("per-request metrics", zap.Error(err))
+	}))
+	prefix, err := o.prefix()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	collector.RegisterProcess(metrics.NewProcessCollector(labels, socket, filepath.Join(prefix, "nginx.pid"), func(err error) {
+		log.Debug("nginx process metrics", zap.Error(err))
 	}))
 	conn, err := embedded.Connect("switchyard-metrics")
 	if err != nil {

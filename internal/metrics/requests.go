@@ -68,7 +68,7 @@ type RequestCollector struct {
 // NewRequestCollector reads the aggregates from the configuration endpoint
 // at socket. perHost adds the host label (--metrics-per-host).
 func NewRequestCollector(l Labels, socket string, perHost bool, onError func(error)) *RequestCollector {
-	return newRequestCollector(l, unixFetcher(socket), perHost, onError)
+	return newRequestCollector(l, unixGetter(socket, "/metrics"), perHost, onError)
 }
 
 func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), perHost bool, onError func(error)) *RequestCollector {
@@ -367,8 +367,8 @@ func hostLabel(serverName string) string {
 // maxDumpBytes bounds what one scrape reads from NGINX.
 const maxDumpBytes = 256 << 20
 
-// unixFetcher GETs /metrics from the configuration endpoint's unix socket.
-func unixFetcher(socket string) func(context.Context) ([]byte, error) {
+// unixGetter GETs path from the configuration endpoint's unix socket.
+func unixGetter(socket, path string) func(context.Context) ([]byte, error) {
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -377,21 +377,21 @@ func unixFetcher(socket string) func(context.Context) ([]byte, error) {
 		DisableKeepAlives: true,
 	}}
 	return func(ctx context.Context) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switchyard/metrics", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://switchyard"+path, nil)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("read NGINX's request metrics: %w", err)
+			return nil, fmt.Errorf("read NGINX's %s: %w", path, err)
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxDumpBytes))
 		if err != nil {
-			return nil, fmt.Errorf("read NGINX's request metrics: %w", err)
+			return nil, fmt.Errorf("read NGINX's %s: %w", path, err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("read NGINX's request metrics: %s: %.200s", resp.Status, body)
+			return nil, fmt.Errorf("read NGINX's %s: %s: %.200s", path, resp.Status, body)
 		}
 		return body, nil
 	}

@@ -83,6 +83,7 @@ func TestMetricsInNginxConf(t *testing.T) {
 		"access_log off;\n        # Not a request to count",
 		`set $location_path "";`,
 		"geo $switchyard_dollar {\n        default \"$\";",
+		"location = /nginx_status {\n            stub_status;",
 	} {
 		if !strings.Contains(on, want) {
 			t.Errorf("nginx.conf lacks %q", want)
