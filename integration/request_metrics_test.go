@@ -88,6 +88,22 @@ func TestRequestMetricsThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	e.write("ing.yaml", harness.IngressYAML("default", "shop", "shop.example.com",
 		harness.Path{Path: "/shop", Type: "Prefix", Service: "echo-a"}))
+	e.write("wild.yaml", harness.IngressYAML("default", "wild", "*.wild.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
+	e.write("regex.yaml", `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: api
+  namespace: default
+  annotations: {nginx.ingress.kubernetes.io/use-regex: "true"}
+spec:
+  ingressClassName: switchyard
+  rules:
+  - host: api.example.com
+    http:
+      paths:
+      - {path: "/v[0-9]+/items$", pathType: ImplementationSpecific, backend: {service: {name: echo-b, port: {name: http}}}}
+`)
 	addr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--metrics-addr", addr)
 	client := harness.NewClient()
@@ -110,6 +126,15 @@ func TestRequestMetricsThroughNginx(t *testing.T) {
 	if r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/", "nobody.example.com", nil); err != nil || r.Status != 404 {
 		t.Fatalf("GET of an unknown host: %v %d", err, r.Status)
 	}
+	// A wildcard host is one value, the rule's; a regex path's "$" is kept.
+	for _, host := range []string{"a.wild.example.com", "b.wild.example.com"} {
+		if r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/x", host, nil); err != nil || r.Status != 200 {
+			t.Fatalf("GET %s: %v %d", host, err, r.Status)
+		}
+	}
+	if r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/v2/items", "api.example.com", nil); err != nil || r.Status != 200 {
+		t.Fatalf("GET of the regex path: %v %d", err, r.Status)
+	}
 
 	shop := map[string]string{"namespace": "default", "ingress": "shop", "service": "echo-a", "status": "200",
 		"method": "GET", "path": "/shop", "canary": "", "host": "shop.example.com",
@@ -127,6 +152,14 @@ func TestRequestMetricsThroughNginx(t *testing.T) {
 		}
 		if _, ok := findSample(samples, "nginx_ingress_controller_requests", catchAll); !ok {
 			return fmt.Errorf("no series of the catch-all")
+		}
+		wild := map[string]string{"ingress": "wild", "service": "echo-b", "path": "/", "host": "*.wild.example.com"}
+		if v, _ := findSample(samples, "nginx_ingress_controller_requests", wild); v != 2 {
+			return fmt.Errorf("wildcard host requests = %v", v)
+		}
+		regex := map[string]string{"ingress": "api", "path": "/v[0-9]+/items$", "host": "api.example.com", "status": "200"}
+		if v, _ := findSample(samples, "nginx_ingress_controller_requests", regex); v != 1 {
+			return fmt.Errorf("regex path requests = %v", v)
 		}
 		return nil
 	})
