@@ -63,6 +63,7 @@ http {
     }
     init_worker_by_lua_block {
         require("switchyard.balancer").init_worker()
+        require("switchyard.metrics").init_worker()
     }
     header_filter_by_lua_block {
         require("switchyard.balancer").header_filter()

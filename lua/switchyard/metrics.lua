@@ -1,11 +1,12 @@
 -- Per-request metrics, with ingress-nginx's names, labels and buckets.
 --
 -- ingress-nginx ships every request as JSON over a socket to the
--- controller. Here the log phase counts each request into the
--- switchyard_metrics shared dict instead: one key per (histogram, bucket,
--- label set) and one per (histogram, label set) for the sum, updated with
--- incr. The controller reads the whole dict on scrape (serve(), a GET on
--- the unix-socket configuration endpoint) and exposes the aggregates.
+-- controller. Here the log phase counts each request in its worker, and
+-- every second the worker adds its counts to the switchyard_metrics
+-- shared dict: one key per (histogram, bucket, label set) and one per
+-- (histogram, label set) for the sum, updated with incr. The controller
+-- reads the whole dict on scrape (serve(), a GET on the unix-socket
+-- configuration endpoint) and exposes the aggregates.
 --
 -- Keys are "<histogram>\1<bucket index or s>\1<labels>", the labels
 -- joined by "\1": status, method, path, namespace, ingress, service,
@@ -17,12 +18,15 @@
 -- server's name ("_" for the catch-all), method one of the known methods
 -- or "OTHER". New keys are added with safe_add, which never evicts: when
 -- the dict is full, a new series is not counted, and the "dropped" key
--- (created at start) says how many requests lost data that way.
+-- (created at start) says how many requests lost data that way (some of
+-- a request's keys may have been added: it is counted as dropped).
 
 local ngx = ngx
 local ngx_var = ngx.var
 local tonumber = tonumber
 local ipairs = ipairs
+local pairs = pairs
+local pcall = pcall
 local cjson = require("cjson.safe")
 
 local _M = {}
@@ -58,6 +62,34 @@ local METHODS = {
 }
 
 local dict
+
+-- Each worker adds a request to its own table, not to the shared dict:
+-- a request costs a few table updates and no lock. A timer adds the
+-- table to the dict every FLUSH_INTERVAL (and when the worker exits), so
+-- a scrape sees requests at most that late, as in ingress-nginx, whose
+-- workers send their batches every second.
+local FLUSH_INTERVAL = 1 -- seconds
+-- Label sets a worker holds between two flushes; a request of a new one
+-- beyond this is not counted (in "dropped"): worker memory stays bounded.
+local MAX_PENDING = 10000
+
+-- Slots: each histogram's buckets (the last +Inf) and then its sum.
+-- slot_keys[slot] is the dict key's start, the labels its end.
+local slot_keys = {}
+for _, h in ipairs(HISTOGRAMS) do
+    h.first = #slot_keys + 1
+    for i = 1, #h.buckets + 1 do
+        slot_keys[#slot_keys + 1] = h.code .. SEP .. i .. SEP
+    end
+    h.sum = #slot_keys + 1
+    slot_keys[h.sum] = h.code .. SEP .. "s" .. SEP
+end
+local REQUESTS = #slot_keys + 1 -- requests in the table, for "dropped"
+
+-- labels -> { [slot] = count or sum, [REQUESTS] = requests }
+local pending = {}
+local pending_count = 0
+local pending_lost = 0
 
 -- init_by_lua: the dropped counter exists before any series, so counting
 -- a drop needs no memory. safe_add keeps its value over a reload.
@@ -95,6 +127,45 @@ local function add(key, v)
     return false
 end
 
+-- flush adds this worker's table to the dict.
+local function flush()
+    local p, lost = pending, pending_lost
+    pending, pending_count, pending_lost = {}, 0, 0
+    for l, acc in pairs(p) do
+        local complete = true
+        for slot, v in pairs(acc) do
+            if slot ~= REQUESTS and not add(slot_keys[slot] .. l, v) then
+                complete = false
+            end
+        end
+        if not complete then
+            lost = lost + acc[REQUESTS]
+        end
+    end
+    if lost > 0 then
+        dict:incr(DROPPED, lost, 0)
+    end
+end
+
+local function on_timer()
+    -- Also when premature (the worker exits): what it counted is kept.
+    local ok, err = pcall(flush)
+    if not ok then
+        ngx.log(ngx.ERR, "switchyard: flushing request metrics failed: ", err)
+    end
+end
+
+-- init_worker_by_lua: the flush timer.
+function _M.init_worker()
+    if not dict then
+        return
+    end
+    local ok, err = ngx.timer.every(FLUSH_INTERVAL, on_timer)
+    if not ok then
+        ngx.log(ngx.ERR, "switchyard: cannot start the request metrics timer: ", err)
+    end
+end
+
 local function value(v)
     if v == nil or v == "" then
         return ""
@@ -120,19 +191,25 @@ function _M.log()
         return
     end
     local l = labels()
-    local complete = true
+    local acc = pending[l]
+    if not acc then
+        if pending_count >= MAX_PENDING then
+            pending_lost = pending_lost + 1
+            return
+        end
+        acc = { [REQUESTS] = 0 }
+        pending[l] = acc
+        pending_count = pending_count + 1
+    end
+    acc[REQUESTS] = acc[REQUESTS] + 1
     for i = 1, #HISTOGRAMS do
         local h = HISTOGRAMS[i]
         local v = tonumber(ngx_var[h.var])
         if v then
-            local prefix = h.code .. SEP
-            local ok = add(prefix .. bucket(h.buckets, v) .. SEP .. l, 1)
-            ok = add(prefix .. "s" .. SEP .. l, v) and ok
-            complete = complete and ok
+            local slot = h.first + bucket(h.buckets, v) - 1
+            acc[slot] = (acc[slot] or 0) + 1
+            acc[h.sum] = (acc[h.sum] or 0) + v
         end
-    end
-    if not complete then
-        dict:incr(DROPPED, 1, 0)
     end
 end
 

@@ -79,6 +79,7 @@ func TestMetricsInNginxConf(t *testing.T) {
 	for _, want := range []string{
 		"lua_shared_dict switchyard_metrics 16m;",
 		`require("switchyard.metrics").init()`,
+		"require(\"switchyard.balancer\").init_worker()\n        require(\"switchyard.metrics\").init_worker()",
 		"require(\"switchyard.balancer\").log()\n        require(\"switchyard.metrics\").log()",
 		"access_log off;\n        # Not a request to count",
 		`set $location_path "";`,
