@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -145,5 +146,28 @@ func (dp *dataPlane) testMetricsDictFull(t *testing.T) {
 	}
 	dp.waitMetrics(t, "an existing series after the dict filled", func(d metricsDump) bool {
 		return d.count("rd", get) == before+1 || d.Values["dropped"] > dropped
+	})
+}
+
+// A reload replaces the workers: what the old ones counted since their
+// last flush is added to the dict as they exit, and the counts in the
+// dict survive (the dict keeps its size, so NGINX keeps it).
+func (dp *dataPlane) testMetricsKeptOverReload(t *testing.T) {
+	eps, _ := startBackends(t, "metrics-reload", 1)
+	dp.postBackends(backend{Name: "metrics", Service: svc("web"), Endpoints: eps})
+	get := metricLabels("200", "GET", "/m")
+	before := dp.metrics(t).count("rd", get)
+	if before == 0 {
+		t.Fatal("no earlier GET counted")
+	}
+	hdr := map[string]string{"X-Test-Backend": "metrics", "X-Test-Path": "/m"}
+	for range 3 {
+		if s := dp.request(t, "GET", "/metrics-test/", hdr); s != 200 {
+			t.Fatalf("GET: %d", s)
+		}
+	}
+	must(t, syscall.Kill(dp.cmd.Process.Pid, syscall.SIGHUP))
+	dp.waitMetrics(t, "the requests before a reload", func(d metricsDump) bool {
+		return d.count("rd", get) == before+3
 	})
 }

@@ -179,7 +179,7 @@ local function labels()
     if not METHODS[method] then
         method = "OTHER"
     end
-    return ngx_var.status .. SEP .. method .. SEP .. value(ngx_var.location_path)
+    return value(ngx_var.status) .. SEP .. method .. SEP .. value(ngx_var.location_path)
         .. SEP .. value(ngx_var.namespace) .. SEP .. value(ngx_var.ingress_name)
         .. SEP .. value(ngx_var.service_name) .. SEP .. value(ngx_var.proxy_alternative_upstream_name)
         .. SEP .. value(ngx_var.server_name)
