@@ -27,23 +27,11 @@ const metricsDictSize = "32m"
 func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
 	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
 	collector := metrics.New(labels)
-	socket, err := o.controlSocket()
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	if o.enableMetrics {
+		if err := registerNginxMetrics(collector, labels, o, log); err != nil {
+			return err
+		}
 	}
-	// Until NGINX runs, every scrape finds nothing to read: not worth more
-	// than a debug line (switchyard_request_metrics_read_errors_total
-	// counts the per-request ones).
-	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, o.metricsPerHost, func(err error) {
-		log.Debug("per-request metrics", zap.Error(err))
-	}))
-	prefix, err := o.prefix()
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	collector.RegisterProcess(metrics.NewProcessCollector(labels, socket, filepath.Join(prefix, "nginx.pid"), func(err error) {
-		log.Debug("nginx process metrics", zap.Error(err))
-	}))
 	conn, err := embedded.Connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -76,5 +64,29 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 			log.Error("metrics server", zap.Error(err))
 		}
 	}()
+	return nil
+}
+
+// registerNginxMetrics adds what NGINX counts (--enable-metrics): the
+// per-request series and nginx_process_*. Until NGINX runs, every scrape
+// finds nothing to read: not worth more than a debug line
+// (switchyard_request_metrics_read_errors_total counts the per-request
+// ones).
+func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, o *options, log *zap.Logger) error {
+	socket, err := o.controlSocket()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	prefix, err := o.prefix()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	opts := metrics.RequestOptions{PerHost: o.metricsPerHost, StatusClasses: o.statusClasses, Exclude: splitList(o.excludeMetrics)}
+	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, opts, func(err error) {
+		log.Debug("per-request metrics", zap.Error(err))
+	}))
+	collector.RegisterProcess(metrics.NewProcessCollector(labels, socket, filepath.Join(prefix, "nginx.pid"), func(err error) {
+		log.Debug("nginx process metrics", zap.Error(err))
+	}))
 	return nil
 }

@@ -48,6 +48,9 @@ type options struct {
 	profilingAddr     string
 	metricsAddr       string
 	metricsPerHost    bool
+	enableMetrics     bool
+	statusClasses     bool
+	excludeMetrics    string
 	webhookAddr       string
 	defaultSSLCert    string
 	webhookCert       string
@@ -93,7 +96,10 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
+	fs.BoolVar(&o.enableMetrics, "enable-metrics", true, "with --metrics-addr, have NGINX count every request for the per-request metrics (nginx_ingress_controller_requests, ...)")
 	fs.BoolVar(&o.metricsPerHost, "metrics-per-host", true, "label the per-request metrics with the host (the Ingress host; _ for requests no host rule matches), as ingress-nginx's flag of that name")
+	fs.BoolVar(&o.statusClasses, "report-status-classes", false, "label the per-request metrics with status classes (2xx, 3xx, 4xx, 5xx) instead of status codes")
+	fs.StringVar(&o.excludeMetrics, "exclude-socket-metrics", "", "per-request series not to export, comma-separated, e.g. nginx_ingress_controller_request_size,nginx_ingress_controller_header_duration_seconds")
 	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+admission.Path+"); off by default")
 	fs.StringVar(&o.webhookCert, "validating-webhook-certificate", "", "PEM certificate the webhook serves (read again when it changes)")
 	fs.StringVar(&o.webhookKey, "validating-webhook-key", "", "PEM private key of the webhook certificate")
@@ -159,7 +165,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
-	if o.metricsAddr != "" {
+	if o.metricsAddr != "" && o.enableMetrics {
 		// NGINX counts requests only when something serves them.
 		cfg.MetricsDictSize = metricsDictSize
 	}

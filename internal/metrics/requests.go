@@ -49,10 +49,24 @@ var histograms = []histogram{
 
 const requestCountCode = "rd"
 
+// RequestOptions are ingress-nginx's flags for its request series.
+type RequestOptions struct {
+	// PerHost adds the host label (--metrics-per-host).
+	PerHost bool
+	// StatusClasses reports 2xx, 3xx, 4xx and 5xx instead of status codes
+	// (--report-status-classes).
+	StatusClasses bool
+	// Exclude are series not exported (--exclude-socket-metrics), with or
+	// without the nginx_ingress_controller_ prefix.
+	Exclude []string
+}
+
 // RequestCollector exposes the per-request series NGINX aggregated.
 type RequestCollector struct {
-	fetch   func(context.Context) ([]byte, error)
-	perHost bool
+	fetch         func(context.Context) ([]byte, error)
+	perHost       bool
+	statusClasses bool
+	excluded      map[string]bool
 	// onError is told why a scrape found no per-request series.
 	onError func(error)
 
@@ -66,20 +80,24 @@ type RequestCollector struct {
 }
 
 // NewRequestCollector reads the aggregates from the configuration endpoint
-// at socket. perHost adds the host label (--metrics-per-host).
-func NewRequestCollector(l Labels, socket string, perHost bool, onError func(error)) *RequestCollector {
-	return newRequestCollector(l, unixGetter(socket, "/metrics"), perHost, onError)
+// at socket.
+func NewRequestCollector(l Labels, socket string, o RequestOptions, onError func(error)) *RequestCollector {
+	return newRequestCollector(l, unixGetter(socket, "/metrics"), o, onError)
 }
 
-func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), perHost bool, onError func(error)) *RequestCollector {
+func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), o RequestOptions, onError func(error)) *RequestCollector {
 	constLabels := prometheus.Labels{"controller_namespace": l.Namespace, "controller_class": l.Class, "controller_pod": l.Pod}
 	names := requestLabels[:len(requestLabels)-1]
-	if perHost {
+	if o.PerHost {
 		names = requestLabels
 	}
 	fq := func(name string) string { return prometheus.BuildFQName("nginx", "ingress_controller", name) }
+	excluded := map[string]bool{}
+	for _, name := range o.Exclude {
+		excluded[strings.TrimPrefix(strings.TrimSpace(name), "nginx_ingress_controller_")] = true
+	}
 	c := &RequestCollector{
-		fetch: fetch, perHost: perHost, onError: onError,
+		fetch: fetch, perHost: o.PerHost, statusClasses: o.StatusClasses, excluded: excluded, onError: onError,
 		requests:   prometheus.NewDesc(fq("requests"), "The total number of client requests", names, constLabels),
 		histograms: map[string]*prometheus.Desc{},
 		// Deprecated in ingress-nginx, and still on its request handling
@@ -143,15 +161,21 @@ func (c *RequestCollector) emit(ch chan<- prometheus.Metric, d dump) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, d.dropped)
 	ch <- prometheus.MustNewConstMetric(c.dictBytes, prometheus.GaugeValue, d.capacity)
 	ch <- prometheus.MustNewConstMetric(c.dictFree, prometheus.GaugeValue, d.free)
-	all := d.aggregate(c.perHost)
+	all := d.aggregate(c.perHost, c.statusClasses)
 	for _, s := range all {
-		if rd := s.hists[requestCountCode]; rd != nil {
+		if rd := s.hists[requestCountCode]; rd != nil && !c.excluded["requests"] {
 			ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(rd.count()), s.labels...)
 		}
-		for code, h := range s.hists {
-			bounds := d.buckets[code]
-			ch <- prometheus.MustNewConstHistogram(c.histograms[code], h.count(), h.sum, h.cumulative(bounds), s.labels...)
+		for _, h := range histograms {
+			v := s.hists[h.code]
+			if v == nil || c.excluded[h.name] {
+				continue
+			}
+			ch <- prometheus.MustNewConstHistogram(c.histograms[h.code], v.count(), v.sum, v.cumulative(d.buckets[h.code]), s.labels...)
 		}
+	}
+	if c.excluded["ingress_upstream_latency_seconds"] {
+		return
 	}
 	for _, l := range upstreamLatency(all) {
 		ch <- prometheus.MustNewConstSummary(c.latency, l.count, l.sum, nil, l.labels...)
@@ -303,13 +327,17 @@ func (d *dump) add(key string, v float64) bool {
 }
 
 // aggregate are the series to export: the host label made readable, or
-// dropped and its series merged when metrics are not per host.
-func (d *dump) aggregate(perHost bool) []*series {
+// dropped and its series merged when metrics are not per host; with
+// statusClasses, the status is its class ("2xx"), series merged too.
+func (d *dump) aggregate(perHost, statusClasses bool) []*series {
 	out := map[string]*series{}
 	for _, s := range d.raw {
 		labels := slices.Clone(s.labels)
 		for i, v := range labels {
 			labels[i] = strings.ToValidUTF8(v, string(utf8.RuneError))
+		}
+		if statusClasses && labels[0] != "" {
+			labels[0] = labels[0][:1] + "xx"
 		}
 		last := len(labels) - 1
 		if perHost {

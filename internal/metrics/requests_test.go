@@ -56,7 +56,7 @@ func TestRequestCollector(t *testing.T) {
 	cl := `controller_class="nginx",controller_namespace="ns",controller_pod="p-1"`
 
 	perHost := New(l)
-	perHost.RegisterRequests(newRequestCollector(l, fetch, true, nil))
+	perHost.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{PerHost: true}, nil))
 	_, body := scrape(t, perHost.Handler(func() error { return nil }), "/metrics")
 	shopLabels := `canary="",` + cl + `,host="shop.example.com",ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="200"`
 	for _, want := range []string{
@@ -86,7 +86,7 @@ func TestRequestCollector(t *testing.T) {
 	}
 
 	merged := New(l)
-	merged.RegisterRequests(newRequestCollector(l, fetch, false, nil))
+	merged.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{}, nil))
 	_, body = scrape(t, merged.Handler(func() error { return nil }), "/metrics")
 	noHost := `canary="",` + cl + `,ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="200"`
 	for _, want := range []string{
@@ -99,6 +99,24 @@ func TestRequestCollector(t *testing.T) {
 	}
 	if strings.Contains(body, "host=") {
 		t.Error("a host label without --metrics-per-host")
+	}
+
+	classes := New(l)
+	classes.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{StatusClasses: true,
+		Exclude: []string{"nginx_ingress_controller_bytes_sent", "request_size", "ingress_upstream_latency_seconds"}}, nil))
+	_, body = scrape(t, classes.Handler(func() error { return nil }), "/metrics")
+	for _, want := range []string{
+		`nginx_ingress_controller_requests{canary="",` + cl + `,ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="2xx"} 4`,
+		`nginx_ingress_controller_requests{canary="",` + cl + `,ingress="",method="GET",namespace="",path="",service="",status="4xx"} 7`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("with status classes, metrics lack %s", want)
+		}
+	}
+	for _, gone := range []string{`status="200"`, "nginx_ingress_controller_bytes_sent", "nginx_ingress_controller_request_size", "upstream_latency"} {
+		if strings.Contains(body, gone) {
+			t.Errorf("%s exported with status classes and exclusions", gone)
+		}
 	}
 }
 
@@ -115,7 +133,7 @@ func TestRequestCollectorUnreadable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var reported error
 			c := New(l)
-			c.RegisterRequests(newRequestCollector(l, fetch, true, func(err error) { reported = err }))
+			c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{PerHost: true}, func(err error) { reported = err }))
 			code, body := scrape(t, c.Handler(func() error { return nil }), "/metrics")
 			if code != 200 || !strings.Contains(body, "nginx_ingress_controller_build_info") {
 				t.Fatalf("scrape: %d\n%s", code, body)
@@ -160,7 +178,7 @@ func FuzzParseDump(f *testing.F) {
 			if !perHost {
 				want--
 			}
-			for _, s := range d.aggregate(perHost) {
+			for _, s := range d.aggregate(perHost, perHost) {
 				if len(s.labels) != want {
 					t.Fatalf("series with %d labels: %q", len(s.labels), s.labels)
 				}
