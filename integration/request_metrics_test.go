@@ -105,7 +105,8 @@ spec:
       - {path: "/v[0-9]+/items$", pathType: ImplementationSpecific, backend: {service: {name: echo-b, port: {name: http}}}}
 `)
 	addr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--metrics-addr", addr)
+	// Bucket flags as in ingress-nginx: the durations in three buckets.
+	e.sy = harness.StartSwitchyard(t, e.dir, "--metrics-addr", addr, "--time-buckets", "0.1,1,10")
 	client := harness.NewClient()
 	url := "http://" + e.sy.HTTPAddr
 	// Waiting with HEAD keeps the GET series to the requests counted below.
@@ -178,6 +179,14 @@ spec:
 	}
 	if v, _ := findSample(samples, "nginx_ingress_controller_request_duration_seconds_bucket", withLabels(shop, map[string]string{"le": "+Inf"})); v != n {
 		t.Errorf("request_duration_seconds_bucket{le=\"+Inf\"} = %v, want %d", v, n)
+	}
+	for le, want := range map[string]bool{"0.1": true, "1": true, "10": true, "0.005": false, "2.5": false} {
+		if _, ok := findSample(samples, "nginx_ingress_controller_request_duration_seconds_bucket", withLabels(shop, map[string]string{"le": le})); ok != want {
+			t.Errorf("--time-buckets 0.1,1,10: bucket le=%s exported: %v", le, ok)
+		}
+	}
+	if _, ok := findSample(samples, "nginx_ingress_controller_request_size_bucket", withLabels(shop, map[string]string{"le": "50"})); !ok {
+		t.Error("request_size lacks ingress-nginx's default length bucket 50")
 	}
 	// NGINX's own: a master and its workers, and at least our requests.
 	for name, least := range map[string]float64{"nginx_process_num_procs": 2, "nginx_process_resident_memory_bytes": 1 << 20,

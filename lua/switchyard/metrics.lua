@@ -27,12 +27,15 @@ local tonumber = tonumber
 local ipairs = ipairs
 local pairs = pairs
 local pcall = pcall
+local type = type
 local cjson = require("cjson.safe")
 
 local _M = {}
 
 local SEP = "\1"
 local DROPPED = "dropped"
+-- The bucket lists the counts were made with.
+local BUCKETS_KEY = "buckets"
 
 -- Bucket bounds as ingress-nginx's defaults: time (prometheus.DefBuckets),
 -- length (linear 10..100) and size (exponential 10..10^7).
@@ -61,6 +64,16 @@ local METHODS = {
     OPTIONS = true, TRACE = true, PATCH = true,
 }
 
+-- The bucket bounds by histogram code, sent with the values so that the
+-- controller and this file cannot disagree.
+local function bounds()
+    local out = {}
+    for _, h in ipairs(HISTOGRAMS) do
+        out[h.code] = h.buckets
+    end
+    return out
+end
+
 local dict
 
 -- Each worker adds a request to its own table, not to the shared dict:
@@ -75,29 +88,73 @@ local MAX_PENDING = 10000
 
 -- Slots: each histogram's buckets (the last +Inf) and then its sum.
 -- slot_keys[slot] is the dict key's start, the labels its end.
-local slot_keys = {}
-for _, h in ipairs(HISTOGRAMS) do
-    h.first = #slot_keys + 1
-    for i = 1, #h.buckets + 1 do
-        slot_keys[#slot_keys + 1] = h.code .. SEP .. i .. SEP
+local slot_keys
+local REQUESTS -- requests in the table, for "dropped"
+
+local function build_slots()
+    slot_keys = {}
+    for _, h in ipairs(HISTOGRAMS) do
+        h.first = #slot_keys + 1
+        for i = 1, #h.buckets + 1 do
+            slot_keys[#slot_keys + 1] = h.code .. SEP .. i .. SEP
+        end
+        h.sum = #slot_keys + 1
+        slot_keys[h.sum] = h.code .. SEP .. "s" .. SEP
     end
-    h.sum = #slot_keys + 1
-    slot_keys[h.sum] = h.code .. SEP .. "s" .. SEP
+    REQUESTS = #slot_keys + 1
 end
-local REQUESTS = #slot_keys + 1 -- requests in the table, for "dropped"
+build_slots()
 
 -- labels -> { [slot] = count or sum, [REQUESTS] = requests }
 local pending = {}
 local pending_count = 0
 local pending_lost = 0
 
--- init_by_lua: the dropped counter exists before any series, so counting
--- a drop needs no memory. safe_add keeps its value over a reload.
-function _M.init()
-    dict = ngx.shared.switchyard_metrics
-    if dict then
-        dict:safe_add(DROPPED, 0)
+-- The bucket lists by the name of their flag (renderer: MetricsBuckets).
+local BUCKET_LISTS = { time = TIME, length = LENGTH, size = SIZE }
+
+-- Sets the bucket lists the renderer passes (the flags), in place, so
+-- HISTOGRAMS sees them.
+local function set_buckets(lists)
+    for name, default in pairs(BUCKET_LISTS) do
+        local list = lists[name]
+        if type(list) == "table" and #list > 0 then
+            for i = #default, 1, -1 do
+                default[i] = nil
+            end
+            for i, v in ipairs(list) do
+                default[i] = v
+            end
+        end
     end
+end
+
+-- init_by_lua, with the bucket lists of the flags (nil: the defaults).
+-- A bucket index means another bound under other lists, so when they
+-- changed since the counts in the dict were made, the dict starts over
+-- (a counter reset, which Prometheus handles). The dropped counter exists
+-- before any series, so counting a drop needs no memory; safe_add keeps
+-- its value over a reload.
+function _M.init(buckets)
+    if type(buckets) == "table" then
+        set_buckets(buckets)
+        build_slots()
+    end
+    dict = ngx.shared.switchyard_metrics
+    if not dict then
+        return
+    end
+    local parts = {}
+    for _, h in ipairs(HISTOGRAMS) do
+        parts[#parts + 1] = h.code .. "=" .. table.concat(h.buckets, ",")
+    end
+    local spec = table.concat(parts, ";")
+    if dict:get(BUCKETS_KEY) ~= spec then
+        dict:flush_all()
+        dict:flush_expired()
+        dict:set(BUCKETS_KEY, spec)
+    end
+    dict:safe_add(DROPPED, 0)
 end
 
 -- index of the bucket of value v: the first bound >= v, or #bounds + 1.
@@ -213,16 +270,6 @@ function _M.log()
     end
 end
 
--- The bucket bounds by histogram code, sent with the values so that the
--- controller and this file cannot disagree.
-local function bounds()
-    local out = {}
-    for _, h in ipairs(HISTOGRAMS) do
-        out[h.code] = h.buckets
-    end
-    return out
-end
-
 -- GET /metrics on the configuration endpoint: every key and its value,
 -- the bucket bounds and the dict's use, as JSON.
 function _M.serve()
@@ -237,7 +284,7 @@ function _M.serve()
     -- per scrape.
     for _, key in ipairs(dict:get_keys(0)) do
         local v = dict:get(key)
-        if v then
+        if type(v) == "number" then
             values[key] = v
         end
     end

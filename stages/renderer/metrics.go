@@ -9,7 +9,10 @@ package renderer
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -83,4 +86,56 @@ func quoteLiteral(s string) (string, error) {
 	}
 	s = strings.ReplaceAll(s, `\`, `\\`)
 	return `"` + strings.ReplaceAll(s, "$", dollarVariable) + `"`, nil
+}
+
+// MetricsBuckets are the per-request histograms' bucket bounds, as
+// ingress-nginx's flags: time (the durations), length (request and
+// response size) and size (bytes sent).
+type MetricsBuckets struct {
+	Time, Length, Size []float64
+}
+
+// maxBuckets bounds a bucket list: every bucket is a dict key per series.
+const maxBuckets = 32
+
+// luaInit is metrics.lua's init argument: the lists set, as a Lua table
+// of numbers, or "" for all defaults.
+func (b MetricsBuckets) luaInit() (string, error) {
+	var parts []string
+	for _, l := range []struct {
+		name   string
+		bounds []float64
+	}{{"time", b.Time}, {"length", b.Length}, {"size", b.Size}} {
+		if l.bounds == nil {
+			continue
+		}
+		if err := checkBuckets(l.bounds); err != nil {
+			return "", fmt.Errorf("%s buckets: %w", l.name, err)
+		}
+		nums := make([]string, len(l.bounds))
+		for i, v := range l.bounds {
+			nums[i] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		parts = append(parts, l.name+" = { "+strings.Join(nums, ", ")+" }")
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return "{ " + strings.Join(parts, ", ") + " }", nil
+}
+
+// checkBuckets: finite, increasing, at least one and at most maxBuckets.
+func checkBuckets(bounds []float64) error {
+	if len(bounds) == 0 || len(bounds) > maxBuckets {
+		return fmt.Errorf("want 1 to %d bounds, got %d", maxBuckets, len(bounds))
+	}
+	for i, v := range bounds {
+		if math.IsNaN(v) || math.IsInf(v, 0) || (i > 0 && v <= bounds[i-1]) {
+			return fmt.Errorf("bounds must be finite and increasing: %v", bounds)
+		}
+	}
+	if !slices.IsSorted(bounds) {
+		return fmt.Errorf("bounds must be increasing: %v", bounds)
+	}
+	return nil
 }

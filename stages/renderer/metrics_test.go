@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -93,5 +94,39 @@ func TestMetricsInNginxConf(t *testing.T) {
 	cfg.MetricsDictSize = "16m;x"
 	if err := cfg.Validate(); err == nil {
 		t.Error("a metrics dict size with a ';' was accepted")
+	}
+}
+
+// TestMetricsBuckets: the bucket flags become metrics.lua's init argument;
+// bounds that are not finite and increasing, or too many, are refused.
+func TestMetricsBuckets(t *testing.T) {
+	got, err := MetricsBuckets{Time: []float64{0.1, 1, 10}, Size: []float64{1e6}}.luaInit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{ time = { 0.1, 1, 10 }, size = { 1e+06 } }"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if got, _ := (MetricsBuckets{}).luaInit(); got != "" {
+		t.Errorf("defaults: %q", got)
+	}
+	for _, bad := range [][]float64{{}, {2, 1}, {1, 1}, {math.NaN()}, {math.Inf(1)}, make([]float64, maxBuckets+1)} {
+		if _, err := (MetricsBuckets{Length: bad}).luaInit(); err == nil {
+			t.Errorf("accepted %v", bad)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.MetricsDictSize = "16m"
+	cfg.MetricsBuckets = MetricsBuckets{Time: []float64{0.5}}
+	conf, err := renderMain(cfg, bus.DefaultSettings(), sources{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(conf, `require("switchyard.metrics").init({ time = { 0.5 } })`) {
+		t.Errorf("nginx.conf lacks the buckets")
+	}
+	cfg.MetricsBuckets = MetricsBuckets{Time: []float64{2, 1}}
+	if err := cfg.Validate(); err == nil {
+		t.Error("decreasing buckets passed Validate")
 	}
 }

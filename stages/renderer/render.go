@@ -33,6 +33,10 @@ type Config struct {
 	// metrics are counted in (lua/switchyard/metrics.lua); "" turns them
 	// off (no --metrics-addr: nothing would read them).
 	MetricsDictSize string
+	// MetricsBuckets are the histograms' bucket bounds (--time-buckets,
+	// --length-buckets, --size-buckets); nil ones keep ingress-nginx's
+	// defaults, which metrics.lua holds.
+	MetricsBuckets MetricsBuckets
 	AccessLog       bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string

@@ -148,6 +148,9 @@ func (c Config) Validate() error {
 	if c.MetricsDictSize != "" {
 		checks["metrics dict size"] = c.MetricsDictSize
 	}
+	if _, err := c.MetricsBuckets.luaInit(); err != nil {
+		return fmt.Errorf("renderer config: %w", err)
+	}
 	if c.WorkerProcesses != "" {
 		checks["worker processes"] = c.WorkerProcesses
 	}
