@@ -37,7 +37,7 @@ type Config struct {
 	// --length-buckets, --size-buckets); nil ones keep ingress-nginx's
 	// defaults, which metrics.lua holds.
 	MetricsBuckets MetricsBuckets
-	AccessLog       bool
+	AccessLog      bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
