@@ -82,12 +82,27 @@ func findSample(samples []metricSample, name string, want map[string]string) (fl
 // counted in its shared dict and exported on --metrics-addr with
 // ingress-nginx's labels: N GETs of a known Ingress are N requests and N
 // observations of every histogram; a request no Ingress matches has the
-// catch-all's empty labels; and every series ingress-nginx's Grafana
+// catch-all's empty labels; a canary's are the primary's with canary set;
+// and every series ingress-nginx's Grafana
 // dashboards query is there.
 func TestRequestMetricsThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	e.write("ing.yaml", harness.IngressYAML("default", "shop", "shop.example.com",
 		harness.Path{Path: "/shop", Type: "Prefix", Service: "echo-a"}))
+	e.write("canary.yaml", `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: shop-canary
+  namespace: default
+  annotations: {nginx.ingress.kubernetes.io/canary: "true", nginx.ingress.kubernetes.io/canary-by-header: X-Canary}
+spec:
+  ingressClassName: switchyard
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - {path: /shop, pathType: Prefix, backend: {service: {name: echo-b, port: {name: http}}}}
+`)
 	e.write("wild.yaml", harness.IngressYAML("default", "wild", "*.wild.example.com",
 		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
 	e.write("regex.yaml", `apiVersion: networking.k8s.io/v1
@@ -127,6 +142,14 @@ spec:
 	if r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/", "nobody.example.com", nil); err != nil || r.Status != 404 {
 		t.Fatalf("GET of an unknown host: %v %d", err, r.Status)
 	}
+	// The canary's requests: the primary's labels, and canary names the
+	// canary's backend.
+	for range 2 {
+		r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/shop/c", "shop.example.com", map[string]string{"X-Canary": "always"})
+		if err != nil || r.Status != 200 || r.Echo == nil || r.Echo.Pod != "b-1" {
+			t.Fatalf("GET of the canary: %v %d", err, r.Status)
+		}
+	}
 	// A wildcard host is one value, the rule's; a regex path's "$" is kept.
 	for _, host := range []string{"a.wild.example.com", "b.wild.example.com"} {
 		if r, err := harness.DoWithHeaders(client, http.MethodGet, url+"/x", host, nil); err != nil || r.Status != 200 {
@@ -153,6 +176,10 @@ spec:
 		}
 		if _, ok := findSample(samples, "nginx_ingress_controller_requests", catchAll); !ok {
 			return fmt.Errorf("no series of the catch-all")
+		}
+		canary := withLabels(shop, map[string]string{"canary": "default-echo-b-http"})
+		if v, _ := findSample(samples, "nginx_ingress_controller_requests", canary); v != 2 {
+			return fmt.Errorf("canary requests = %v", v)
 		}
 		wild := map[string]string{"ingress": "wild", "service": "echo-b", "path": "/", "host": "*.wild.example.com"}
 		if v, _ := findSample(samples, "nginx_ingress_controller_requests", wild); v != 2 {
