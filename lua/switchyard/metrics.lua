@@ -28,6 +28,7 @@ local ipairs = ipairs
 local pairs = pairs
 local pcall = pcall
 local type = type
+local tbl_concat = table.concat
 local cjson = require("cjson.safe")
 
 local _M = {}
@@ -146,9 +147,9 @@ function _M.init(buckets)
     end
     local parts = {}
     for _, h in ipairs(HISTOGRAMS) do
-        parts[#parts + 1] = h.code .. "=" .. table.concat(h.buckets, ",")
+        parts[#parts + 1] = h.code .. "=" .. tbl_concat(h.buckets, ",")
     end
-    local spec = table.concat(parts, ";")
+    local spec = tbl_concat(parts, ";")
     if dict:get(BUCKETS_KEY) ~= spec then
         dict:flush_all()
         dict:flush_expired()
@@ -223,11 +224,9 @@ function _M.init_worker()
     end
 end
 
+-- value is a variable's value as a label: "" when the request has none.
 local function value(v)
-    if v == nil or v == "" then
-        return ""
-    end
-    return v
+    return v or ""
 end
 
 -- labels of this request, joined.
