@@ -269,6 +269,9 @@ function _M.log()
     end
 end
 
+-- Keys a scrape reads before it lets the worker's other requests run.
+local YIELD_EVERY = 2000
+
 -- GET /metrics on the configuration endpoint: every key and its value,
 -- the bucket bounds and the dict's use, as JSON.
 function _M.serve()
@@ -280,11 +283,14 @@ function _M.serve()
     end
     local values = {}
     -- 0: all keys. It locks the dict while it copies the key list, once
-    -- per scrape.
-    for _, key in ipairs(dict:get_keys(0)) do
+    -- per scrape; the worker serves its other requests in between reads.
+    for i, key in ipairs(dict:get_keys(0)) do
         local v = dict:get(key)
         if type(v) == "number" then
             values[key] = v
+        end
+        if i % YIELD_EVERY == 0 then
+            ngx.sleep(0)
         end
     end
     local body = cjson.encode({
