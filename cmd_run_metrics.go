@@ -27,14 +27,22 @@ const metricsDictSize = "32m"
 func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
 	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
 	collector := metrics.New(labels)
-	if o.enableMetrics {
-		if err := registerNginxMetrics(collector, labels, o, log); err != nil {
-			return err
-		}
-	}
 	conn, err := embedded.Connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	if o.enableMetrics {
+		ingresses := metrics.NewIngressSet()
+		go func() {
+			_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
+				ingresses.Update(snap)
+				return nil
+			})
+		}()
+		if err := registerNginxMetrics(collector, labels, ingresses, o, log); err != nil {
+			conn.Close()
+			return err
+		}
 	}
 	results := make(chan *nats.Msg, 64)
 	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
@@ -72,7 +80,7 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 // finds nothing to read: not worth more than a debug line
 // (switchyard_request_metrics_read_errors_total counts the per-request
 // ones).
-func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, o *options, log *zap.Logger) error {
+func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, ingresses *metrics.IngressSet, o *options, log *zap.Logger) error {
 	socket, err := o.controlSocket()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -81,7 +89,8 @@ func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, o
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	opts := metrics.RequestOptions{PerHost: o.metricsPerHost, StatusClasses: o.statusClasses, Exclude: splitList(o.excludeMetrics)}
+	opts := metrics.RequestOptions{PerHost: o.metricsPerHost, StatusClasses: o.statusClasses, Exclude: splitList(o.excludeMetrics),
+		Ingresses: ingresses}
 	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, opts, func(err error) {
 		log.Debug("per-request metrics", zap.Error(err))
 	}))

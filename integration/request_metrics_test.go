@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -230,6 +231,24 @@ spec:
 		}
 	}
 	checkGrafanaMetrics(t, samples)
+
+	// A deleted Ingress's series go, as in ingress-nginx.
+	if err := os.Remove(filepath.Join(e.dir, "wild.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, changeTimeout, "the deleted Ingress's series gone", func() error {
+		samples, err := scrapeMetrics(addr)
+		if err != nil {
+			return err
+		}
+		if _, ok := findSample(samples, "nginx_ingress_controller_requests", map[string]string{"ingress": "wild"}); ok {
+			return fmt.Errorf("still exported")
+		}
+		if v, _ := findSample(samples, "nginx_ingress_controller_requests", shop); v != n {
+			return fmt.Errorf("shop's requests = %v", v)
+		}
+		return nil
+	})
 }
 
 // notBuilt are the dashboards' series of parts of issue 16 this branch

@@ -59,6 +59,9 @@ type RequestOptions struct {
 	// Exclude are series not exported (--exclude-socket-metrics), with or
 	// without the nginx_ingress_controller_ prefix.
 	Exclude []string
+	// Ingresses, when set, leaves out the series of Ingresses it does not
+	// have (deleted ones).
+	Ingresses *IngressSet
 }
 
 // RequestCollector exposes the per-request series NGINX aggregated.
@@ -67,6 +70,7 @@ type RequestCollector struct {
 	perHost       bool
 	statusClasses bool
 	excluded      map[string]bool
+	ingresses     *IngressSet
 	// onError is told why a scrape found no per-request series.
 	onError func(error)
 
@@ -97,7 +101,7 @@ func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), 
 		excluded[strings.TrimPrefix(strings.TrimSpace(name), "nginx_ingress_controller_")] = true
 	}
 	c := &RequestCollector{
-		fetch: fetch, perHost: o.PerHost, statusClasses: o.StatusClasses, excluded: excluded, onError: onError,
+		fetch: fetch, perHost: o.PerHost, statusClasses: o.StatusClasses, excluded: excluded, ingresses: o.Ingresses, onError: onError,
 		requests:   prometheus.NewDesc(fq("requests"), "The total number of client requests", names, constLabels),
 		histograms: map[string]*prometheus.Desc{},
 		// Deprecated in ingress-nginx, and still on its request handling
@@ -161,7 +165,7 @@ func (c *RequestCollector) emit(ch chan<- prometheus.Metric, d dump) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, d.dropped)
 	ch <- prometheus.MustNewConstMetric(c.dictBytes, prometheus.GaugeValue, d.capacity)
 	ch <- prometheus.MustNewConstMetric(c.dictFree, prometheus.GaugeValue, d.free)
-	all := d.aggregate(c.perHost, c.statusClasses)
+	all := c.current(d.aggregate(c.perHost, c.statusClasses))
 	for _, s := range all {
 		if rd := s.hists[requestCountCode]; rd != nil && !c.excluded["requests"] {
 			ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(rd.count()), s.labels...)
@@ -180,6 +184,22 @@ func (c *RequestCollector) emit(ch chan<- prometheus.Metric, d dump) {
 	for _, l := range upstreamLatency(all) {
 		ch <- prometheus.MustNewConstSummary(c.latency, l.count, l.sum, nil, l.labels...)
 	}
+}
+
+// current leaves out the series of deleted Ingresses; those of no
+// Ingress (the catch-all) stay.
+func (c *RequestCollector) current(all []*series) []*series {
+	if c.ingresses == nil {
+		return all
+	}
+	out := all[:0]
+	for _, s := range all {
+		// s.labels: status, method, path, namespace, ingress, ...
+		if s.labels[4] == "" || c.ingresses.Has(s.labels[3], s.labels[4]) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // latencyLabels are ingress_upstream_latency_seconds's labels.

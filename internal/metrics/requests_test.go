@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"switchyard.dev/switchyard/bus"
 )
 
 // luaDump builds what metrics.lua answers: values keyed as it keys them.
@@ -190,4 +192,36 @@ func FuzzParseDump(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDeletedIngressesLeftOut: once the pipeline says which Ingresses
+// exist, the series of the others go; the catch-all's stay.
+func TestDeletedIngressesLeftOut(t *testing.T) {
+	values := map[string]float64{
+		key("rd", "1", "200", "GET", "/", "shop", "web", "web", "", "_"):  1,
+		key("rd", "1", "200", "GET", "/", "shop", "gone", "web", "", "_"): 1,
+		key("rd", "1", "404", "GET", "", "", "", "", "", "_"):             1,
+	}
+	fetch := func(context.Context) ([]byte, error) { return luaDump(t, values), nil }
+	set := NewIngressSet()
+	l := Labels{}
+	c := New(l)
+	c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{Ingresses: set}, nil))
+	h := c.Handler(func() error { return nil })
+	if _, body := scrape(t, h, "/metrics"); !strings.Contains(body, `ingress="gone"`) {
+		t.Error("before the pipeline reported, a series was left out")
+	}
+	set.Update(bus.Snapshot{Full: true, Puts: map[string][]byte{
+		bus.Key(bus.KindIngress, "shop", "web"): []byte("{}"), bus.Key(bus.KindIngress, "shop", "gone"): []byte("{}"),
+		bus.SettingsKey: []byte("{}")}})
+	set.Update(bus.Snapshot{Deletes: []string{bus.Key(bus.KindIngress, "shop", "gone")}})
+	_, body := scrape(t, h, "/metrics")
+	if strings.Contains(body, `ingress="gone"`) {
+		t.Error("the series of a deleted Ingress is exported")
+	}
+	for _, want := range []string{`ingress="web"`, `status="404"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
