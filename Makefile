@@ -80,8 +80,10 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/canary
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHtpasswd$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHeaderList$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/authtls
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./plugins/builtin/compat
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/access
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/cors
 	$(GO) test -run '^$$' -fuzz '^FuzzParseErrorCodes$$' -fuzztime $(FUZZTIME) ./plugins/builtin/errors
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/ratelimit
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/redirect
@@ -95,6 +97,8 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBackendBalancing$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDump$$' -fuzztime $(FUZZTIME) ./internal/metrics
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMapMatchList$$' -fuzztime $(FUZZTIME) ./bus/features
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCIDRList$$' -fuzztime $(FUZZTIME) ./bus/features
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

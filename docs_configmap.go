@@ -22,7 +22,7 @@ func writeConfigMapDocs(w io.Writer) {
 	fmt.Fprintln(w, "Generated from the translator's key parsers and the catalog of ingress-nginx's keys (internal/catalog/configmap.txt); `go test -run TestConfigMapDocsAreCurrent -update .` rewrites it.")
 	fmt.Fprintf(w, "%d keys: %d implemented, %d not supported (reported as `NotSupported`, a warning), %d removed from ingress-nginx itself (`NotSupported`), %d refused (`Refused`, logged at error level: snippets, and keys whose absence would let traffic through unprotected). ",
 		len(statuses), counts["implemented"], counts["ignored"], counts["removed"], counts["refused"])
-	fmt.Fprintln(w, "A key that is neither ingress-nginx's nor Switchyard's is reported as `UnknownKey`. An invalid value is reported as `InvalidValue` and the default is kept.")
+	fmt.Fprintln(w, "A key that is neither ingress-nginx's nor Switchyard's is reported as `UnknownKey`. An invalid value is reported as `InvalidValue` and the default is kept, except for the access keys (whitelist-source-range, denylist-source-range, block-cidrs, block-user-agents, block-referers): their default would let in the clients they keep out, so an invalid value makes every location the key applies to answer 403 (docs/compatibility.md).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| Key | Status | Default | Value / note |")
 	fmt.Fprintln(w, "|---|---|---|---|")

@@ -30,6 +30,8 @@ type (
 	ServerFeatures        = features.Server
 	Logs                  = features.Logs
 	Errors                = features.Errors
+	CORS                  = features.CORS
+	ClientAuth            = features.ClientAuth
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

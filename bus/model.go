@@ -52,6 +52,11 @@ type Server struct {
 	// ServerFeaturesFrom is the Ingress ("namespace/name") that set
 	// SSLCiphers, so a cipher list NGINX refuses is traced to it.
 	ServerFeaturesFrom string `json:"serverFeaturesFrom,omitempty"`
+	// ClientAuth is the host's mutual TLS (auth-tls-*) of the first
+	// Ingress of the host by namespace/name that asks for it, which
+	// ClientAuthFrom names; the annotations stage fills them in.
+	ClientAuth     *ClientAuth `json:"clientAuth,omitempty"`
+	ClientAuthFrom string      `json:"clientAuthFrom,omitempty"`
 }
 
 // ServerTLS names the certificate served for a host.

@@ -26,7 +26,7 @@ type Secret struct {
 // prefix, whose value names a Secret ("name" or "namespace/name"). The
 // watcher forwards those Secrets and the translator publishes them; the
 // plugin that owns the key declares it SecretRef.
-var SecretAnnotations = []string{"auth-secret", "proxy-ssl-secret"}
+var SecretAnnotations = []string{"auth-secret", "proxy-ssl-secret", "auth-tls-secret"}
 
 // ParseSecretRef reads an annotation value naming a Secret, relative to the
 // Ingress's namespace, and returns "namespace/name"; see

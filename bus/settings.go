@@ -51,6 +51,7 @@ type Settings struct {
 	TLSSettings           // settings_tls.go
 	NginxSettings         // one-directive keys (settings_nginx.go)
 	HTTPSettings          // compression, access log, added headers (settings_http.go)
+	AccessSettings        // global source ranges and block lists (settings_access.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -90,5 +91,6 @@ func DefaultSettings() Settings {
 	s.ProxyProtocolSettings = defaultProxyProtocolSettings()
 	s.TLSSettings = defaultTLSSettings()
 	s.NginxSettings = defaultNginxSettings()
+	s.AccessSettings = defaultAccessSettings()
 	return s
 }

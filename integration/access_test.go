@@ -2,8 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,5 +73,182 @@ func TestSourceRangesThroughNginx(t *testing.T) {
 	}
 	if out := e.sy.Output.String(); !strings.Contains(out, "allowlist-source-range") || !strings.Contains(out, "127.0.0.300") {
 		t.Errorf("the bad allowlist is not reported:\n%s", truncate([]byte(out)))
+	}
+}
+
+// TestSatisfyThroughNginx: satisfy any lets a listed address in without a
+// password and asks everyone else for one; satisfy all (the default) asks
+// the listed address too and still keeps unlisted ones out.
+func TestSatisfyThroughNginx(t *testing.T) {
+	ing := func(name, satisfy string) string {
+		annotations := map[string]string{upstreamPrefix + "allowlist-source-range": "127.0.0.1"}
+		for k, v := range basicAuthAnnotations("users") {
+			annotations[k] = v
+		}
+		if satisfy != "" {
+			annotations[upstreamPrefix+"satisfy"] = satisfy
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	e := newEnv(t, map[string]string{
+		"secret.yaml":    secretYAML("default", "users", map[string]string{"auth": "apr1:" + apr1Hash + "\n"}),
+		"ingresses.yaml": ing("any", "any") + "---\n" + ing("all", ""),
+	})
+	e.eventually("all.example.com", "/", "basic auth on the satisfy-all Ingress", status(401))
+	e.eventually("any.example.com", "/", "satisfy any to let 127.0.0.1 in without a password", status(200))
+	password := basicHeader("apr1", "pw")
+	for _, c := range []struct {
+		src, host string
+		headers   map[string]string
+		want      int
+	}{
+		{"127.0.0.1", "any", nil, 200}, {"127.0.0.2", "any", nil, 401}, {"127.0.0.2", "any", password, 200},
+		{"127.0.0.1", "all", nil, 401}, {"127.0.0.1", "all", password, 200}, {"127.0.0.2", "all", password, 403},
+	} {
+		r, err := harness.DoWithHeaders(clientFrom(c.src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", c.host+".example.com", c.headers)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", c.host, c.src, err)
+		}
+		if r.Status != c.want {
+			t.Errorf("satisfy %s, from %s, password %t: %d, want %d", c.host, c.src, c.headers != nil, r.Status, c.want)
+		}
+	}
+}
+
+// TestGlobalAccessThroughNginx: the ConfigMap's whitelist-source-range and
+// denylist-source-range apply to every Ingress without an annotation of
+// its own, and an Ingress's own list replaces the global one of its kind
+// only; block-cidrs wins over every allowlist; block-user-agents (exact
+// and regex) and block-referers answer 403; an unreadable global list
+// fails closed where it applies and is reported naming the key.
+func TestGlobalAccessThroughNginx(t *testing.T) {
+	ing := func(name string, a map[string]string) string {
+		annotations := map[string]string{}
+		for k, v := range a {
+			annotations[upstreamPrefix+k] = v
+		}
+		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+	}
+	settings := map[string]string{
+		"whitelist-source-range": "127.0.0.0/29",
+		"denylist-source-range":  "127.0.0.2",
+		"block-cidrs":            "127.0.0.3",
+		"block-user-agents":      "BadBot/1.0, ~*(sqlmap|nikto)",
+		"block-referers":         `~*^https?://spam\.example/`,
+	}
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.write("ingresses.yaml", strings.Join([]string{
+		ing("global", nil),
+		ing("own-deny", map[string]string{"denylist-source-range": "127.0.0.1"}),
+		ing("own-allow", map[string]string{"allowlist-source-range": "127.0.0.9"}),
+	}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("global.example.com", "/", "the global allowlist to let 127.0.0.1 in", servedBy("a-1"))
+	get := func(src, host string, headers map[string]string) int {
+		t.Helper()
+		r, err := harness.DoWithHeaders(clientFrom(src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", host, headers)
+		if err != nil {
+			t.Fatalf("%s from %s: %v", host, src, err)
+		}
+		return r.Status
+	}
+	// expect polls: a reload's old workers may still answer for a moment.
+	expect := func(src, host string, want int) {
+		t.Helper()
+		harness.WaitFor(t, changeTimeout, fmt.Sprintf("%s from %s to answer %d", host, src, want), func() error {
+			if got := get(src, host, nil); got != want {
+				return fmt.Errorf("got %d", got)
+			}
+			return nil
+		})
+	}
+	expect("127.0.0.9", "global.example.com", 403) // the ConfigMap is in force
+	for _, c := range []struct {
+		src, host string
+		want      int
+	}{
+		{"127.0.0.1", "global.example.com", 200},
+		{"127.0.0.2", "global.example.com", 403}, // denylist-source-range
+		{"127.0.0.3", "global.example.com", 403}, // block-cidrs
+		{"127.0.0.9", "global.example.com", 403}, // not in whitelist-source-range
+		// The Ingress's denylist replaces the global one; the global
+		// allowlist still holds.
+		{"127.0.0.2", "own-deny.example.com", 200},
+		{"127.0.0.1", "own-deny.example.com", 403},
+		{"127.0.0.9", "own-deny.example.com", 403},
+		{"127.0.0.3", "own-deny.example.com", 403},
+		// The Ingress's allowlist replaces the global one; the global
+		// denylist and block-cidrs still hold.
+		{"127.0.0.9", "own-allow.example.com", 200},
+		{"127.0.0.1", "own-allow.example.com", 403},
+	} {
+		if got := get(c.src, c.host, nil); got != c.want {
+			t.Errorf("%s from %s: %d, want %d", c.host, c.src, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		header, value string
+		want          int
+	}{
+		{"User-Agent", "BadBot/1.0", 403},
+		{"User-Agent", "Mozilla/5.0 SQLMap/1.7", 403},
+		{"User-Agent", "BadBot/1.0 (not exactly)", 200},
+		{"User-Agent", "curl/8.0", 200},
+		{"Referer", "https://SPAM.example/page", 403},
+		{"Referer", "https://ok.example/spam.example/", 200},
+	} {
+		if got := get("127.0.0.1", "global.example.com", map[string]string{c.header: c.value}); got != c.want {
+			t.Errorf("%s %q: %d, want %d", c.header, c.value, got, c.want)
+		}
+	}
+	// use-forwarded-headers is off: a client cannot claim another address.
+	if got := get("127.0.0.9", "global.example.com", map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1"}); got != 403 {
+		t.Errorf("a spoofed X-Forwarded-For got in: %d, want 403", got)
+	}
+	if got := get("127.0.0.9", "own-allow.example.com", map[string]string{"User-Agent": "nikto"}); got != 403 {
+		t.Errorf("block-user-agents on an Ingress with its own allowlist: %d, want 403", got)
+	}
+
+	// An unreadable whitelist: the Ingresses it applies to answer 403
+	// rather than serve everyone; the one with its own allowlist is served.
+	settings["whitelist-source-range"] = "127.0.0.0/29, 127.0.0.300"
+	e.write("configmap.yaml", configMapYAML(settings))
+	e.eventually("global.example.com", "/", "the unreadable whitelist to close the Ingress without its own", status(403))
+	expect("127.0.0.2", "own-deny.example.com", 403)  // the unreadable whitelist applies
+	expect("127.0.0.9", "own-allow.example.com", 200) // its own allowlist replaces it
+	if out := e.sy.Output.String(); !strings.Contains(out, "whitelist-source-range") || !strings.Contains(out, "127.0.0.300") {
+		t.Errorf("the unreadable whitelist is not reported:\n%s", truncate([]byte(out)))
+	}
+
+	// An injection through a block list is refused as a whole: the key
+	// fails closed on every Ingress, and nothing of it reaches NGINX.
+	settings["whitelist-source-range"] = "127.0.0.0/29"
+	settings["block-user-agents"] = `x" 1; } server { listen 127.0.0.1:1; } map $a $b { "y`
+	e.write("configmap.yaml", configMapYAML(settings))
+	expect("127.0.0.9", "own-allow.example.com", 403)
+	if out := e.sy.Output.String(); !strings.Contains(out, "data.block-user-agents") {
+		t.Errorf("the unreadable block-user-agents is not reported:\n%s", truncate([]byte(out)))
+	}
+	checkNotRendered(t, e.sy.StateDir, "listen 127.0.0.1:1;")
+}
+
+// checkNotRendered fails when a configuration file below dir holds text.
+func checkNotRendered(t *testing.T, dir, text string) {
+	t.Helper()
+	confs := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(path, ".conf") {
+			return err
+		}
+		confs++
+		data, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(data), text) {
+			t.Errorf("%s holds %q", path, text)
+		}
+		return nil
+	})
+	if err != nil || confs == 0 {
+		t.Fatalf("no configuration files below %s: %v", dir, err)
 	}
 }

@@ -50,14 +50,14 @@ var injectionCases = []injectionCase{
 		reject: "auth-tls-match-cn: value",
 	},
 	{
-		// A valid CN still asks for mutual TLS, which is not enforced yet:
-		// rejected rather than served open.
-		name: "match-cn-valid", cve: "CVE-2025-1097 (guard)", marker: "pwn3",
+		// A regex that passes the pattern but could backtrack for seconds
+		// on a client's subject (optional_no_ca lets anyone choose it).
+		name: "match-cn-backtracking", cve: "CVE-2025-1097 (regex)", marker: "pwn3",
 		annotations: map[string]string{
 			ann + "auth-tls-secret":   "default/ca",
-			ann + "auth-tls-match-cn": `CN=pwn3-client`,
+			ann + "auth-tls-match-cn": `CN=(a+)+pwn3`,
 		},
-		reject: "not supported by Switchyard yet",
+		reject: "exponential time",
 	},
 	{
 		name: "mirror-target", cve: "CVE-2025-1098", marker: "pwn4",

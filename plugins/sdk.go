@@ -109,6 +109,10 @@ type Annotation struct {
 	SecretRef bool
 }
 
+// BoolPattern is what strconv.ParseBool accepts, as ingress-nginx's
+// GetBoolAnnotation does: the pattern of every boolean annotation.
+const BoolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
+
 // LocationAnnotation is an annotation that applies to each location of
 // the Ingress, the usual kind.
 func LocationAnnotation(key, pattern string, risk Risk, def, doc string) Annotation {

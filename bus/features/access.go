@@ -11,6 +11,10 @@ type Access struct {
 	// Allow, when set, is the only addresses let through; every other one
 	// gets 403.
 	Allow []string `json:"allow,omitempty"`
+	// SatisfyAny lets a request through when any one of the location's
+	// access checks passes (source ranges, basic or external auth) rather
+	// than all of them (satisfy: any).
+	SatisfyAny bool `json:"satisfyAny,omitempty"`
 }
 
 func (a *Access) validate() error {

@@ -42,6 +42,11 @@ type Features struct {
 	Logs *Logs `json:"logs,omitempty"`
 	// Errors are custom-http-errors and default-backend (errors.go).
 	Errors *Errors `json:"errors,omitempty"`
+	// CORS is enable-cors and the cors-* annotations (cors.go).
+	CORS *CORS `json:"cors,omitempty"`
+	// ClientAuth goes onto the server of the Ingress's hosts: mutual TLS
+	// (clientauth.go).
+	ClientAuth *ClientAuth `json:"clientAuth,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -119,6 +124,12 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Errors.validate(); err != nil {
 		return fmt.Errorf("errors: %w", err)
+	}
+	if err := f.CORS.validate(); err != nil {
+		return fmt.Errorf("cors: %w", err)
+	}
+	if err := f.ClientAuth.validate(); err != nil {
+		return fmt.Errorf("clientAuth: %w", err)
 	}
 	return nil
 }

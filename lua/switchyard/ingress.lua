@@ -67,6 +67,15 @@ function _M.rewrite(ssl_redirect, force_ssl_redirect, preserve_trailing_slash, h
     end
 end
 
+-- rewrite_by_lua, after rewrite: a host with auth-tls-verify-client on
+-- refuses a plain HTTP request that was not redirected to HTTPS, where no
+-- client certificate can be checked (ingress-nginx serves it).
+function _M.require_tls()
+    if ngx_var.https ~= "on" then
+        return ngx.exit(403)
+    end
+end
+
 -- from-to-www-redirect: the whole server redirects to host, with the
 -- request's scheme, its port unless it is the scheme's default, and the
 -- request URI.

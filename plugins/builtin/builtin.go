@@ -16,9 +16,11 @@ import (
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/builtin/access"
 	"switchyard.dev/switchyard/plugins/builtin/auth"
+	"switchyard.dev/switchyard/plugins/builtin/authtls"
 	"switchyard.dev/switchyard/plugins/builtin/balancing"
 	"switchyard.dev/switchyard/plugins/builtin/canary"
 	"switchyard.dev/switchyard/plugins/builtin/compat"
+	"switchyard.dev/switchyard/plugins/builtin/cors"
 	"switchyard.dev/switchyard/plugins/builtin/errors"
 	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/logs"
@@ -35,7 +37,9 @@ var registry = map[string]func() plugins.Plugin{
 	"canary":    canary.New,
 	"access":    access.New,
 	"auth":      auth.New,
+	"authtls":   authtls.New,
 	"compat":    compat.New,
+	"cors":      cors.New,
 	"errors":    errors.New,
 	"headers":   headers.New,
 	"logs":      logs.New,

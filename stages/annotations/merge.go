@@ -56,6 +56,12 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("errors", &f.Errors, other.Errors); err != nil {
 		return err
 	}
+	if err := mergeGroup("cors", &f.CORS, other.CORS); err != nil {
+		return err
+	}
+	if err := mergeGroup("clientAuth", &f.ClientAuth, other.ClientAuth); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -38,7 +38,7 @@ func (a *Annotator) checkAliases(res *ingressResult) {
 
 // applyServerFeatures sets the server-level fields of annotated from the
 // Ingresses of its locations: for each field, the first Ingress by
-// namespace/name that sets it.
+// namespace/name that sets it; mutual TLS (ClientAuth) likewise, as one.
 func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 	ids := map[string]bool{}
 	for _, loc := range annotated.Locations {
@@ -47,12 +47,19 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 		}
 	}
 	annotated.Aliases, annotated.SSLCiphers, annotated.SSLPreferServerCiphers, annotated.ServerFeaturesFrom = nil, "", nil, ""
+	annotated.ClientAuth, annotated.ClientAuthFrom = nil, ""
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		res := a.results[id]
-		if res == nil || res.rejected || res.features == nil || res.features.Server == nil {
+		if res == nil || res.rejected || res.features == nil {
 			continue
 		}
+		if annotated.ClientAuth == nil && res.features.ClientAuth != nil {
+			annotated.ClientAuth, annotated.ClientAuthFrom = res.features.ClientAuth, id
+		}
 		srv := res.features.Server
+		if srv == nil {
+			continue
+		}
 		if annotated.Aliases == nil && len(srv.Aliases) > 0 {
 			annotated.Aliases = slices.Clone(srv.Aliases)
 		}

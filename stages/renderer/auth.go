@@ -169,10 +169,12 @@ func quoteVariables(s string) (string, error) {
 	return `"` + s + `"`, nil
 }
 
-// authFiles are the Secret-derived files a server's locations need, by
-// path: htpasswd files, and the certificates and keys of upstream TLS.
+// authFiles are the Secret-derived files a server and its locations need,
+// by path: the CA of mutual TLS, htpasswd files, and the certificates and
+// keys of upstream TLS.
 func authFiles(s *bus.Server) map[string]string {
 	files := map[string]string{}
+	clientAuthFiles(s, files)
 	for _, l := range s.Locations {
 		f := l.Features
 		if f == nil || f.Deny != nil {

@@ -16,10 +16,10 @@ import (
 )
 
 // protected reports whether a location restricts who reaches its backend:
-// basic or external auth, or a fixed answer in its place (Deny). Rate
-// limits are not access control.
+// basic or external auth, its own source ranges (Access), or a fixed
+// answer in its place (Deny). Rate limits are not access control.
 func protected(f *bus.Features) bool {
-	return f != nil && (f.Auth != nil || f.Deny != nil)
+	return f != nil && (f.Auth != nil || f.Deny != nil || f.Access != nil)
 }
 
 // namespaceOf is the namespace of an Ingress "namespace/name"; "" for a

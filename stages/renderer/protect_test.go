@@ -11,6 +11,7 @@ func TestWithoutForeignNested(t *testing.T) {
 	auth := &bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/"}}}
 	deny := &bus.Features{Deny: &bus.Deny{Status: 503, Reason: "auth plugin down"}}
 	regex := &bus.Features{Rewrite: &bus.Rewrite{UseRegex: true}}
+	allowlist := &bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}}}
 	loc := func(path, pathType, ingress string, f *bus.Features) bus.Location {
 		return bus.Location{Path: path, PathType: pathType, Backend: "b", Ingress: ingress, Features: f}
 	}
@@ -32,6 +33,8 @@ func TestWithoutForeignNested(t *testing.T) {
 			loc("/admin", bus.PathPrefix, "t/a", auth), loc("/admin/x", bus.PathPrefix, "o/y", auth)}, []string{"/admin/x"}},
 		{"same namespace may carve its own public path", []bus.Location{
 			loc("/admin", bus.PathPrefix, "t/a", auth), loc("/admin/health", bus.PathExact, "t/b", nil)}, nil},
+		{"a source range protects as auth does", []bus.Location{
+			loc("/office", bus.PathPrefix, "t/a", allowlist), loc("/office/x", bus.PathPrefix, "o/x", nil)}, []string{"/office/x"}},
 		{"a protected / covers the host", []bus.Location{
 			loc("/", bus.PathPrefix, "t/a", deny), loc("/public", bus.PathPrefix, "o/x", nil)}, []string{"/public"}},
 		{"regex paths are left to ^~", []bus.Location{

@@ -168,7 +168,7 @@ func (r *Renderer) effectiveSettings() bus.Settings {
 	s := r.settings
 	s.ProxyRealIPCIDR = slices.Clone(s.ProxyRealIPCIDR)
 	for key := range r.ref.refusedKeys {
-		resetSetting(&s, key)
+		failClosedSetting(&s, key)
 	}
 	return s
 }

@@ -54,6 +54,11 @@ type serverView struct {
 	// the server's own, "" for the http block's; SSLSource attributes
 	// them to the Ingress that set them.
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
+	// ClientAuth is the server's mutual TLS (clientauth.go), or nil.
+	ClientAuth *clientAuthView
+	// Blocks are the ConfigMap's block-user-agents and block-referers
+	// checks: a request that matches gets 403 (access.go).
+	Blocks []blockView
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -79,8 +84,10 @@ type locationView struct {
 	Proxy       *proxyView // proxy.go
 	// Backend is how the location reaches its backend (upstream.go).
 	Backend *upstreamView
-	// Access are the location's allow and deny lines (access.go).
-	Access          []string
+	// Access are the location's allow and deny lines (access.go), by
+	// source; AccessEnd gives the lines after them back to the Ingress.
+	Access          []accessGroup
+	AccessEnd       string
 	ResponseHeaders []headerView
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
@@ -102,6 +109,8 @@ type locationView struct {
 	// Labels are the variables the location sets for the metrics and the
 	// error backend (metrics.go).
 	Labels labelsView
+	// CORS is the location's CORS policy for Lua (cors.go), or nil.
+	CORS *corsView
 	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
 	// BalancerArg the backend's name as a Lua literal (proxy).
 	IngressArgs, BalancerArg string
@@ -153,7 +162,11 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	if err := view.addServerFeatures(s, src); err != nil {
 		return serverView{}, err
 	}
+	if view.ClientAuth, err = newClientAuthView(s, src); err != nil {
+		return serverView{}, err
+	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
+	view.Blocks = serverBlocks(settings.AccessSettings, src)
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
@@ -276,9 +289,13 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	if v.Backend, err = newUpstreamView(l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}
-	if v.Access, err = accessLines(l.Features); err != nil {
+	if v.Access, err = accessGroups(l.Features, c.settings.AccessSettings, c.src); err != nil {
 		return locationView{}, err
 	}
+	if v.CORS, err = newCORSView(l.Features); err != nil {
+		return locationView{}, err
+	}
+	v.AccessEnd = attributeAccess(v.Access, v.Source)
 	if l.Features != nil && l.Features.Logs != nil {
 		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
 	}

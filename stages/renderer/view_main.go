@@ -55,6 +55,9 @@ type mainView struct {
 	// TLSLines are the http block's TLS directives (view_tls.go);
 	// NginxLines its one-directive keys (view_nginx.go).
 	TLSLines, NginxLines []sourcedLine
+	// BlockMaps are the block-user-agents and block-referers maps the
+	// servers check (access.go).
+	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
 	// MetricsInit is metrics.lua's init argument (the bucket flags), "" for
@@ -141,6 +144,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, err
 	}
 	if v.NginxLines, err = newNginxLines(s, src); err != nil {
+		return mainView{}, err
+	}
+	if v.BlockMaps, err = blockMaps(s.AccessSettings, src); err != nil {
 		return mainView{}, err
 	}
 	v.MultiAccept = onOff(s.EnableMultiAccept)

@@ -36,10 +36,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		case !known:
 			problems = append(problems, unparsedKey(key))
 		case !p.apply(&s, value):
-			// Each key is applied once and apply leaves the field alone on
-			// failure, so show still gives the default here.
-			problems = append(problems, bus.Problem{Field: "data." + key, Reason: ReasonInvalidValue,
-				Message: fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(&s)))})
+			problems = append(problems, invalidSetting(&s, key, value, p))
 		}
 	}
 	if s.AllowSnippetAnnotations {
@@ -50,6 +47,22 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		slices.SortStableFunc(problems, func(a, b bus.Problem) int { return strings.Compare(a.Field, b.Field) })
 	}
 	return s, problems
+}
+
+// invalidSetting reports an invalid value of key and keeps the key's
+// default, or, for a key that fails closed, marks it unreadable.
+func invalidSetting(s *bus.Settings, key, value string, p settingParser) bus.Problem {
+	problem := bus.Problem{Field: "data." + key, Reason: ReasonInvalidValue}
+	if p.failClosed {
+		s.MarkUnreadable(key)
+		problem.Message = fmt.Sprintf("%s: %s is invalid, it must be %s; it cannot be enforced, so every location it applies to answers 403 until it is fixed",
+			key, clipQuoted(value), p.rule)
+		return problem
+	}
+	// Each key is applied once and apply leaves the field alone on
+	// failure, so show still gives the default here.
+	problem.Message = fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(s)))
+	return problem
 }
 
 // Reasons of the controller ConfigMap's Problems.
@@ -124,6 +137,10 @@ type settingParser struct {
 	rule  string                               // what a valid value is, for messages
 	apply func(s *bus.Settings, v string) bool // false: v is invalid and s is untouched
 	show  func(s *bus.Settings) string         // the field in ConfigMap spelling
+	// failClosed: an invalid value marks the key unreadable
+	// (bus.AccessSettings) instead of keeping the default, which would
+	// leave open what the key closes.
+	failClosed bool
 }
 
 // setting builds a settingParser from a field accessor, a parser and a
@@ -148,7 +165,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.

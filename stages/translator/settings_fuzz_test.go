@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // settingsWordForbidden are the characters that would let a value written
@@ -29,6 +30,8 @@ func FuzzParseSettings(f *testing.F) {
 		{"log-format-upstream", `'; error_log /etc/passwd; #`}, {"log-format-upstream", "$"},
 		{"ssl-protocols", "TLSv1.2 TLSv1.3"}, {"ssl-ciphers", "HIGH:!aNULL:!MD5"}, {"ssl-ciphers", "x; include /etc/passwd"},
 		{"custom-http-errors", "404,503"}, {"proxy-cookie-path", "/a /b"}, {"large-client-header-buffers", "4 8k"},
+		{"whitelist-source-range", "10.0.0.0/8, 192.168.1.7"}, {"block-cidrs", "10.0.0.0/8;deny all"},
+		{"block-user-agents", "~*(sqlmap|nikto),BadBot/1.0"}, {"block-referers", `~a"; deny all; #`},
 		{"proxy-next-upstream", "error timeout"}, {"proxy-redirect-from", "http://a/"}, {"annotations-risk-level", "critical"}, {"use-gzip", "true"},
 	}
 	for _, s := range seeds {
@@ -93,6 +96,18 @@ func checkSettingsSafe(t *testing.T, s bus.Settings) {
 	for _, c := range s.ProxyRealIPCIDR {
 		if _, err := netip.ParsePrefix(c); err != nil {
 			t.Fatalf("cidr %q accepted", c)
+		}
+	}
+	for _, list := range [][]string{s.WhitelistSourceRange, s.DenylistSourceRange, s.BlockCIDRs} {
+		for _, c := range list {
+			if p, err := netip.ParsePrefix(c); err != nil || p.Masked().String() != c {
+				t.Fatalf("access cidr %q accepted", c)
+			}
+		}
+	}
+	for _, m := range append(slices.Clone(s.BlockUserAgents), s.BlockReferers...) {
+		if features.ValidMapMatch(m) != nil || strings.ContainsAny(m, "\"\r\n") {
+			t.Fatalf("map source %q accepted", m)
 		}
 	}
 	if !slices.Contains(riskLevels, s.AnnotationsRiskLevel) {

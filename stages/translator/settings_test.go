@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
@@ -240,7 +240,11 @@ func TestParseSettingsInvalid(t *testing.T) {
 	for key, c := range settingsCases {
 		for _, in := range c.invalid {
 			got, problems := parseSettings(map[string]string{key: in})
-			if !reflect.DeepEqual(got, bus.DefaultSettings()) {
+			want := bus.DefaultSettings()
+			if settingParsers[key].failClosed {
+				want.MarkUnreadable(key) // TestAccessKeysFailClosed
+			}
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: %q: the default was not kept: %+v", key, in, got)
 			}
 			if len(problems) != 1 {
@@ -257,7 +261,11 @@ func checkInvalidProblem(t *testing.T, key, in, def string, p bus.Problem) {
 	if p.Field != "data."+key || p.Reason != "InvalidValue" {
 		t.Errorf("%s: %q: got %s/%s, want data.%s/InvalidValue", key, in, p.Field, p.Reason, key)
 	}
-	for _, part := range []string{key + ": ", clipQuoted(strings.TrimSpace(in)), "must be", "keeping the default " + clipQuoted(def)} {
+	kept := "keeping the default " + clipQuoted(def)
+	if settingParsers[key].failClosed {
+		kept = "every location it applies to answers 403"
+	}
+	for _, part := range []string{key + ": ", clipQuoted(strings.TrimSpace(in)), "must be", kept} {
 		if !strings.Contains(p.Message, part) {
 			t.Errorf("%s: %q: message %q lacks %q", key, in, p.Message, part)
 		}

@@ -3,6 +3,8 @@ package translator
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -83,11 +85,14 @@ func (s *Stage) remove(key string) {
 func (s *Stage) report(delta Delta) {
 	if _, ok := delta.Puts[bus.SettingsKey]; ok {
 		for _, p := range s.translator.SettingsProblems() {
-			logAt := s.log.Warn
-			if p.Reason == ReasonRefused {
+			logAt, what := s.log.Warn, "controller ConfigMap problem; the default is kept"
+			switch {
+			case p.Reason == ReasonRefused:
 				logAt = s.log.Error // a snippet or an access control that is not applied
+			case p.Reason == ReasonInvalidValue && slices.Contains(bus.AccessKeys, strings.TrimPrefix(p.Field, "data.")):
+				logAt, what = s.log.Error, "controller ConfigMap problem; the access control fails closed (403 where it applies)"
 			}
-			logAt("controller ConfigMap problem; the default is kept", zap.String("configmap", s.cfg.ConfigMap),
+			logAt(what, zap.String("configmap", s.cfg.ConfigMap),
 				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
 		}
 	}

@@ -1,6 +1,7 @@
-// Package access owns the source-range annotations of ingress-nginx:
+// Package access owns the source-range annotations of ingress-nginx,
 // allowlist-source-range (whitelist-source-range) and
-// denylist-source-range.
+// denylist-source-range, and satisfy, which says whether a request must
+// pass all of a location's access checks (the default) or any one.
 package access
 
 import (
@@ -13,8 +14,9 @@ import (
 
 // The annotations this plugin owns.
 const (
-	KeyAllow = "allowlist-source-range"
-	KeyDeny  = "denylist-source-range"
+	KeyAllow   = "allowlist-source-range"
+	KeyDeny    = "denylist-source-range"
+	KeySatisfy = "satisfy"
 )
 
 // cidrChars is what a list may hold; features.ParseCIDRList checks each
@@ -39,6 +41,8 @@ func (Plugin) Describe() plugins.Description {
 			allow,
 			plugins.LocationAnnotation(KeyDeny, cidrChars, plugins.RiskMedium, "",
 				"Comma-separated client addresses and CIDRs that get 403; checked before allowlist-source-range."),
+			plugins.LocationAnnotation(KeySatisfy, ` *(any|all) *`, plugins.RiskLow, "all",
+				"all: a request must pass every access check of the location (source ranges, basic or external auth); any: one is enough, e.g. an allowed address needs no password."),
 		},
 	}
 }
@@ -81,7 +85,9 @@ func Parse(a map[string]string) (*features.Access, []plugins.Error) {
 			return nil, errs
 		}
 	}
-	if len(out.Allow) == 0 && len(out.Deny) == 0 {
+	// The host checked the pattern: any or all, maybe with blanks.
+	out.SatisfyAny = strings.TrimSpace(a[KeySatisfy]) == "any"
+	if len(out.Allow) == 0 && len(out.Deny) == 0 && !out.SatisfyAny {
 		return nil, errs
 	}
 	return out, errs

@@ -28,6 +28,9 @@ func TestParse(t *testing.T) {
 		{name: "not an address rejects", in: map[string]string{KeyDeny: "1.2.3"}, errKeys: []string{KeyDeny}},
 		{name: "zone rejects", in: map[string]string{KeyAllow: "fe80::1%eth0"}, errKeys: []string{KeyAllow}},
 		{name: "empty rejects rather than serve open", in: map[string]string{KeyAllow: " "}, errKeys: []string{KeyAllow}},
+		{name: "satisfy any", in: map[string]string{KeyAllow: "127.0.0.1", KeySatisfy: " any"},
+			want: &features.Access{Allow: []string{"127.0.0.1/32"}, SatisfyAny: true}},
+		{name: "satisfy all is the default", in: map[string]string{KeySatisfy: "all"}},
 		{name: "one bad list rejects both", in: map[string]string{KeyAllow: "10.0.0.0/8", KeyDeny: "x"}, errKeys: []string{KeyDeny}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,15 +57,19 @@ func TestParse(t *testing.T) {
 // is ingress-nginx's, and whitelist-source-range is the alias.
 func TestDescribe(t *testing.T) {
 	d := New().Describe()
-	if len(d.Annotations) != 2 || d.Annotations[0].Aliases[0] != "whitelist-source-range" {
+	if len(d.Annotations) != 3 || d.Annotations[0].Aliases[0] != "whitelist-source-range" {
 		t.Fatalf("annotations %+v", d.Annotations)
 	}
 	for _, a := range d.Annotations {
 		if _, err := regexp.Compile(`^(?:` + a.Pattern + `)$`); err != nil {
 			t.Errorf("%s: %v", a.Key, err)
 		}
-		if a.Risk.String() != "Medium" {
-			t.Errorf("%s: risk %s, want Medium", a.Key, a.Risk)
+		want := "Medium"
+		if a.Key == KeySatisfy {
+			want = "Low"
+		}
+		if a.Risk.String() != want {
+			t.Errorf("%s: risk %s, want %s", a.Key, a.Risk, want)
 		}
 	}
 }

@@ -53,10 +53,6 @@ const (
 var cookieKeys = []string{KeyAffinityMode, KeyAffinityCanaryBehavior, KeyCookieName, KeyCookiePath, KeyCookieDomain,
 	KeyCookieExpires, KeyCookieMaxAge, KeyCookieSecure, KeyCookieSameSite, KeyCookieConditionalNone, KeyCookieChangeOnFailure}
 
-// boolPattern is what strconv.ParseBool accepts, as ingress-nginx's
-// GetBoolAnnotation.
-const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
-
 // Patterns. None lets through ";", braces, quotes, "$" (but in a hash
 // variable name), blanks or control characters; the bus checks the values
 // again, with the same rules as the Lua balancer.
@@ -93,7 +89,7 @@ func (Plugin) Describe() plugins.Description {
 				Doc: "round_robin or ewma; overrides the ConfigMap's load-balance. chash and sticky come from upstream-hash-by and affinity."},
 			{Key: KeyHashBy, Pattern: hashByPattern, Scope: ing, Risk: plugins.RiskHigh,
 				Doc: `Consistent hashing on this key: literal text and NGINX $variables, such as "$request_uri" or "$binary_remote_addr".`},
-			{Key: KeyHashBySubset, Pattern: boolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyHashBySubset, Pattern: plugins.BoolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
 				Doc: "With upstream-hash-by: the key picks a subset of endpoints and the request goes to one of them at random."},
 			{Key: KeyHashBySubsetSize, Pattern: `[0-9]{1,4}`, Scope: ing, Risk: plugins.RiskLow, Default: "3",
 				Doc: "Endpoints in each subset (1 to 1000)."},
@@ -113,13 +109,13 @@ func (Plugin) Describe() plugins.Description {
 				Doc: "Expires attribute of the session cookie, in seconds from now."},
 			{Key: KeyCookieMaxAge, Pattern: secondsPattern, Scope: ing, Risk: plugins.RiskMedium,
 				Doc: "Max-Age attribute of the session cookie, in seconds."},
-			{Key: KeyCookieSecure, Pattern: boolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyCookieSecure, Pattern: plugins.BoolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
 				Doc: "Secure attribute of the session cookie."},
 			{Key: KeyCookieSameSite, Pattern: `None|Lax|Strict`, Scope: ing, Risk: plugins.RiskLow,
 				Doc: "SameSite attribute of the session cookie."},
-			{Key: KeyCookieConditionalNone, Pattern: boolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyCookieConditionalNone, Pattern: plugins.BoolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
 				Doc: "With SameSite None: leave SameSite out for browsers known to mishandle it."},
-			{Key: KeyCookieChangeOnFailure, Pattern: boolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyCookieChangeOnFailure, Pattern: plugins.BoolPattern, Scope: ing, Risk: plugins.RiskLow, Default: "false",
 				Doc: "When the session's endpoint fails, pick another and rewrite the cookie."},
 		},
 	}

@@ -35,10 +35,6 @@ type Plugin struct{}
 // New returns the plugin (the builtin registry's constructor).
 func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 
-// boolPattern is what Go's strconv.ParseBool accepts, which is what
-// ingress-nginx's GetBoolAnnotation uses.
-const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
-
 // Describe names the seven canary annotations.
 func (Plugin) Describe() plugins.Description {
 	return plugins.Description{
@@ -46,7 +42,7 @@ func (Plugin) Describe() plugins.Description {
 		Doc: "Canary releases (ingress-nginx canary-*): an Ingress marked canary receives part of the traffic of " +
 			"the Ingress serving the same host and path, chosen by header, then cookie, then weight.",
 		Annotations: []plugins.Annotation{
-			{Key: KeyCanary, Pattern: boolPattern, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyCanary, Pattern: plugins.BoolPattern, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "false",
 				Doc: `"true" makes this Ingress the canary of the Ingress serving the same host, path and path type.`},
 			{Key: KeyHeader, Pattern: `[A-Za-z0-9_-]{1,128}`, Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
 				Doc: `Request header that decides: "always" routes to the canary, "never" never does, anything else falls through to the cookie and weight.`},

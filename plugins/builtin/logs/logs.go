@@ -16,10 +16,6 @@ const (
 	KeyEnableRewriteLog = "enable-rewrite-log"
 )
 
-// boolPattern is what strconv.ParseBool accepts (ingress-nginx's
-// GetBoolAnnotation).
-const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
-
 // Plugin is the logs plugin.
 type Plugin struct{}
 
@@ -32,9 +28,9 @@ func (Plugin) Describe() plugins.Description {
 		Name: "logs",
 		Doc:  "Per-location logging: leave requests out of the access log, or log rewrites.",
 		Annotations: []plugins.Annotation{
-			{Key: KeyEnableAccessLog, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "true",
+			{Key: KeyEnableAccessLog, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "true",
 				Doc: "false: the Ingress's requests are not written to the access log."},
-			{Key: KeyEnableRewriteLog, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyEnableRewriteLog, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
 				Doc: "true: NGINX logs the Ingress's rewrites (notice level, error log)."},
 		},
 	}

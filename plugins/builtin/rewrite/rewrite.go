@@ -18,8 +18,6 @@ const (
 	KeyXForwardedPrefix = "x-forwarded-prefix"
 )
 
-const boolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`
-
 // unanchored returns a bus pattern without its ^ and $, for the host's
 // first check (the host anchors it again).
 func unanchored(s string) string { return s[1 : len(s)-1] }
@@ -38,7 +36,7 @@ func (Plugin) Describe() plugins.Description {
 		Annotations: []plugins.Annotation{
 			{Key: KeyRewriteTarget, Pattern: unanchored(features.RewriteTargetPattern.String()), Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium,
 				Doc: "The URI sent upstream; $1-$9 are the path regex's capture groups. It makes this Ingress's paths regular expressions, as use-regex does."},
-			{Key: KeyUseRegex, Pattern: boolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
+			{Key: KeyUseRegex, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
 				Doc: "Treat the paths of this Ingress (all of them, as ingress-nginx) as case-insensitive regular expressions anchored at the start. Unlike ingress-nginx, other Ingresses of the host keep Exact and Prefix paths, and no regex takes a request under a path protected by auth. Only a safe subset of regex syntax is accepted (literals, ., simple classes, groups, |, quantifiers; no nested or ambiguous repetition)."},
 			{Key: KeyAppRoot, Pattern: unanchored(features.URIPathPattern.String()), Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Redirect a request for / to this path with 302."},
