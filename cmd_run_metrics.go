@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,13 +16,33 @@ import (
 	"switchyard.dev/switchyard/internal/metrics"
 )
 
+// metricsDictSize is NGINX's shared dict of per-request metrics: a series
+// (one label set) takes a few KiB, so this holds several thousand; when it
+// is full, new series are dropped and counted
+// (switchyard_request_metrics_dropped_total).
+const metricsDictSize = "32m"
+
 // serveMetrics serves /metrics, /healthz and /readyz on addr
 // (--metrics-addr) until ctx ends, fed by the applier's results on the bus.
 func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
-	collector := metrics.New(metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")})
+	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+	collector := metrics.New(labels)
 	conn, err := embedded.Connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
+	}
+	if o.enableMetrics {
+		ingresses := metrics.NewIngressSet()
+		go func() {
+			_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
+				ingresses.Update(snap)
+				return nil
+			})
+		}()
+		if err := registerNginxMetrics(collector, labels, ingresses, o, log); err != nil {
+			conn.Close()
+			return err
+		}
 	}
 	results := make(chan *nats.Msg, 64)
 	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
@@ -51,5 +72,30 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 			log.Error("metrics server", zap.Error(err))
 		}
 	}()
+	return nil
+}
+
+// registerNginxMetrics adds what NGINX counts (--enable-metrics): the
+// per-request series and nginx_process_*. Until NGINX runs, every scrape
+// finds nothing to read: not worth more than a debug line
+// (switchyard_request_metrics_read_errors_total counts the per-request
+// ones).
+func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, ingresses *metrics.IngressSet, o *options, log *zap.Logger) error {
+	socket, err := o.controlSocket()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	prefix, err := o.prefix()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	opts := metrics.RequestOptions{PerHost: o.metricsPerHost, StatusClasses: o.statusClasses, Exclude: splitList(o.excludeMetrics),
+		Ingresses: ingresses}
+	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, opts, func(err error) {
+		log.Debug("per-request metrics", zap.Error(err))
+	}))
+	collector.RegisterProcess(metrics.NewProcessCollector(labels, socket, filepath.Join(prefix, "nginx.pid"), func(err error) {
+		log.Debug("nginx process metrics", zap.Error(err))
+	}))
 	return nil
 }

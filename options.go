@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,13 @@ type options struct {
 	electionID        string
 	profilingAddr     string
 	metricsAddr       string
+	metricsPerHost    bool
+	enableMetrics     bool
+	statusClasses     bool
+	excludeMetrics    string
+	timeBuckets       string
+	lengthBuckets     string
+	sizeBuckets       string
 	webhookAddr       string
 	defaultSSLCert    string
 	webhookCert       string
@@ -92,6 +100,13 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
+	fs.BoolVar(&o.enableMetrics, "enable-metrics", true, "with --metrics-addr, have NGINX count every request for the per-request metrics (nginx_ingress_controller_requests, ...)")
+	fs.BoolVar(&o.metricsPerHost, "metrics-per-host", true, "label the per-request metrics with the host (the Ingress host; _ for requests no host rule matches), as ingress-nginx's flag of that name")
+	fs.BoolVar(&o.statusClasses, "report-status-classes", false, "label the per-request metrics with status classes (2xx, 3xx, 4xx, 5xx) instead of status codes")
+	fs.StringVar(&o.timeBuckets, "time-buckets", "", "bucket bounds of the per-request duration histograms, comma-separated seconds (default ingress-nginx's: 0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5,5,10)")
+	fs.StringVar(&o.lengthBuckets, "length-buckets", "", "bucket bounds of request_size and response_size, comma-separated bytes (default 10,20,...,100)")
+	fs.StringVar(&o.sizeBuckets, "size-buckets", "", "bucket bounds of bytes_sent, comma-separated bytes (default 10,100,...,10000000)")
+	fs.StringVar(&o.excludeMetrics, "exclude-socket-metrics", "", "per-request series not to export, comma-separated, e.g. nginx_ingress_controller_request_size,nginx_ingress_controller_header_duration_seconds")
 	fs.StringVar(&o.webhookAddr, "validating-webhook", "", "serve the Ingress validating admission webhook on this address (e.g. :8443, path "+admission.Path+"); off by default")
 	fs.StringVar(&o.webhookCert, "validating-webhook-certificate", "", "PEM certificate the webhook serves (read again when it changes)")
 	fs.StringVar(&o.webhookKey, "validating-webhook-key", "", "PEM private key of the webhook certificate")
@@ -157,6 +172,15 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
+	if o.metricsAddr != "" && o.enableMetrics {
+		// NGINX counts requests only when something serves them.
+		cfg.MetricsDictSize = metricsDictSize
+		buckets, err := o.metricsBuckets()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.MetricsBuckets = buckets
+	}
 	// For tests only: the locations of these Ingresses get a directive NGINX
 	// refuses (renderer.TestRefusedDirective), so a test can follow a
 	// refusal end to end through a path every Ingress renders.
@@ -200,6 +224,25 @@ func podNamespace() string {
 		return ns
 	}
 	return "default"
+}
+
+// metricsBuckets parses --time-buckets, --length-buckets and
+// --size-buckets; the renderer checks the bounds.
+func (o *options) metricsBuckets() (renderer.MetricsBuckets, error) {
+	var b renderer.MetricsBuckets
+	for _, f := range []struct {
+		flag, value string
+		dst         *[]float64
+	}{{"time-buckets", o.timeBuckets, &b.Time}, {"length-buckets", o.lengthBuckets, &b.Length}, {"size-buckets", o.sizeBuckets, &b.Size}} {
+		for _, field := range splitList(f.value) {
+			v, err := strconv.ParseFloat(field, 64)
+			if err != nil {
+				return b, fmt.Errorf("--%s: %q is not a number", f.flag, field)
+			}
+			*f.dst = append(*f.dst, v)
+		}
+	}
+	return b, nil
 }
 
 func splitList(s string) []string {

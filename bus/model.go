@@ -75,6 +75,11 @@ type Location struct {
 	Backend string `json:"backend,omitempty"`
 	// Ingress is the Ingress that owns this path, "namespace/name".
 	Ingress string `json:"ingress,omitempty"`
+	// Service and ServicePort name the Ingress backend's Service and port
+	// (name or number, as the Ingress says): the per-request metrics'
+	// service label and $service_name, as ingress-nginx sets them.
+	Service     string `json:"service,omitempty"`
+	ServicePort string `json:"servicePort,omitempty"`
 	// Features are filled in by the annotations stage.
 	Features *Features `json:"features,omitempty"`
 	// Canary is the canary Ingress attached to this location, if any.

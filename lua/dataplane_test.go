@@ -56,15 +56,24 @@ http {
     lua_package_path "$prefix/lua/?.lua;;";
     lua_shared_dict switchyard_config 4m;
     lua_shared_dict switchyard_certs 1m;
+    lua_shared_dict switchyard_metrics 256k;
 
+    init_by_lua_block {
+        require("switchyard.metrics").init()
+    }
     init_worker_by_lua_block {
         require("switchyard.balancer").init_worker()
+        require("switchyard.metrics").init_worker()
     }
     header_filter_by_lua_block {
         require("switchyard.balancer").header_filter()
     }
     log_by_lua_block {
         require("switchyard.balancer").log()
+        require("switchyard.metrics").log()
+    }
+    geo $switchyard_dollar {
+        default "$";
     }
 
     upstream upstream_balancer {
@@ -129,6 +138,23 @@ http {
             }
         }
 
+        # What a rendered location sets for the metrics; the test sets
+        # the path from a header to make series up.
+        location /metrics-test/ {
+            set $namespace "shop";
+            set $ingress_name "web";
+            set $service_name "web";
+            set $service_port "80";
+            set $location_path $http_x_test_path;
+            set $proxy_upstream_name $http_x_test_backend;
+            rewrite_by_lua_block {
+                require("switchyard.balancer").rewrite()
+            }
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://upstream_balancer;
+        }
+
         # balancer_by_lua without the rewrite hook
         location /no-rewrite/ {
             set $proxy_upstream_name $http_x_test_backend;
@@ -142,6 +168,9 @@ http {
         listen unix:{{.Dir}}/config.sock;
         client_max_body_size 64m;
         client_body_buffer_size 64k; # small, so big bodies go through a temp file
+        log_by_lua_block {
+            return
+        }
         location / {
             content_by_lua_block {
                 require("switchyard.configuration").call()
@@ -196,6 +225,9 @@ func TestDataPlane(t *testing.T) {
 	t.Run("TLS hosts for ssl-redirect and HSTS", dp.testTLSHosts)
 	t.Run("canary by header, cookie and weight", dp.testCanary)
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)
+	t.Run("per-request metrics in the shared dict", dp.testMetrics)
+	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
+	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)
 
 	dp.checkErrorLog()
 }

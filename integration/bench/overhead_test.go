@@ -391,13 +391,16 @@ func editConfig(conf string, edit luaEdit, plain bool) (string, error) {
 // configuration file (Lua blocks, listen addresses, the control socket) and
 // starts NGINX on it. kind "plain" also removes the Lua module's setup.
 // startOverheadFixture runs switchyard serving the fixture's host from
-// both echo backends, the setup every overhead measurement compares with.
+// both echo backends, with per-request metrics on, the setup every
+// overhead measurement compares with.
 func startOverheadFixture(t *testing.T) (nginx string, f *fixture, sy *harness.Switchyard) {
 	t.Helper()
 	nginx = harness.Nginx(t)
 	f = newFixture(t)
 	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
-	sy = harness.StartSwitchyard(t, f.dir, "--log-level", "warn")
+	// With --metrics-addr, as deployed: NGINX counts every request for
+	// the per-request metrics, and the overhead includes it.
+	sy = harness.StartSwitchyard(t, f.dir, "--log-level", "warn", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
 	waitServed(t, sy, f.host, "", 30*time.Second)
 	return nginx, f, sy
 }

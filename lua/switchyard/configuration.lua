@@ -325,6 +325,8 @@ local routes = {
     ["/configuration/backends"] = { GET = get_backends, POST = post_backends },
     ["/configuration/certificates"] = { POST = post_certificates },
     ["/healthz"] = { GET = function() return respond(200, "ok") end },
+    -- The per-request metrics, read by the controller on scrape.
+    ["/metrics"] = { GET = function() return require("switchyard.metrics").serve() end },
 }
 
 function _M.call()

@@ -52,11 +52,10 @@ type errorLocationView struct {
 // locationErrorsView is what a location writes for custom errors.
 type locationErrorsView struct {
 	// Pages are the location's own error_page lines (the annotation).
+	// The error backend is told $namespace, $ingress_name, $service_name
+	// and $service_port, which every location sets (metrics.go); the Lua
+	// balancer sets the last two again from the backend it picks.
 	Pages []errorPageView
-	// Namespace and IngressName (quoted) are $namespace and $ingress_name,
-	// sent to the error backend; the Lua balancer sets $service_name and
-	// $service_port from the backend it picks.
-	Namespace, IngressName string
 }
 
 // errorPages collects a server's named error locations while its locations
@@ -138,20 +137,7 @@ func errorsOf(l location, serverWide bool, backends backendContext, pages errorP
 	} else if !serverWide {
 		return nil, nil
 	}
-	// The catch-all's location of --default-backend-service has no Ingress.
-	var ns, name string
-	if l.Ingress != "" {
-		if !ingressIDPattern.MatchString(l.Ingress) {
-			return nil, fmt.Errorf("location %q: invalid Ingress %q", l.Path, l.Ingress)
-		}
-		ns, name, _ = strings.Cut(l.Ingress, "/")
-	}
-	var err error
-	if v.Namespace, err = quote(ns); err != nil {
-		return nil, err
-	}
-	v.IngressName, err = quote(name)
-	return v, err
+	return v, nil
 }
 
 // errorBackend is the backend that serves a location's annotation codes,

@@ -29,7 +29,15 @@ type Config struct {
 	WorkerProcesses string
 	ConfigDictSize  string
 	CertDictSize    string
-	AccessLog       bool
+	// MetricsDictSize is the size of the shared dict the per-request
+	// metrics are counted in (lua/switchyard/metrics.lua); "" turns them
+	// off (no --metrics-addr: nothing would read them).
+	MetricsDictSize string
+	// MetricsBuckets are the histograms' bucket bounds (--time-buckets,
+	// --length-buckets, --size-buckets); nil ones keep ingress-nginx's
+	// defaults, which metrics.lua holds.
+	MetricsBuckets MetricsBuckets
+	AccessLog      bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
@@ -167,6 +175,9 @@ type location struct {
 	Ingress string
 	// Canary is the canary Ingress declared for this host and path.
 	Canary *bus.LocationCanary
+	// labels are the Ingress path and Service the location serves: the
+	// per-request metrics' labels (metrics.go).
+	labels metricLabels
 }
 
 // backendContext is what a server's rendering needs to know of backends.
@@ -229,11 +240,11 @@ func prefixLocations(locs []bus.Location) ([]location, error) {
 	seen := map[location]bool{}
 	add := func(v location) {
 		// One location per path: the first Ingress to ask for it has it.
-		owner := v.Ingress
-		v.Ingress = ""
+		owner, labels := v.Ingress, v.labels
+		v.Ingress, v.labels = "", metricLabels{}
 		if !seen[v] {
 			seen[v] = true
-			v.Ingress = owner
+			v.Ingress, v.labels = owner, labels
 			out = append(out, v)
 		}
 	}
@@ -248,14 +259,14 @@ func prefixLocations(locs []bus.Location) ([]location, error) {
 		}
 		switch {
 		case l.PathType == bus.PathExact:
-			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
+			add(location{Modifier: "= ", Path: l.Path, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary, labels: labelsOf(l)})
 		case l.Path == "/":
-			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
+			add(location{Modifier: prefix, Path: "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary, labels: labelsOf(l)})
 		default:
 			p := strings.TrimRight(l.Path, "/")
-			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
+			add(location{Modifier: prefix, Path: p + "/", Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary, labels: labelsOf(l)})
 			if !exact[p] {
-				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary})
+				add(location{Modifier: "= ", Path: p, Backend: l.Backend, Features: l.Features, RateLimitID: rl, Ingress: l.Ingress, Canary: l.Canary, labels: labelsOf(l)})
 			}
 		}
 	}

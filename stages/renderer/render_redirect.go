@@ -70,7 +70,7 @@ func regexLocations(locs []bus.Location) ([]location, error) {
 		}
 		seen[l.Path] = true
 		v := location{Modifier: "~* ", Path: "^" + l.Path, Backend: l.Backend, Features: l.Features,
-			RateLimitID: locationRateLimitID(l), sortPath: l.Path, Ingress: l.Ingress, Canary: l.Canary}
+			RateLimitID: locationRateLimitID(l), sortPath: l.Path, Ingress: l.Ingress, Canary: l.Canary, labels: labelsOf(l)}
 		if rw := rewriteOf(l.Features); rw != nil && rw.Target != "" && rw.Target != l.Path {
 			v.RewriteRegex = "^" + l.Path
 		}

@@ -145,6 +145,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("renderer config: resolver %q is not an IP address with an optional port", r)
 		}
 	}
+	if c.MetricsDictSize != "" {
+		checks["metrics dict size"] = c.MetricsDictSize
+	}
+	if _, err := c.MetricsBuckets.luaInit(); err != nil {
+		return fmt.Errorf("renderer config: %w", err)
+	}
 	if c.WorkerProcesses != "" {
 		checks["worker processes"] = c.WorkerProcesses
 	}

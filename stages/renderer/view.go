@@ -106,6 +106,9 @@ type locationView struct {
 	External string
 	// Rewrite is the rewrite module's part (external, proxy, not-found).
 	Rewrite rewriteView
+	// Labels are the variables the location sets for the metrics and the
+	// error backend (metrics.go).
+	Labels labelsView
 	// CORS is the location's CORS policy for Lua (cors.go), or nil.
 	CORS *corsView
 	// Mirror is the location's mirror (mirror.go), or nil.
@@ -276,6 +279,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	v.Arg = l.Modifier + path
+	if v.Labels, err = newLabelsView(l.Ingress, l.labels); err != nil {
+		return locationView{}, fmt.Errorf("location %q: %w", l.Path, err)
+	}
 	if v.Auth, err = authFor(i, l.Features, c.settings); err != nil {
 		return locationView{}, err
 	}

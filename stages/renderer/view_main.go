@@ -60,6 +60,9 @@ type mainView struct {
 	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
+	// MetricsInit is metrics.lua's init argument (the bucket flags), "" for
+	// its defaults.
+	MetricsInit string
 	// RedirectCode is http-redirect-code, for ingress.lua.
 	RedirectCode int
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
@@ -128,6 +131,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		v.LoadModules = append(v.LoadModules, q)
 	}
 	var err error
+	if v.MetricsInit, err = cfg.MetricsBuckets.luaInit(); err != nil {
+		return mainView{}, err
+	}
 	if v.ProxyLines, err = newHTTPProxyLines(s, src); err != nil {
 		return mainView{}, err
 	}

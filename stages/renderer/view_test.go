@@ -81,6 +81,8 @@ func TestLocationView(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The metric labels have their own test (metrics_test.go).
+			got.Labels = labelsView{}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -106,6 +108,10 @@ func TestLocationViewRefuses(t *testing.T) {
 		{"auth realm", location{Path: "/", Features: &bus.Features{Auth: &bus.Auth{Basic: &bus.BasicAuth{Realm: `a"`}}}}},
 		{"auth URL", location{Path: "/", Features: &bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://a/$x"}}}}},
 		{"signin URL", location{Path: "/", Features: &bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://a/", SigninURL: "http://a/'"}}}}},
+		{"Ingress", location{Path: "/", Ingress: `ns/"a`}},
+		{"Service", location{Path: "/", Ingress: "ns/a", labels: metricLabels{path: "/", service: `a"b`}}},
+		{"Service port", location{Path: "/", Ingress: "ns/a", labels: metricLabels{path: "/", service: "a", servicePort: "$x"}}},
+		{"metrics path", location{Path: "/", Ingress: "ns/a", labels: metricLabels{path: "/a\"\n"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if v, err := newLocationView(0, tc.loc, ctx); err == nil {

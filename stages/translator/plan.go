@@ -215,6 +215,16 @@ func (p *ingressPlan) externalBackend(b *bus.Backend, svc *corev1.Service, port 
 	return b
 }
 
+// location is the model's location of claim c, with the Service its
+// backend stands for.
+func (p *ingressPlan) location(c claim) bus.Location {
+	l := bus.Location{Path: c.path, PathType: c.pathType, Backend: c.backend, Ingress: p.key}
+	if b, ok := p.backends[c.backend]; ok {
+		l.Service, l.ServicePort = b.Service.Name, b.Service.Port
+	}
+	return l
+}
+
 func (p *ingressPlan) addBackend(b *bus.Backend) string {
 	if _, ok := p.backends[b.Name]; !ok {
 		p.backends[b.Name] = b

@@ -462,7 +462,7 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 				continue
 			}
 			owners[id] = p.key
-			server.Locations = append(server.Locations, bus.Location{Path: c.path, PathType: c.pathType, Backend: c.backend, Ingress: p.key})
+			server.Locations = append(server.Locations, p.location(c))
 		}
 		if tls, ok := p.tls[host]; ok && server.TLS == nil && p.ruleHosts[host] {
 			server.TLS = &bus.ServerTLS{Certificate: tls}

@@ -1,0 +1,173 @@
+package lua_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of switchyard/metrics.lua, run by TestDataPlane
+// (dataplane_test.go): requests are counted in the switchyard_metrics
+// dict and read back through the configuration endpoint's GET /metrics.
+
+type metricsDump struct {
+	Buckets  map[string][]float64 `json:"buckets"`
+	Values   map[string]float64   `json:"values"`
+	Capacity int64                `json:"capacity"`
+	Free     int64                `json:"free"`
+}
+
+func (dp *dataPlane) metrics(t *testing.T) metricsDump {
+	t.Helper()
+	status, body := dp.configRequest("GET", "/metrics", "")
+	if status != 200 {
+		t.Fatalf("GET /metrics: %d %s", status, body)
+	}
+	var d metricsDump
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatalf("GET /metrics: %v in %.200s", err, body)
+	}
+	return d
+}
+
+// count is the number of observations of histogram code for labels: the
+// sum of its (not cumulative) buckets.
+func (d metricsDump) count(code, labels string) float64 {
+	n := 0.0
+	for i := 1; i <= len(d.Buckets[code])+1; i++ {
+		n += d.Values[fmt.Sprintf("%s\x01%d\x01%s", code, i, labels)]
+	}
+	return n
+}
+
+func metricLabels(status, method, path string) string {
+	// status, method, path, namespace, ingress, service, canary, host
+	return strings.Join([]string{status, method, path, "shop", "web", "web", "", ""}, "\x01")
+}
+
+func (dp *dataPlane) request(t *testing.T, method, path string, headers map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+dp.httpAddr+path, nil)
+	must(t, err)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := dp.proxy.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitMetrics polls until ok holds: the log phase runs after the response
+// was sent, so a client can read its answer before it is counted.
+func (dp *dataPlane) waitMetrics(t *testing.T, what string, ok func(metricsDump) bool) metricsDump {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d := dp.metrics(t)
+		if ok(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in the metrics dict (%d values)", what, len(d.Values))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (dp *dataPlane) testMetrics(t *testing.T) {
+	eps, _ := startBackends(t, "metrics", 1)
+	dp.postBackends(backend{Name: "metrics", Service: svc("web"), Endpoints: eps})
+	hdr := map[string]string{"X-Test-Backend": "metrics", "X-Test-Path": "/m"}
+	const n = 5
+	for range n {
+		if s := dp.request(t, "GET", "/metrics-test/a?x=1", hdr); s != 200 {
+			t.Fatalf("GET: %d", s)
+		}
+	}
+	// A method a client made up is folded into OTHER.
+	dp.request(t, "FOOBAR", "/metrics-test/b", hdr)
+	get, other := metricLabels("200", "GET", "/m"), metricLabels("200", "OTHER", "/m")
+	d := dp.waitMetrics(t, "5 GET and 1 OTHER", func(d metricsDump) bool {
+		return d.count("rd", get) == n && d.count("rd", other) == 1
+	})
+	for _, code := range []string{"rd", "cd", "hd", "sd", "rq", "rs", "bs"} {
+		if got := d.count(code, get); got != n {
+			t.Errorf("histogram %s counted %v GET requests, want %d", code, got, n)
+		}
+		if _, ok := d.Values[code+"\x01s\x01"+get]; !ok {
+			t.Errorf("histogram %s has no sum", code)
+		}
+	}
+	if len(d.Buckets["rd"]) != 11 || len(d.Buckets["rq"]) != 10 || len(d.Buckets["bs"]) != 7 {
+		t.Errorf("bucket bounds are not ingress-nginx's: %v", d.Buckets)
+	}
+	for key := range d.Values {
+		if strings.Contains(key, "FOOBAR") || strings.Contains(key, "x=1") || strings.Contains(key, "/metrics-test/") {
+			t.Errorf("a label holds the request's method or URI: %q", key)
+		}
+	}
+	// The control endpoint's own requests are not counted.
+	for key := range d.Values {
+		if strings.Contains(key, "\x01/metrics\x01") {
+			t.Errorf("a scrape was counted: %q", key)
+		}
+	}
+}
+
+// A full dict never fails a request: new series are left out and the
+// requests that lost data are counted in "dropped".
+func (dp *dataPlane) testMetricsDictFull(t *testing.T) {
+	eps, _ := startBackends(t, "metrics-full", 1)
+	dp.postBackends(backend{Name: "metrics", Service: svc("web"), Endpoints: eps})
+	for i := 0; dp.metrics(t).Values["dropped"] == 0; i++ {
+		if i == 2000 {
+			t.Fatal("2000 series and the 256k dict is not full")
+		}
+		hdr := map[string]string{"X-Test-Backend": "metrics", "X-Test-Path": fmt.Sprintf("/series-%d", i)}
+		if s := dp.request(t, "GET", "/metrics-test/", hdr); s != 200 {
+			t.Fatalf("request %d with a full dict: %d", i, s)
+		}
+	}
+	// The series counted before the dict filled up keep counting (unless
+	// the request lands in a bucket of theirs not used yet: a new key,
+	// dropped and counted as such).
+	get := metricLabels("200", "GET", "/m")
+	d := dp.metrics(t)
+	before, dropped := d.count("rd", get), d.Values["dropped"]
+	if s := dp.request(t, "GET", "/metrics-test/", map[string]string{"X-Test-Backend": "metrics", "X-Test-Path": "/m"}); s != 200 {
+		t.Fatalf("request with a full dict: %d", s)
+	}
+	dp.waitMetrics(t, "an existing series after the dict filled", func(d metricsDump) bool {
+		return d.count("rd", get) == before+1 || d.Values["dropped"] > dropped
+	})
+}
+
+// A reload replaces the workers: what the old ones counted since their
+// last flush is added to the dict as they exit, and the counts in the
+// dict survive (the dict keeps its size, so NGINX keeps it).
+func (dp *dataPlane) testMetricsKeptOverReload(t *testing.T) {
+	eps, _ := startBackends(t, "metrics-reload", 1)
+	dp.postBackends(backend{Name: "metrics", Service: svc("web"), Endpoints: eps})
+	get := metricLabels("200", "GET", "/m")
+	before := dp.metrics(t).count("rd", get)
+	if before == 0 {
+		t.Fatal("no earlier GET counted")
+	}
+	hdr := map[string]string{"X-Test-Backend": "metrics", "X-Test-Path": "/m"}
+	for range 3 {
+		if s := dp.request(t, "GET", "/metrics-test/", hdr); s != 200 {
+			t.Fatalf("GET: %d", s)
+		}
+	}
+	must(t, syscall.Kill(dp.cmd.Process.Pid, syscall.SIGHUP))
+	dp.waitMetrics(t, "the requests before a reload", func(d metricsDump) bool {
+		return d.count("rd", get) == before+3
+	})
+}
