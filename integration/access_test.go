@@ -252,3 +252,36 @@ func checkNotRendered(t *testing.T, dir, text string) {
 		t.Fatalf("no configuration files below %s: %v", dir, err)
 	}
 }
+
+// TestRealIPThroughNginx: enable-real-ip with forwarded-for-header takes
+// the client address from that header, but only from a peer in
+// proxy-real-ip-cidr, and leaves the scheme alone (X-Forwarded-Proto is
+// not trusted without use-forwarded-headers); the allowlist sees it.
+func TestRealIPThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(map[string]string{
+		"enable-real-ip": "true", "forwarded-for-header": "X-Client-IP", "proxy-real-ip-cidr": "127.0.0.1/32"}))
+	e.write("ingress.yaml", harness.AnnotatedIngressYAML("default", "office", "office.example.com",
+		map[string]string{upstreamPrefix + "allowlist-source-range": "10.1.2.3"}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	trusted := map[string]string{"X-Client-IP": "10.1.2.3", "X-Forwarded-Proto": "https"}
+	r := e.eventuallyWithHeaders("office.example.com", "/", trusted, "the address from X-Client-IP to pass the allowlist", servedBy("a-1"))
+	if got := first(r.Echo.Headers, "X-Real-Ip"); got != "10.1.2.3" {
+		t.Errorf("X-Real-IP upstream %q, want 10.1.2.3", got)
+	}
+	if got := first(r.Echo.Headers, "X-Forwarded-Proto"); got != "http" {
+		t.Errorf("X-Forwarded-Proto upstream %q: enable-real-ip must not trust the client's scheme", got)
+	}
+	for _, c := range []struct {
+		what, src, client string
+		want              int
+	}{
+		{"an address not on the allowlist", "127.0.0.1", "10.9.9.9", 403},
+		{"a header from an untrusted peer", "127.0.0.2", "10.1.2.3", 403},
+	} {
+		r, err := harness.DoWithHeaders(clientFrom(c.src), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", "office.example.com", map[string]string{"X-Client-IP": c.client})
+		if err != nil || r.Status != c.want {
+			t.Errorf("%s: %d (%v), want %d", c.what, r.Status, err, c.want)
+		}
+	}
+}

@@ -46,6 +46,8 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"use-forwarded-headers":          func(s *bus.Settings) any { return &s.UseForwardedHeaders },
 	"proxy-real-ip-cidr":             func(s *bus.Settings) any { return &s.ProxyRealIPCIDR },
 	"use-proxy-protocol":             func(s *bus.Settings) any { return &s.UseProxyProtocol },
+	"enable-real-ip":                 func(s *bus.Settings) any { return &s.EnableRealIP },
+	"forwarded-for-header":           func(s *bus.Settings) any { return &s.ForwardedForHeader },
 	"log-format-upstream":            func(s *bus.Settings) any { return &s.LogFormatUpstream },
 	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
 	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -47,6 +48,8 @@ type mainView struct {
 	LimitReqStatus, LimitConnStatus int
 	SSLProtocols                    string
 	SSLCiphers                      string // quoted
+	// RealIPHeader is forwarded-for-header, quoted.
+	RealIPHeader string
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
 	// ProxyLines and ClientLines are the http block's proxy and client
@@ -70,6 +73,9 @@ type mainView struct {
 	WorkerConnections, WorkerOpenFiles int
 }
 
+// realIPHeaderPattern is forwarded-for-header: a header name.
+var realIPHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+
 // mainSources are the attribution comments of nginx.conf, one a line that
 // is written from a ConfigMap key.
 type mainSources struct {
@@ -80,6 +86,7 @@ type mainSources struct {
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 	UseProxyProtocol, EnableMultiAccept                                   string
+	EnableRealIP, ForwardedForHeader                                      string
 }
 
 func newMainSources(src sources) mainSources {
@@ -88,6 +95,7 @@ func newMainSources(src sources) mainSources {
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
+		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"),
 		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
@@ -173,6 +181,10 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if v.SSLCiphers, err = quote(s.SSLCiphers); err != nil {
 		return mainView{}, err
 	}
+	if !realIPHeaderPattern.MatchString(s.ForwardedForHeader) {
+		return mainView{}, fmt.Errorf("refusing forwarded-for-header %q", s.ForwardedForHeader)
+	}
+	v.RealIPHeader = `"` + s.ForwardedForHeader + `"`
 	err = newHTTPView(&v, cfg, s, src)
 	return v, err
 }

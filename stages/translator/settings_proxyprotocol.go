@@ -1,8 +1,18 @@
 package translator
 
-import "switchyard.dev/switchyard/bus"
+import (
+	"regexp"
 
-// proxyProtocolSettings are the PROXY protocol keys (bus.ProxyProtocolSettings).
+	"switchyard.dev/switchyard/bus"
+)
+
+// proxyProtocolSettings are the client address keys (bus.ProxyProtocolSettings).
 var proxyProtocolSettings = map[string]settingParser{
 	"use-proxy-protocol": boolSetting(func(s *bus.Settings) *bool { return &s.UseProxyProtocol }),
+	"enable-real-ip":     boolSetting(func(s *bus.Settings) *bool { return &s.EnableRealIP }),
+	"forwarded-for-header": patternSetting(func(s *bus.Settings) *string { return &s.ForwardedForHeader },
+		forwardedForPattern, "a header name: letters, digits and -, 1 to 64 of them"),
 }
+
+// forwardedForPattern is a header NGINX's real_ip_header takes by name.
+var forwardedForPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)

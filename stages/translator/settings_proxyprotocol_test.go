@@ -4,4 +4,9 @@ import "switchyard.dev/switchyard/bus"
 
 var proxyProtocolSettingsCases = map[string]keyCases{
 	"use-proxy-protocol": boolCases(false, func(s *bus.Settings) *bool { return &s.UseProxyProtocol }),
+	"enable-real-ip":     boolCases(false, func(s *bus.Settings) *bool { return &s.EnableRealIP }),
+	"forwarded-for-header": {def: "X-Forwarded-For",
+		valid:   []valid{{"CF-Connecting-IP", setString(func(s *bus.Settings) *string { return &s.ForwardedForHeader }, "CF-Connecting-IP")}},
+		invalid: []string{"", "X_Real", "X-Real;", "proxy_protocol x"},
+	},
 }
