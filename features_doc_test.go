@@ -282,7 +282,7 @@ var features = []feature{
 	},
 	{
 		name: "Custom error pages and default backends", summary: "--default-backend-service answers what no Ingress matches (else a built-in 404) and serves the pages of the ConfigMap's custom-http-errors; the custom-http-errors annotation replaces the ConfigMap's codes for an Ingress, and default-backend names a Service of its namespace that serves those pages and the Ingress's requests while its Service has no ready endpoint (ingress-nginx). The error backend gets a GET of / with X-Code, X-Format, X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port and X-Request-ID; an auth-signin redirect keeps its 401.",
-		plugin: "errors", keys: []string{"custom-http-errors", "default-backend"},
+		plugin: "errors", keys: []string{"custom-http-errors", "default-backend", "disable-proxy-intercept-errors"},
 		busTypes:   []string{"bus/features.Errors", "bus.Settings"},
 		tables:     []string{"annotations.server.<host> (locations[].features.errors)", "translator.backend.<name> (custom-default-backend-<ns>-<service>, upstream-default-backend)", "translator.config.controller"},
 		translator: []string{"stages/translator.ingressPlan.addAnnotationDefaultBackend", "stages/translator.Translator.defaultBackendService"},

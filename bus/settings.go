@@ -34,6 +34,10 @@ type Settings struct {
 	SSLProtocols      []string `json:"sslProtocols"`      // ssl-protocols, space-separated
 	SSLCiphers        string   `json:"sslCiphers"`        // ssl-ciphers, OpenSSL cipher list
 	CustomHTTPErrors  []int    `json:"customHTTPErrors"`  // custom-http-errors, comma-separated codes
+	// DisableProxyInterceptErrors is disable-proxy-intercept-errors: the
+	// backend's own error answers pass, custom-http-errors pages serve
+	// only NGINX's own errors (no endpoint, timeouts).
+	DisableProxyInterceptErrors bool `json:"disableProxyInterceptErrors,omitempty"`
 
 	LimitReqStatusCode  int `json:"limitReqStatusCode"`  // limit-req-status-code: answer to requests over limit-rps/rpm
 	LimitConnStatusCode int `json:"limitConnStatusCode"` // limit-conn-status-code: answer over limit-connections

@@ -7,10 +7,13 @@ package bus
 // are written at http level; a location's proxy-* annotations override
 // them there, as ingress-nginx's annotations override its ConfigMap.
 type ProxySettings struct {
-	ProxyBodySize         string `json:"proxyBodySize"`         // proxy-body-size, an NGINX size: "1m", "512k", "0"
-	ClientBodyBufferSize  string `json:"clientBodyBufferSize"`  // client-body-buffer-size
-	ProxyBuffering        string `json:"proxyBuffering"`        // proxy-buffering: on or off
-	ProxyBuffersNumber    int    `json:"proxyBuffersNumber"`    // proxy-buffers-number
+	ProxyBodySize        string `json:"proxyBodySize"`        // proxy-body-size, an NGINX size: "1m", "512k", "0"
+	ClientBodyBufferSize string `json:"clientBodyBufferSize"` // client-body-buffer-size
+	ProxyBuffering       string `json:"proxyBuffering"`       // proxy-buffering: on or off
+	ProxyBuffersNumber   int    `json:"proxyBuffersNumber"`   // proxy-buffers-number
+	// ProxyBusyBuffersSize is proxy-busy-buffers-size, "" for NGINX's
+	// default (twice proxy-buffer-size).
+	ProxyBusyBuffersSize  string `json:"proxyBusyBuffersSize,omitempty"`
 	ProxyBufferSize       string `json:"proxyBufferSize"`       // proxy-buffer-size
 	ProxyMaxTempFileSize  string `json:"proxyMaxTempFileSize"`  // proxy-max-temp-file-size
 	ProxyRequestBuffering string `json:"proxyRequestBuffering"` // proxy-request-buffering: on or off

@@ -26,6 +26,11 @@ func TestCustomHTTPErrors(t *testing.T) {
 	e.write("down.yaml", harness.AnnotatedIngressYAML("default", "down", "down.example.com",
 		map[string]string{"nginx.ingress.kubernetes.io/default-backend": "pages"},
 		harness.Path{Path: "/", Type: "Prefix", Service: "empty"}))
+	passes := map[string]string{"nginx.ingress.kubernetes.io/disable-proxy-intercept-errors": "true"}
+	e.write("passes.yaml", harness.AnnotatedIngressYAML("default", "passes", "passes.example.com", passes,
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})+"---\n"+
+		harness.AnnotatedIngressYAML("default", "passes-down", "passes-down.example.com", passes,
+			harness.Path{Path: "/", Type: "Prefix", Service: "empty"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName, "--default-backend-service", "default/echo-b")
 
 	// The ConfigMap's 503 goes to --default-backend-service, as a GET of /
@@ -48,6 +53,12 @@ func TestCustomHTTPErrors(t *testing.T) {
 	expectErrorHeaders(t, r, "404", "/status/404", "own", "echo-a")
 	e.eventually("own.example.com", "/status/502", "the annotation's 502 page", servedBy("err-1"))
 	e.expect("own.example.com", "/status/503", 503, "a-1")
+
+	// disable-proxy-intercept-errors: the backend's own 503 reaches the
+	// client; NGINX's own 503 (no endpoint) still gets the page.
+	e.eventually("passes.example.com", "/", "the Ingress that lets errors pass", servedBy("a-1"))
+	e.expect("passes.example.com", "/status/503", 503, "a-1")
+	e.eventually("passes-down.example.com", "/", "the error page for NGINX's own 503", servedBy("b-1"))
 
 	// A Service without endpoints is served by the default-backend.
 	e.eventually("down.example.com", "/x", "the default-backend of a Service without endpoints", servedBy("err-1"))

@@ -22,6 +22,10 @@ type Errors struct {
 	// Codes' pages in place of --default-backend-service, and the
 	// location's requests while its own Service has no ready endpoint.
 	DefaultBackend string `json:"defaultBackend,omitempty"`
+	// DisableIntercept is disable-proxy-intercept-errors, nil for the
+	// ConfigMap's: true lets the backend's own error answers through (the
+	// pages then serve only NGINX's own errors).
+	DisableIntercept *bool `json:"disableIntercept,omitempty"`
 }
 
 // MaxErrorCodes bounds a custom-http-errors list: every status from 400 to

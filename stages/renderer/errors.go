@@ -56,6 +56,9 @@ type locationErrorsView struct {
 	// and $service_port, which every location sets (metrics.go); the Lua
 	// balancer sets the last two again from the backend it picks.
 	Pages []errorPageView
+	// InterceptOff is disable-proxy-intercept-errors: the backend's error
+	// answers pass, the pages serve NGINX's own errors only.
+	InterceptOff bool
 }
 
 // errorPages collects a server's named error locations while its locations
@@ -110,15 +113,20 @@ func serverErrorPages(settings bus.Settings, backends backendContext, pages erro
 
 // errorsOf resolves a location's custom errors: its annotation's codes
 // (to its default-backend Service, else to --default-backend-service; with
-// neither there is no page to serve and the backend's answer passes), and
-// whether the ConfigMap's apply. Nil when the location intercepts nothing.
+// neither there is no page to serve and the backend's answer passes),
+// whether the ConfigMap's apply, and whether the backend's own answers are
+// intercepted (disable-proxy-intercept-errors, the annotation's or the
+// ConfigMap's). Nil when the location has no page.
 // Codes an auth-signin redirect answers (401) stay with it.
-func errorsOf(l location, serverWide bool, backends backendContext, pages errorPages) (*locationErrorsView, error) {
+func errorsOf(l location, serverWide bool, settings bus.Settings, backends backendContext, pages errorPages) (*locationErrorsView, error) {
 	var e *bus.Errors
 	if l.Features != nil {
 		e = l.Features.Errors
 	}
-	v := &locationErrorsView{}
+	v := &locationErrorsView{InterceptOff: settings.DisableProxyInterceptErrors}
+	if e != nil && e.DisableIntercept != nil {
+		v.InterceptOff = *e.DisableIntercept
+	}
 	if e != nil && len(e.Codes) > 0 {
 		target := errorBackend(l, backends)
 		for _, code := range e.Codes {

@@ -47,7 +47,7 @@ func TestErrorsOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pages := errorPages{}
-			got, err := errorsOf(tc.l, tc.serverWide, backendContext{hasDefault: tc.hasDefault}, pages)
+			got, err := errorsOf(tc.l, tc.serverWide, bus.Settings{}, backendContext{hasDefault: tc.hasDefault}, pages)
 			if (err != nil) != tc.wantErr || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, %v; want %+v, error %v", got, err, tc.want, tc.wantErr)
 			}

@@ -264,7 +264,7 @@ func newHTTPProxyLines(s bus.Settings, src sources) ([]sourcedLine, error) {
 		{"proxy-body-size", bus.Proxy{BodySize: s.ProxyBodySize}},
 		{"client-body-buffer-size", bus.Proxy{ClientBodyBufferSize: s.ClientBodyBufferSize}},
 		{"proxy-buffering", bus.Proxy{Buffering: s.ProxyBuffering}},
-		{"proxy-buffer-size", bus.Proxy{BufferSize: s.ProxyBufferSize, BuffersNumber: s.ProxyBuffersNumber}},
+		{"proxy-buffer-size", bus.Proxy{BufferSize: s.ProxyBufferSize, BuffersNumber: s.ProxyBuffersNumber, BusyBuffersSize: s.ProxyBusyBuffersSize}},
 		{"proxy-max-temp-file-size", bus.Proxy{MaxTempFileSize: s.ProxyMaxTempFileSize}},
 		{"proxy-request-buffering", bus.Proxy{RequestBuffering: s.ProxyRequestBuffering}},
 		{"proxy-connect-timeout", bus.Proxy{ConnectTimeout: s.ProxyConnectTimeout}},
@@ -295,6 +295,9 @@ func newHTTPProxyLines(s bus.Settings, src sources) ([]sourcedLine, error) {
 			key := k.key
 			if strings.HasPrefix(l, "proxy_buffers ") {
 				key = "proxy-buffers-number"
+			}
+			if strings.HasPrefix(l, "proxy_busy_buffers_size ") && s.ProxyBusyBuffersSize != "" {
+				key = "proxy-busy-buffers-size"
 			}
 			out = append(out, sourcedLine{Src: src.configMapSource(key), Line: l})
 		}

@@ -373,11 +373,11 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 		if v.External, err = quote(external); err != nil {
 			return err
 		}
-		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.backends, c.pages); err != nil {
+		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.settings, c.backends, c.pages); err != nil {
 			return err
 		}
 	case kindProxy:
-		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.backends, c.pages); err != nil {
+		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.settings, c.backends, c.pages); err != nil {
 			return err
 		}
 		if v.BalancerArg, err = balancerArgs(l, v.Errors != nil); err != nil {

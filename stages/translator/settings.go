@@ -210,6 +210,7 @@ var coreSettings = map[string]settingParser{
 		"a space-separated list of at least one of "+strings.Join(sslProtocols, ", "), parseSSLProtocols, joinWith(" ")),
 	"ssl-ciphers": setting(func(s *bus.Settings) *string { return &s.SSLCiphers },
 		"an OpenSSL cipher list of 1 to 2048 characters from A-Z a-z 0-9 ! : + @ . _ -", parseCiphers, identity),
+	"disable-proxy-intercept-errors": boolSetting(func(s *bus.Settings) *bool { return &s.DisableProxyInterceptErrors }),
 	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
 		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
 	// NGINX's limit_req_status and limit_conn_status take 400 to 599.

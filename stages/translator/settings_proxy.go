@@ -14,10 +14,12 @@ import (
 // functions as the proxy plugin's annotations (bus/features/proxy.go), so
 // a ConfigMap and an Ingress accept exactly the same values.
 var proxySettings = map[string]settingParser{
-	"proxy-body-size":           sizeSetting(func(s *bus.Settings) *string { return &s.ProxyBodySize }, features.ParseBodySize, bodySizeRule),
-	"proxy-max-temp-file-size":  sizeSetting(func(s *bus.Settings) *string { return &s.ProxyMaxTempFileSize }, features.ParseBodySize, bodySizeRule),
-	"client-body-buffer-size":   sizeSetting(func(s *bus.Settings) *string { return &s.ClientBodyBufferSize }, features.ParseBufferSize, bufferSizeRule),
-	"proxy-buffer-size":         sizeSetting(func(s *bus.Settings) *string { return &s.ProxyBufferSize }, features.ParseBufferSize, bufferSizeRule),
+	"proxy-body-size":          sizeSetting(func(s *bus.Settings) *string { return &s.ProxyBodySize }, features.ParseBodySize, bodySizeRule),
+	"proxy-max-temp-file-size": sizeSetting(func(s *bus.Settings) *string { return &s.ProxyMaxTempFileSize }, features.ParseBodySize, bodySizeRule),
+	"client-body-buffer-size":  sizeSetting(func(s *bus.Settings) *string { return &s.ClientBodyBufferSize }, features.ParseBufferSize, bufferSizeRule),
+	"proxy-buffer-size":        sizeSetting(func(s *bus.Settings) *string { return &s.ProxyBufferSize }, features.ParseBufferSize, bufferSizeRule),
+	"proxy-busy-buffers-size": sizeSetting(func(s *bus.Settings) *string { return &s.ProxyBusyBuffersSize }, emptyOr(features.ParseBufferSize),
+		bufferSizeRule+", or empty for twice proxy-buffer-size"),
 	"client-header-buffer-size": sizeSetting(func(s *bus.Settings) *string { return &s.ClientHeaderBufferSize }, features.ParseBufferSize, bufferSizeRule),
 	"proxy-buffers-number":      intSetting(func(s *bus.Settings) *int { return &s.ProxyBuffersNumber }, 2, features.MaxBuffersNumber, "buffers"),
 	"proxy-buffering":           onOffSetting(func(s *bus.Settings) *string { return &s.ProxyBuffering }),
@@ -66,6 +68,16 @@ const (
 	bodySizeRule   = "an NGINX size up to 1024g such as 1m, 512k or 0 (unlimited): digits and an optional k, m or g"
 	bufferSizeRule = "an NGINX buffer size from 1 byte to 256m such as 8k or 1m: digits and an optional k or m"
 )
+
+// emptyOr accepts "" (the default) or what parse accepts.
+func emptyOr(parse func(string) (string, error)) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if v == "" {
+			return "", nil
+		}
+		return parse(v)
+	}
+}
 
 func sizeSetting(field func(*bus.Settings) *string, parse func(string) (string, error), rule string) settingParser {
 	return setting(field, rule, errToOK(parse), identity)

@@ -105,6 +105,7 @@ var coreSettingsCases = map[string]keyCases{
 		},
 		invalid: []string{"", "SSLv3", "TLSv1.2 SSLv3", "tlsv1.2", "TLSv1.2,TLSv1.3", "TLSv1.4", "TLSv1.2;"},
 	},
+	"disable-proxy-intercept-errors": boolCases(false, func(s *bus.Settings) *bool { return &s.DisableProxyInterceptErrors }),
 	"custom-http-errors": keyCases{def: "",
 		valid: []valid{
 			{"", setInts()}, {"404,503", setInts(404, 503)}, {"503, 404,404 ,500", setInts(404, 500, 503)},

@@ -10,6 +10,7 @@ package errors
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"switchyard.dev/switchyard/bus/features"
@@ -20,6 +21,7 @@ import (
 const (
 	KeyCustomHTTPErrors = "custom-http-errors"
 	KeyDefaultBackend   = "default-backend"
+	KeyDisableIntercept = "disable-proxy-intercept-errors"
 )
 
 // Plugin is the errors plugin.
@@ -42,6 +44,8 @@ func (Plugin) Describe() plugins.Description {
 			{Key: KeyDefaultBackend, Pattern: `[a-z]([-a-z0-9]{0,61}[a-z0-9])?`, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow,
 				Doc: "A Service of the Ingress's namespace (its first port): it answers the Ingress's requests while their Service " +
 					"has no ready endpoint, and serves the pages of custom-http-errors."},
+			{Key: KeyDisableIntercept, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "ConfigMap disable-proxy-intercept-errors",
+				Doc: "true: the backend's own error answers reach the client; custom-http-errors pages then replace only NGINX's own errors (no endpoint, timeouts)."},
 		},
 	}
 }
@@ -52,7 +56,7 @@ func (Plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Featu
 	return plugins.Features{Errors: e}, errs
 }
 
-// Parse turns the annotations into the Errors group, nil when neither is
+// Parse turns the annotations into the Errors group, nil when none is
 // set.
 func Parse(a map[string]string) (*features.Errors, []plugins.Error) {
 	e := &features.Errors{}
@@ -71,10 +75,17 @@ func Parse(a map[string]string) (*features.Errors, []plugins.Error) {
 		}
 		e.DefaultBackend = name
 	}
+	if v, ok := a[KeyDisableIntercept]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, plugins.Error{Key: KeyDisableIntercept, Message: "not a boolean"})
+		}
+		e.DisableIntercept = &b
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if len(e.Codes) == 0 && e.DefaultBackend == "" {
+	if len(e.Codes) == 0 && e.DefaultBackend == "" && e.DisableIntercept == nil {
 		return nil, nil
 	}
 	return e, nil
