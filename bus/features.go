@@ -32,6 +32,7 @@ type (
 	Errors                = features.Errors
 	CORS                  = features.CORS
 	ClientAuth            = features.ClientAuth
+	Passthrough           = features.Passthrough
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

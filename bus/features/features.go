@@ -47,6 +47,9 @@ type Features struct {
 	// ClientAuth goes onto the server of the Ingress's hosts: mutual TLS
 	// (clientauth.go).
 	ClientAuth *ClientAuth `json:"clientAuth,omitempty"`
+	// Passthrough goes onto the server of the Ingress's hosts: TLS handed
+	// to the backend unterminated (passthrough.go).
+	Passthrough *Passthrough `json:"passthrough,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -130,6 +133,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.ClientAuth.validate(); err != nil {
 		return fmt.Errorf("clientAuth: %w", err)
+	}
+	if f.Passthrough != nil && !f.Passthrough.Enabled {
+		return fmt.Errorf("passthrough: a group that is not enabled")
 	}
 	return nil
 }

@@ -62,6 +62,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("clientAuth", &f.ClientAuth, other.ClientAuth); err != nil {
 		return err
 	}
+	if err := mergeGroup("passthrough", &f.Passthrough, other.Passthrough); err != nil {
+		return err
+	}
 	return nil
 }
 
