@@ -135,6 +135,9 @@ func (c Config) Validate() error {
 		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
 		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
 	}
+	if c.SSLPassthrough {
+		checks["TLS socket"], checks["passthrough socket"] = c.TLSSocket, c.PassthroughSocket
+	}
 	for _, name := range c.TestRefuseIngresses {
 		if !bus.SourceNamePattern.MatchString(name) {
 			return fmt.Errorf("renderer config: test refuse ingress %q is not namespace/name", name)
