@@ -78,16 +78,28 @@ func (r *Renderer) renderStream() (string, []error) {
 
 func (r *Renderer) newStreamView() (streamView, []error) {
 	s := r.effectiveSettings()
-	v := streamView{Static: sourceSwitchyard,
-		TLSSocket: "unix:" + r.cfg.TLSSocket, PassthroughSocket: "unix:" + r.cfg.PassthroughSocket,
-		PassthroughListen: "unix:" + r.cfg.PassthroughSocket + " proxy_protocol"}
+	v := streamView{Static: sourceSwitchyard}
+	var err error
+	if v.TLSSocket, err = quote("unix:" + r.cfg.TLSSocket); err != nil {
+		return v, []error{err}
+	}
+	if v.PassthroughSocket, err = quote("unix:" + r.cfg.PassthroughSocket); err != nil {
+		return v, []error{err}
+	}
+	v.PassthroughListen = v.PassthroughSocket + " proxy_protocol"
 	suffix := ""
 	if s.UseProxyProtocol {
 		suffix = " proxy_protocol"
 		v.TrustedProxies = s.ProxyRealIPCIDR
 		v.Src.ProxyRealIPCIDR = r.sources("").configMapSource("proxy-real-ip-cidr")
 	}
+	if s.ReusePort {
+		suffix += " reuseport"
+	}
 	for _, l := range r.cfg.HTTPSListen {
+		if !listenPattern.MatchString(l) {
+			return v, []error{fmt.Errorf("listen address %q is not host:port", l)}
+		}
 		v.Listens = append(v.Listens, l+suffix)
 	}
 	var errs []error
@@ -104,7 +116,7 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 		}
 		if len(u.Servers) == 0 {
 			errs = append(errs, fmt.Errorf("ssl-passthrough of %s: backend %s has no ready endpoint; its TLS connections are closed", srv.Hostname, srv.PassthroughBackend))
-			h.Upstream = "switchyard_passthrough_none"
+			h.Upstream = `"switchyard_passthrough_none"`
 		} else {
 			upstreams[u.Name] = u
 		}
@@ -129,7 +141,11 @@ func (r *Renderer) streamHost(key string, srv *bus.Server) (streamHost, streamUp
 	if err != nil {
 		return streamHost{}, streamUpstream{}, err
 	}
-	u := streamUpstream{Name: passthroughUpstream(srv.PassthroughBackend)}
+	upstream, err := quote(passthroughUpstream(srv.PassthroughBackend))
+	if err != nil {
+		return streamHost{}, streamUpstream{}, err
+	}
+	u := streamUpstream{Name: upstream}
 	if b := r.out.Backends[srv.PassthroughBackend]; b != nil {
 		if u.Servers, err = streamServers(b.Endpoints); err != nil {
 			return streamHost{}, streamUpstream{}, fmt.Errorf("backend %s: %w", b.Name, err)
@@ -142,8 +158,8 @@ func (r *Renderer) streamHost(key string, srv *bus.Server) (streamHost, streamUp
 	return streamHost{Source: src, Name: name, Upstream: u.Name}, u, nil
 }
 
-// streamServers writes endpoints as "ip:port" ("[ip6]:port"), sorted and
-// without duplicates; each address must parse as an IP and each port be
+// streamServers writes endpoints as "ip:port" ("[ip6]:port"), quoted,
+// sorted and without duplicates; each address must parse as an IP and each port be
 // 1-65535.
 func streamServers(eps []bus.Endpoint) ([]string, error) {
 	seen := map[string]bool{}
@@ -156,7 +172,7 @@ func streamServers(eps []bus.Endpoint) ([]string, error) {
 		if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != ep.Port {
 			return nil, fmt.Errorf("endpoint port %q is not 1-65535", ep.Port)
 		}
-		seen[netip.AddrPortFrom(addr, uint16(port)).String()] = true
+		seen[`"`+netip.AddrPortFrom(addr, uint16(port)).String()+`"`] = true
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
 }
