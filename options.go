@@ -65,6 +65,7 @@ type options struct {
 	memoryLimit       string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
+	sslPassthrough    bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -101,6 +102,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+")")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
+	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -165,6 +167,16 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	}
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
+	if o.sslPassthrough {
+		// In the prefix, which the workers (another user) may enter: they
+		// connect to these sockets, which NGINX creates world-writable.
+		prefix, perr := o.prefix()
+		if perr != nil {
+			return cfg, perr
+		}
+		cfg.SSLPassthrough = true
+		cfg.TLSSocket, cfg.PassthroughSocket = filepath.Join(prefix, "tls.sock"), filepath.Join(prefix, "passthrough.sock")
+	}
 	if w, werr := o.workerUser(); werr != nil {
 		err = werr
 	} else if w != nil {
@@ -355,7 +367,8 @@ func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error)
 	if err != nil {
 		return annotations.Config{}, err
 	}
-	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir}, nil
+	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir,
+		SSLPassthrough: o.sslPassthrough}, nil
 }
 
 // namespacedNamePattern is a flag's NAMESPACE/NAME: a namespace (a DNS

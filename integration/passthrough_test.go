@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// passthroughGet sends GET https://host/ to addr from src (a loopback
+// address), with host as the SNI name.
+func passthroughGet(addr, src, host string) (harness.Response, error) {
+	c := clientFrom(src)
+	c.Transport.(*http.Transport).TLSClientConfig.ServerName = host
+	return harness.Do(c, http.MethodGet, "https://"+addr+"/", host, nil)
+}
+
+// TestSSLPassthroughThroughNginx: with --enable-ssl-passthrough, a host
+// with ssl-passthrough gets its TLS unterminated (the client sees the
+// backend's own certificate and gets the backend's answer), while the
+// other hosts on the same port are terminated by NGINX with their
+// Ingress's certificate, and their backends and source ranges see the real
+// client address. Without the flag the annotation is a warning and the
+// host is terminated.
+func TestSSLPassthroughThroughNginx(t *testing.T) {
+	backendCert, backendKey := harness.SelfSigned(t, "pass.example.com")
+	secureCert, secureKey := harness.SelfSigned(t, "secure.example.com")
+	e := newBackends(t)
+	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend", startTLSBackend(t, backendCert, backendKey, nil)))
+	e.write("ingresses.yaml", strings.Join([]string{
+		harness.AnnotatedIngressYAML("default", "pass", "pass.example.com", map[string]string{upstreamPrefix + "ssl-passthrough": "true"},
+			harness.Path{Path: "/", Type: "Prefix", Service: "tls-backend"}),
+		harness.TLSIngressYAML("default", "secure", "secure.example.com", "echo-a", secureCert, secureKey),
+		harness.AnnotatedIngressYAML("default", "guarded", "guarded.example.com", map[string]string{upstreamPrefix + "allowlist-source-range": "127.0.0.2"},
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+	}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--enable-ssl-passthrough")
+	addr := e.sy.HTTPSAddr
+
+	harness.WaitFor(t, changeTimeout, "the backend's own certificate for the passthrough host", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass.example.com", backendCert)
+	})
+	r, err := passthroughGet(addr, "127.0.0.1", "pass.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply tlsBackendReply
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &reply) != nil || reply.SNI != "pass.example.com" || reply.Forwarded != "" {
+		t.Fatalf("passthrough host: status %d, body %s", r.Status, r.Body)
+	}
+
+	harness.WaitFor(t, changeTimeout, "the Ingress's certificate for the terminated host", func() error {
+		return harness.ExpectCertificatePEM(addr, "secure.example.com", secureCert)
+	})
+	r, err = passthroughGet(addr, "127.0.0.2", "secure.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Echo == nil {
+		t.Fatalf("terminated host: status %d, body %s", r.Status, r.Body)
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	h := r.Echo.Headers
+	if got := fmt.Sprint(h["X-Real-Ip"], h["X-Forwarded-For"], h["X-Forwarded-Port"], h["X-Forwarded-Proto"]); got != "[127.0.0.2] [127.0.0.2] ["+port+"] [https]" {
+		t.Fatalf("terminated host: the backend saw X-Real-IP, X-Forwarded-For, -Port, -Proto %s, want the client 127.0.0.2 on port %s over https", got, port)
+	}
+
+	for src, want := range map[string]int{"127.0.0.2": http.StatusOK, "127.0.0.1": http.StatusForbidden} {
+		r, err := passthroughGet(addr, src, "guarded.example.com")
+		if err != nil || r.Status != want {
+			t.Fatalf("allowlist 127.0.0.2 over TLS, client %s: status %d (%v), want %d", src, r.Status, err, want)
+		}
+	}
+
+	// Plain HTTP of the passthrough host is served by its HTTP server as
+	// before: NGINX proxies to the backend, which speaks only TLS.
+	if r, err := e.sy.Get("pass.example.com", "/"); err != nil || r.Status != http.StatusBadRequest {
+		t.Fatalf("plain HTTP of the passthrough host: status %d (%v), want the TLS backend's 400", r.Status, err)
+	}
+
+	// Without the flag: a warning, and NGINX terminates the host's TLS.
+	e.sy.Stop(20 * time.Second)
+	off := harness.StartSwitchyard(t, e.dir)
+	harness.WaitFor(t, changeTimeout, "the warning without --enable-ssl-passthrough", func() error {
+		if !strings.Contains(off.Output.String(), "has no effect without --enable-ssl-passthrough") {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
+	if err := harness.ExpectCertificatePEM(off.HTTPSAddr, "pass.example.com", backendCert); err == nil {
+		t.Fatal("the backend's certificate is served without --enable-ssl-passthrough")
+	}
+	if r, err := off.GetTLS("secure.example.com", "/"); err != nil || r.Echo == nil {
+		t.Fatalf("terminated host without the flag: %v %+v", err, r)
+	}
+}
