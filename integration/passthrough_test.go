@@ -83,6 +83,17 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 		t.Fatalf("plain HTTP of the passthrough host: status %d (%v), want the TLS backend's 400", r.Status, err)
 	}
 
+	// An endpoint change of the passthrough backend reaches the stream
+	// module (a reload): the new backend's certificate is served.
+	movedCert, movedKey := harness.SelfSigned(t, "pass.example.com")
+	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend", startTLSBackend(t, movedCert, movedKey, nil)))
+	harness.WaitFor(t, changeTimeout, "the moved backend's certificate", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass.example.com", movedCert)
+	})
+	if r, err := passthroughGet(addr, "127.0.0.2", "secure.example.com"); err != nil || r.Echo == nil {
+		t.Fatalf("terminated host after the passthrough change: %v %+v", err, r)
+	}
+
 	// Without the flag: a warning, and NGINX terminates the host's TLS.
 	e.sy.Stop(20 * time.Second)
 	off := harness.StartSwitchyard(t, e.dir)
@@ -92,8 +103,8 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 		}
 		return nil
 	})
-	if err := harness.ExpectCertificatePEM(off.HTTPSAddr, "pass.example.com", backendCert); err == nil {
-		t.Fatal("the backend's certificate is served without --enable-ssl-passthrough")
+	if _, cn, err := harness.ServedCertificate(off.HTTPSAddr, "pass.example.com"); err != nil || cn == "pass.example.com" {
+		t.Fatalf("without --enable-ssl-passthrough NGINX served CN %q (%v), want its default certificate", cn, err)
 	}
 	if r, err := off.GetTLS("secure.example.com", "/"); err != nil || r.Echo == nil {
 		t.Fatalf("terminated host without the flag: %v %+v", err, r)

@@ -61,6 +61,10 @@ type streamUpstream struct {
 	Servers []string
 }
 
+// passthroughWarning is a passthrough host the stream file serves, but
+// not as asked (no endpoint): logged as a warning, not as left out.
+type passthroughWarning struct{ error }
+
 // passthroughUpstream names the stream upstream of a backend; the name
 // matched backendNamePattern.
 func passthroughUpstream(backend string) string { return "switchyard_pass_" + backend }
@@ -115,7 +119,7 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 			continue
 		}
 		if len(u.Servers) == 0 {
-			errs = append(errs, fmt.Errorf("ssl-passthrough of %s: backend %s has no ready endpoint; its TLS connections are closed", srv.Hostname, srv.PassthroughBackend))
+			errs = append(errs, passthroughWarning{fmt.Errorf("ssl-passthrough of %s: backend %s has no ready endpoint; its TLS connections are closed", srv.Hostname, srv.PassthroughBackend)})
 			h.Upstream = `"switchyard_passthrough_none"`
 		} else {
 			upstreams[u.Name] = u

@@ -83,6 +83,11 @@ func (s *Stage) applyRefusals(in bus.Snapshot) *bus.Output {
 	}
 	out, errs := s.renderer.Flush()
 	for _, err := range errs {
+		var w passthroughWarning
+		if errors.As(err, &w) {
+			s.log.Warn("TLS passthrough", zap.Error(err))
+			continue
+		}
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
 	s.splitter.split(&out)
@@ -110,6 +115,11 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 	}
 	out, errs := s.renderer.Update(in.Puts, in.Deletes)
 	for _, err := range errs {
+		var w passthroughWarning
+		if errors.As(err, &w) {
+			s.log.Warn("TLS passthrough", zap.Error(err))
+			continue
+		}
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
 	if !s.renderer.Rendered(MainFile) {
