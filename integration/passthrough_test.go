@@ -1,10 +1,16 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +115,93 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 	if r, err := off.GetTLS("secure.example.com", "/"); err != nil || r.Echo == nil {
 		t.Fatalf("terminated host without the flag: %v %+v", err, r)
 	}
+}
+
+// TestSSLPassthroughBehindProxyProtocol: with use-proxy-protocol the
+// stream module reads the load balancer's PROXY header, takes the client
+// address from a trusted peer and hands it on: a terminated host's backend
+// sees the client, and a passthrough host still gets its backend's TLS.
+func TestSSLPassthroughBehindProxyProtocol(t *testing.T) {
+	backendCert, backendKey := harness.SelfSigned(t, "pass.example.com")
+	e := newBackends(t)
+	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend", startTLSBackend(t, backendCert, backendKey, nil)))
+	e.write("ingresses.yaml", strings.Join([]string{
+		harness.AnnotatedIngressYAML("default", "pass", "pass.example.com", map[string]string{upstreamPrefix + "ssl-passthrough": "true"},
+			harness.Path{Path: "/", Type: "Prefix", Service: "tls-backend"}),
+		annotatedIngressYAML("pp", nil),
+	}, "---\n"))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-real-ip-cidr": "127.0.0.1/32"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName, "--enable-ssl-passthrough")
+	e.write("config.yaml", configMapYAML(map[string]string{"use-proxy-protocol": "true", "proxy-real-ip-cidr": "127.0.0.1/32"}))
+	client := netip.MustParseAddr("203.0.113.7")
+
+	realIPOverTLS := func(want string) func() error {
+		return func() error {
+			conn, err := tlsBehindProxyProtocol(e.sy.HTTPSAddr, proxyV1(client), "pp.example.com")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			reply, err := getOn(conn, "pp.example.com")
+			if err == nil && strings.Join(reply.Headers["X-Real-Ip"], ",") != want {
+				err = fmt.Errorf("backend saw X-Real-IP %v, want %s", reply.Headers["X-Real-Ip"], want)
+			}
+			return err
+		}
+	}
+	harness.WaitFor(t, changeTimeout, "pp.example.com over TLS behind a PROXY header", realIPOverTLS(client.String()))
+	harness.WaitFor(t, changeTimeout, "the passthrough host behind a PROXY header", func() error {
+		conn, err := tlsBehindProxyProtocol(e.sy.HTTPSAddr, proxyV2(client), "pass.example.com")
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		block, _ := pem.Decode(backendCert)
+		if !bytes.Equal(conn.ConnectionState().PeerCertificates[0].Raw, block.Bytes) {
+			return errors.New("not the backend's certificate")
+		}
+		return nil
+	})
+
+	// The peer (127.0.0.1) is no longer trusted: the stream module reads
+	// its header but hands on the peer's own address.
+	e.write("config.yaml", configMapYAML(map[string]string{"use-proxy-protocol": "true", "proxy-real-ip-cidr": "10.0.0.0/8"}))
+	harness.WaitFor(t, changeTimeout, "the PROXY address ignored from an untrusted peer over TLS", realIPOverTLS("127.0.0.1"))
+}
+
+// tlsBehindProxyProtocol opens a TLS connection with SNI host after a
+// PROXY header, as a load balancer in front would pass a client's on.
+func tlsBehindProxyProtocol(addr string, header []byte, host string) (*tls.Conn, error) {
+	raw, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	_ = raw.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := raw.Write(header); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	conn := tls.Client(raw, &tls.Config{ServerName: host, InsecureSkipVerify: true}) // the test checks certificates itself
+	if err := conn.Handshake(); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// getOn sends GET / for host on conn and reads the echo answer.
+func getOn(conn net.Conn, host string) (*harness.EchoReply, error) {
+	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var reply harness.EchoReply
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d, not an echo answer: %v", resp.StatusCode, err)
+	}
+	return &reply, nil
 }
