@@ -134,6 +134,18 @@ func (o *options) controlSocket() (string, error) {
 	return filepath.Join(prefix, nginx.ControlDir, "control.sock"), err
 }
 
+// passthroughSockets are, with --enable-ssl-passthrough, the unix sockets
+// of the http module's TLS listener and of the passthrough stream server.
+// They are in the prefix, which the workers (another user) may enter: they
+// connect to them, and NGINX creates them world-writable.
+func (o *options) passthroughSockets() ([]string, error) {
+	if !o.sslPassthrough {
+		return nil, nil
+	}
+	prefix, err := o.prefix()
+	return []string{filepath.Join(prefix, "tls.sock"), filepath.Join(prefix, "passthrough.sock")}, err
+}
+
 func (o *options) translatorConfig() (translator.Config, error) {
 	ownership, err := translator.ParseHostOwnership(o.hostOwnership)
 	if err != nil {
@@ -168,14 +180,12 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
 	if o.sslPassthrough {
-		// In the prefix, which the workers (another user) may enter: they
-		// connect to these sockets, which NGINX creates world-writable.
-		prefix, perr := o.prefix()
+		sockets, perr := o.passthroughSockets()
 		if perr != nil {
 			return cfg, perr
 		}
 		cfg.SSLPassthrough = true
-		cfg.TLSSocket, cfg.PassthroughSocket = filepath.Join(prefix, "tls.sock"), filepath.Join(prefix, "passthrough.sock")
+		cfg.TLSSocket, cfg.PassthroughSocket = sockets[0], sockets[1]
 	}
 	if w, werr := o.workerUser(); werr != nil {
 		err = werr
@@ -316,8 +326,9 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		if err != nil {
 			return nil, err
 		}
+		internal, _ := o.passthroughSockets()
 		return applier.New(conn, applier.Config{
-			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
+			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, InternalSockets: internal, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
 		}, log), nil
 	}

@@ -100,6 +100,20 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 		t.Fatalf("terminated host after the passthrough change: %v %+v", err, r)
 	}
 
+	// A controller killed outright leaves NGINX's unix sockets behind; the
+	// next one on the same state dir starts anyway.
+	_ = e.sy.Cmd.Process.Kill()
+	harness.WaitFor(t, changeTimeout, "the killed controller to exit", func() error {
+		if !e.sy.Exited() {
+			return errors.New("still running")
+		}
+		return nil
+	})
+	e.sy = e.sy.Restart(t, "--enable-ssl-passthrough")
+	harness.WaitFor(t, changeTimeout, "passthrough after a restart", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass.example.com", movedCert)
+	})
+
 	// Without the flag: a warning, and NGINX terminates the host's TLS.
 	e.sy.Stop(20 * time.Second)
 	off := harness.StartSwitchyard(t, e.dir)
