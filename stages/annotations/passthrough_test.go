@@ -23,6 +23,9 @@ func TestPassthroughOntoServer(t *testing.T) {
 		c[bus.Key(bus.KindIngress, "argocd", "sub")] = mustJSON(t, &bus.IngressInfo{Namespace: "argocd", Name: "sub", Annotations: map[string]string{key: "true"}})
 		c[bus.Key(bus.KindServer, "sub.example.com")] = mustJSON(t, &bus.Server{Hostname: "sub.example.com", Locations: []bus.Location{
 			{Path: "/api", PathType: bus.PathPrefix, Backend: "argocd-api-80", Ingress: "argocd/sub"}}})
+		// A wildcard host of the same Ingress has no single SNI name.
+		c[bus.Key(bus.KindServer, "*.example.com")] = mustJSON(t, &bus.Server{Hostname: "*.example.com", Locations: []bus.Location{
+			{Path: "/", PathType: bus.PathPrefix, Backend: "argocd-api-80", Ingress: "argocd/sub"}}})
 		out := update(t, a, context.Background(), c)
 
 		s := harness.Decode[bus.Server](t, out.Puts, bus.Key(bus.KindServer, "server.example.com"))
@@ -39,7 +42,11 @@ func TestPassthroughOntoServer(t *testing.T) {
 		info := infoOf(t, out, "argocd", "server")
 		sub := infoOf(t, out, "argocd", "sub")
 		if enabled {
-			if len(info.Problems) != 0 || len(sub.Problems) != 1 || !strings.Contains(sub.Problems[0].Message, `no "/" path`) {
+			if wild := harness.Decode[bus.Server](t, out.Puts, bus.Key(bus.KindServer, "*.example.com")); wild.SSLPassthrough {
+				t.Error("a wildcard host passes TLS through")
+			}
+			if len(info.Problems) != 0 || len(sub.Problems) != 2 || !strings.Contains(sub.Problems[0].Message+sub.Problems[1].Message, `no "/" path`) ||
+				!strings.Contains(sub.Problems[0].Message+sub.Problems[1].Message, "only exact host names") {
 				t.Errorf("flag on: problems %+v and %+v", info.Problems, sub.Problems)
 			}
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -54,7 +55,7 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 		if res == nil || res.rejected || res.features == nil {
 			continue
 		}
-		if !annotated.SSLPassthrough && res.features.Passthrough != nil {
+		if !annotated.SSLPassthrough && res.features.Passthrough != nil && passthroughHost(annotated.Hostname) {
 			if backend := rootBackend(annotated); backend != "" {
 				annotated.SSLPassthrough, annotated.PassthroughBackend, annotated.PassthroughFrom = true, backend, id
 			}
@@ -90,6 +91,12 @@ func rootBackend(s *bus.Server) string {
 	return ""
 }
 
+// passthroughHost says whether TLS for hostname can be passed through: an
+// exact name (SNI carries one), not a wildcard or the catch-all server.
+func passthroughHost(hostname string) bool {
+	return hostname != bus.DefaultServerName && !strings.HasPrefix(hostname, "*.")
+}
+
 // checkPassthrough reports what keeps an Ingress's ssl-passthrough from
 // taking effect, with a warning on the Ingress: without
 // --enable-ssl-passthrough ingress-nginx ignores it (the group is dropped,
@@ -108,7 +115,12 @@ func (a *Annotator) checkPassthrough(id string, res *ingressResult) {
 	}
 	for _, key := range slices.Sorted(maps.Keys(a.serversOf[id])) {
 		s := a.servers[key]
-		if s != nil && rootBackend(s) == "" {
+		switch {
+		case s == nil:
+		case !passthroughHost(s.Hostname):
+			res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationWarning,
+				Message: fmt.Sprintf("host %s: only exact host names are passed through (by their SNI name); its TLS is terminated by NGINX", s.Hostname)})
+		case rootBackend(s) == "":
 			res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationWarning,
 				Message: fmt.Sprintf("host %s has no \"/\" path with a backend to pass TLS through to: its TLS is terminated by NGINX", s.Hostname)})
 		}
