@@ -74,6 +74,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderRegexServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthURLVariables$$' -fuzztime $(FUZZTIME) ./stages/renderer
+	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughStream$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAttribute$$' -fuzztime $(FUZZTIME) ./stages/applier
 	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitFile$$' -fuzztime $(FUZZTIME) ./bus

@@ -109,3 +109,32 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// FuzzPassthroughStream: whatever a passthrough server's host, backend and
+// endpoints hold, the stream file is rendered or the host left out with an
+// error, and nothing that could end a quoted string or a directive is ever
+// written from them.
+func FuzzPassthroughStream(f *testing.F) {
+	f.Add("pass.example.com", "ns-svc-443", "10.0.0.1", "443")
+	f.Add("*.example.com", "ns-svc-443", "fd00::1", "8443")
+	f.Add("pass.example.com", "ns svc", "10.0.0.1;", "1\"")
+	f.Fuzz(func(t *testing.T, host, backend, address, port string) {
+		r := NewRenderer(passthroughConfig())
+		r.SetServer("server.x", &bus.Server{Hostname: host, SSLPassthrough: true, PassthroughBackend: backend,
+			Locations: []bus.Location{{Path: "/", PathType: bus.PathPrefix, Backend: backend}}})
+		r.SetBackend(backend, &bus.Backend{Name: backend, Endpoints: []bus.Endpoint{{Address: address, Port: port}}})
+		text, _ := r.renderStream()
+		valid := hostPattern.MatchString(host) && !strings.HasPrefix(host, "*.") && backendNamePattern.MatchString(backend)
+		if !valid && strings.Contains(text, "switchyard_pass_") {
+			t.Fatalf("host %q with backend %q rendered:\n%s", host, backend, text)
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			if strings.Count(line, `"`)%2 != 0 || strings.ContainsAny(line, "\\\x00\r") || strings.Count(line, ";") > 1 {
+				t.Fatalf("unsafe line %q", line)
+			}
+		}
+	})
+}
