@@ -135,15 +135,16 @@ func (o *options) controlSocket() (string, error) {
 }
 
 // passthroughSockets are, with --enable-ssl-passthrough, the unix sockets
-// of the http module's TLS listener and of the passthrough stream server.
-// They are in the prefix, which the workers (another user) may enter: they
-// connect to them, and NGINX creates them world-writable.
+// of the http module's TLS listener and of the passthrough stream server,
+// in a directory of the prefix that only the workers' user may enter (the
+// workers connect to them; the applier secures it).
 func (o *options) passthroughSockets() ([]string, error) {
 	if !o.sslPassthrough {
 		return nil, nil
 	}
 	prefix, err := o.prefix()
-	return []string{filepath.Join(prefix, "tls.sock"), filepath.Join(prefix, "passthrough.sock")}, err
+	dir := filepath.Join(prefix, nginx.InternalDir)
+	return []string{filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")}, err
 }
 
 func (o *options) translatorConfig() (translator.Config, error) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
@@ -31,7 +32,8 @@ type Config struct {
 	// the renderer must have been given the same path.
 	ControlSocket string
 	// InternalSockets are the other unix sockets NGINX listens on (TLS
-	// passthrough's), removed before NGINX starts as the control socket is.
+	// passthrough's), removed before NGINX starts as the control socket is;
+	// their directory is made private to the workers' user.
 	InternalSockets []string
 	// ShutdownGrace bounds the graceful stop.
 	ShutdownGrace time.Duration
@@ -112,6 +114,11 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	if s.cfg.WorkerUser != nil {
 		if err := nginx.GrantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
+			return err
+		}
+	}
+	for _, socket := range s.cfg.InternalSockets {
+		if err := nginx.SecureInternalDir(filepath.Dir(socket), s.cfg.WorkerUser); err != nil {
 			return err
 		}
 	}
