@@ -113,6 +113,11 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 		if srv == nil || !srv.SSLPassthrough {
 			continue
 		}
+		if _, refused := r.ref.excluded[srv.PassthroughFrom]; refused {
+			// NGINX refused a line of the Ingress that asked: its host is
+			// terminated until the Ingress changes.
+			continue
+		}
 		h, u, err := r.streamHost(key, srv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ssl-passthrough of %s: %w; its TLS is terminated", srv.Hostname, err))

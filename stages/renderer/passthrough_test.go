@@ -138,3 +138,30 @@ func FuzzPassthroughStream(f *testing.F) {
 		}
 	})
 }
+
+// TestPassthroughRefusedIngress: when NGINX refuses a line of the Ingress
+// that asked for passthrough (its "# source" comment in the stream file),
+// its host is terminated until the Ingress changes; the others stay.
+func TestPassthroughRefusedIngress(t *testing.T) {
+	m := harness.ReadModel(t, "testdata/passthrough.model.json")
+	vault := m.Servers["server.vault_2eexample_2ecom"]
+	vault.Locations = append(vault.Locations, bus.Location{Path: "/ui", PathType: bus.PathPrefix, Backend: "vault-vault-8200", Ingress: "vault/ui"})
+	r := NewRenderer(passthroughConfig())
+	for key, s := range m.Servers {
+		r.SetServer(key, s)
+	}
+	for _, b := range m.Backends {
+		r.SetBackend(b.Name, b)
+	}
+	rev := r.ingressRev("vault/vault", "server.vault_2eexample_2ecom")
+	ref := &bus.Refusal{Kind: bus.RefusedIngress, Name: "vault/vault", Rev: rev, Message: "refused"}
+	r.SetRefusal(ref.Key(), ref)
+	out, errs := r.Flush()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	text := streamText(t, out)
+	if strings.Contains(text, "vault.example.com") || !strings.Contains(text, "argocd.example.com") {
+		t.Fatalf("stream file after the refusal:\n%s", text)
+	}
+}
