@@ -36,7 +36,10 @@ const streamModule = "ngx_stream_module.so"
 // streamView is what stream.conf.tmpl sees.
 type streamView struct {
 	Static string
-	Src    struct{ ProxyRealIPCIDR string }
+	Src    struct{ ProxyRealIPCIDR, ProxyProtocolHeaderTimeout string }
+	// HeaderTimeout is proxy_protocol_timeout's seconds with
+	// use-proxy-protocol (proxy-protocol-header-timeout), 0 otherwise.
+	HeaderTimeout int
 	// Listens are the public HTTPS addresses, with proxy_protocol when
 	// use-proxy-protocol is on; TrustedProxies are then
 	// proxy-real-ip-cidr.
@@ -96,6 +99,8 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 		suffix = " proxy_protocol"
 		v.TrustedProxies = s.ProxyRealIPCIDR
 		v.Src.ProxyRealIPCIDR = r.sources("").configMapSource("proxy-real-ip-cidr")
+		v.HeaderTimeout = s.ProxyProtocolHeaderTimeout
+		v.Src.ProxyProtocolHeaderTimeout = r.sources("").configMapSource("proxy-protocol-header-timeout")
 	}
 	if s.ReusePort {
 		suffix += " reuseport"
