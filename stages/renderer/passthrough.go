@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // TLS passthrough (ssl-passthrough with --enable-ssl-passthrough). NGINX's
@@ -40,6 +41,9 @@ type streamView struct {
 	// HeaderTimeout is proxy_protocol_timeout's seconds with
 	// use-proxy-protocol (proxy-protocol-header-timeout), 0 otherwise.
 	HeaderTimeout int
+	// IdleTimeout is proxy_timeout of both stream servers, in seconds:
+	// the longest proxy timeout there is (features.MaxProxyTimeout).
+	IdleTimeout int
 	// Listens are the public HTTPS addresses, with proxy_protocol when
 	// use-proxy-protocol is on; TrustedProxies are then
 	// proxy-real-ip-cidr.
@@ -85,7 +89,7 @@ func (r *Renderer) renderStream() (string, []error) {
 
 func (r *Renderer) newStreamView() (streamView, []error) {
 	s := r.effectiveSettings()
-	v := streamView{Static: sourceSwitchyard}
+	v := streamView{Static: sourceSwitchyard, IdleTimeout: features.MaxProxyTimeout}
 	var err error
 	if v.TLSSocket, err = quote("unix:" + r.cfg.TLSSocket); err != nil {
 		return v, []error{err}
