@@ -76,6 +76,10 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 		t.Fatalf("terminated host: the backend saw X-Real-IP, X-Forwarded-For, -Port, -Proto %s, want the client 127.0.0.2 on port %s over https", got, port)
 	}
 
+	if r, err := e.sy.GetTLS("secure.example.com", "/"); err != nil || r.Echo == nil || r.Proto != "HTTP/2.0" {
+		t.Fatalf("terminated host over HTTP/2: %v, proto %q", err, r.Proto)
+	}
+
 	for src, want := range map[string]int{"127.0.0.2": http.StatusOK, "127.0.0.1": http.StatusForbidden} {
 		r, err := passthroughGet(addr, src, "guarded.example.com")
 		if err != nil || r.Status != want {
