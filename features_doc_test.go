@@ -215,6 +215,18 @@ var features = []feature{
 		tests:       []string{"plugins/builtin/authtls.TestParse", "integration.TestClientCertificatesThroughNginx"},
 	},
 	{
+		name: "TLS passthrough", summary: "ssl-passthrough with --enable-ssl-passthrough: NGINX's stream module reads the SNI name on the HTTPS addresses and hands a passthrough host's TLS unterminated to the endpoints of its \"/\" backend, every other host to the http module's TLS listener (a unix socket) with a PROXY header, so source ranges, logs and X-Forwarded-For see the client; an endpoint change of a passthrough backend reloads NGINX. Without the flag, a warning.",
+		plugin: "passthrough", keys: []string{"ssl-passthrough"},
+		busTypes:    []string{"bus/features.Passthrough", "bus.Server"},
+		tables:      []string{"annotations.server.<host> (sslPassthrough, passthroughBackend, passthroughFrom)", "renderer.file.stream.d/passthrough.conf"},
+		annotations: []string{"stages/annotations.Annotator.applyServerFeatures", "stages/annotations.Annotator.checkPassthrough"},
+		renderer:    []string{"stages/renderer.Renderer.renderStream", "stages/renderer.Renderer.flushStream", "stages/renderer.listens"},
+		templates:   []string{"templates/stream.conf.tmpl", "templates/nginx.conf.tmpl"},
+		testdata:    []string{"stages/renderer/testdata/passthrough.model.json", "stages/renderer/testdata/passthrough-proxy-protocol.model.json"},
+		tests: []string{"plugins/builtin/passthrough.TestParse", "stages/annotations.TestPassthroughOntoServer", "stages/renderer.TestPassthroughFollowsEndpoints",
+			"integration.TestSSLPassthroughThroughNginx", "integration.TestSSLPassthroughBehindProxyProtocol"},
+	},
+	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
 		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
 			"proxy-ssl-ciphers", "proxy-ssl-protocols", "proxy-ssl-name", "proxy-ssl-server-name"},

@@ -73,6 +73,7 @@ type options struct {
 	memoryLimit       string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
+	sslPassthrough    bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -116,6 +117,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+")")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
+	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -145,6 +147,19 @@ func (o *options) prefix() (string, error) {
 func (o *options) controlSocket() (string, error) {
 	prefix, err := o.prefix()
 	return filepath.Join(prefix, nginx.ControlDir, "control.sock"), err
+}
+
+// passthroughSockets are, with --enable-ssl-passthrough, the unix sockets
+// of the http module's TLS listener and of the passthrough stream server,
+// in a directory of the prefix that only the workers' user may enter (the
+// workers connect to them; the applier secures it).
+func (o *options) passthroughSockets() ([]string, error) {
+	if !o.sslPassthrough {
+		return nil, nil
+	}
+	prefix, err := o.prefix()
+	dir := filepath.Join(prefix, nginx.InternalDir)
+	return []string{filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")}, err
 }
 
 func (o *options) translatorConfig() (translator.Config, error) {
@@ -189,6 +204,14 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	}
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
+	if o.sslPassthrough {
+		sockets, perr := o.passthroughSockets()
+		if perr != nil {
+			return cfg, perr
+		}
+		cfg.SSLPassthrough = true
+		cfg.TLSSocket, cfg.PassthroughSocket = sockets[0], sockets[1]
+	}
 	if w, werr := o.workerUser(); werr != nil {
 		err = werr
 	} else if w != nil {
@@ -347,8 +370,9 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		if err != nil {
 			return nil, err
 		}
+		internal, _ := o.passthroughSockets()
 		return applier.New(conn, applier.Config{
-			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
+			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, InternalSockets: internal, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
 		}, log), nil
 	}
@@ -398,7 +422,8 @@ func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error)
 	if err != nil {
 		return annotations.Config{}, err
 	}
-	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir}, nil
+	return annotations.Config{Prefix: o.annotationsPrefix, Builtins: builtin.Descriptions(), Self: bin, PluginDir: o.pluginDir,
+		SSLPassthrough: o.sslPassthrough}, nil
 }
 
 // namespacedNamePattern is a flag's NAMESPACE/NAME: a namespace (a DNS

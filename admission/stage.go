@@ -70,7 +70,7 @@ func (s *Webhook) Run(ctx context.Context) error {
 		return err
 	}
 	host := annotations.NewHost(annotations.HostConfig{Sources: sources, Prefix: s.cfg.Annotations.Prefix,
-		CallTimeout: s.cfg.Annotations.CallTimeout}, s.log.Named("plugins"))
+		CallTimeout: s.cfg.Annotations.CallTimeout, SSLPassthrough: s.cfg.Annotations.SSLPassthrough}, s.log.Named("plugins"))
 	owners := host.Start(ctx)
 	defer host.Wait()
 	j := newJudge(s.cfg.Translator, func() *annotations.Annotator { return host.NewAnnotator(owners) })

@@ -34,6 +34,7 @@ type (
 	ClientAuth            = features.ClientAuth
 	Mirror                = features.Mirror
 	GlobalAuth            = features.GlobalAuth
+	Passthrough           = features.Passthrough
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

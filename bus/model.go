@@ -57,6 +57,14 @@ type Server struct {
 	// ClientAuthFrom names; the annotations stage fills them in.
 	ClientAuth     *ClientAuth `json:"clientAuth,omitempty"`
 	ClientAuthFrom string      `json:"clientAuthFrom,omitempty"`
+	// SSLPassthrough (ssl-passthrough, with --enable-ssl-passthrough):
+	// TLS connections whose SNI name is this host go unterminated to
+	// PassthroughBackend, the backend of the host's "/" path, as in
+	// ingress-nginx. PassthroughFrom is the first Ingress of the host by
+	// namespace/name that asks for it. The annotations stage fills them in.
+	SSLPassthrough     bool   `json:"sslPassthrough,omitempty"`
+	PassthroughBackend string `json:"passthroughBackend,omitempty"`
+	PassthroughFrom    string `json:"passthroughFrom,omitempty"`
 }
 
 // ServerTLS names the certificate served for a host.

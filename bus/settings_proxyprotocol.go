@@ -8,9 +8,8 @@ type ProxyProtocolSettings struct {
 	// expects a PROXY header, and the client address is taken from it when
 	// the peer is one of proxy-real-ip-cidr.
 	// The time a connection may take to send its header is
-	// client-header-timeout's: NGINX's HTTP listeners have no timer of
-	// their own for it (proxy-protocol-header-timeout is for stream
-	// listeners, and is reported as not supported).
+	// client-header-timeout's on the HTTP listeners: NGINX's http module
+	// has no timer of its own for it.
 	UseProxyProtocol bool `json:"useProxyProtocol"`
 	// EnableRealIP is enable-real-ip: the client address is taken from
 	// ForwardedForHeader when the peer is one of proxy-real-ip-cidr, without
@@ -19,9 +18,14 @@ type ProxyProtocolSettings struct {
 	// ForwardedForHeader is forwarded-for-header: the header the client
 	// address is read from (enable-real-ip, use-forwarded-headers).
 	ForwardedForHeader string `json:"forwardedForHeader"`
+	// ProxyProtocolHeaderTimeout is proxy-protocol-header-timeout, in
+	// seconds: how long the stream listeners (the HTTPS addresses with
+	// --enable-ssl-passthrough, as ingress-nginx's TLS proxy) wait for the
+	// PROXY header.
+	ProxyProtocolHeaderTimeout int `json:"proxyProtocolHeaderTimeout"`
 }
 
 // defaultProxyProtocolSettings are ingress-nginx's defaults.
 func defaultProxyProtocolSettings() ProxyProtocolSettings {
-	return ProxyProtocolSettings{ForwardedForHeader: "X-Forwarded-For"}
+	return ProxyProtocolSettings{ForwardedForHeader: "X-Forwarded-For", ProxyProtocolHeaderTimeout: 5}
 }

@@ -51,6 +51,9 @@ type Features struct {
 	Mirror *Mirror `json:"mirror,omitempty"`
 	// GlobalAuth is enable-global-auth (auth plugin, auth.go).
 	GlobalAuth *GlobalAuth `json:"globalAuth,omitempty"`
+	// Passthrough goes onto the server of the Ingress's hosts: TLS handed
+	// to the backend unterminated (passthrough.go).
+	Passthrough *Passthrough `json:"passthrough,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -137,6 +140,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Mirror.validate(); err != nil {
 		return fmt.Errorf("mirror: %w", err)
+	}
+	if f.Passthrough != nil && !f.Passthrough.Enabled {
+		return fmt.Errorf("passthrough: a group that is not enabled")
 	}
 	return nil
 }

@@ -58,3 +58,29 @@ func SecureControlSocket(socket string) error {
 	}
 	return err
 }
+
+// InternalDir is the directory below the prefix that holds the unix
+// sockets NGINX connects to itself (TLS passthrough's). NGINX creates them
+// world-writable, and a process that could connect could forge the PROXY
+// header that carries the client's address: the directory is private to
+// the workers' user (mode 0700), the master (root) enters it anyway.
+const InternalDir = "internal"
+
+// SecureInternalDir creates dir (mode 0700) and gives it to the workers'
+// user w, or keeps it ours when the workers run as we do (w nil).
+func SecureInternalDir(dir string, w *WorkerUser) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("internal socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("internal socket directory: %w", err)
+	}
+	uid, gid := os.Geteuid(), os.Getegid()
+	if w != nil {
+		uid, gid = w.uid, w.gid
+	}
+	if err := os.Lchown(dir, uid, gid); err != nil {
+		return fmt.Errorf("internal socket directory: %w", err)
+	}
+	return nil
+}

@@ -52,6 +52,9 @@ type Annotator struct {
 	// secret), by "namespace/name", for the plugins' SecretRef keys. They
 	// stop here: the renderer never sees them.
 	secrets map[string]map[string][]byte
+	// passthrough is --enable-ssl-passthrough: without it ssl-passthrough
+	// is a warning and has no effect.
+	passthrough bool
 }
 
 // ingressResult is what the plugins decided for one Ingress.
@@ -290,6 +293,7 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 			// custom-headers, read by the translator (plugins/builtin/headers).
 			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
 			a.checkAliases(res)
+			a.checkPassthrough(id, res)
 		}
 		if res != nil {
 			if err := res.features.Validate(); err != nil {

@@ -44,6 +44,8 @@ type HostConfig struct {
 	HealthInterval time.Duration
 	// MaxBackoff caps the wait between restarts of a failing plugin.
 	MaxBackoff time.Duration
+	// SSLPassthrough is --enable-ssl-passthrough, for the annotators.
+	SSLPassthrough bool
 }
 
 // ErrPluginDown is returned for a call to a plugin that is not running.
@@ -342,7 +344,9 @@ func (h *Host) apply(ctx context.Context, p *hosted, batch []plugins.Ingress) ([
 // is what Start returned. The stage uses it, and so do benchmarks that time
 // the Annotator with real plugin processes.
 func (h *Host) NewAnnotator(owners map[string]*ownedKey) *Annotator {
-	return NewAnnotator(owners, h.cfg.Prefix, h.apply)
+	a := NewAnnotator(owners, h.cfg.Prefix, h.apply)
+	a.passthrough = h.cfg.SSLPassthrough
+	return a
 }
 
 // Recovered delivers the name of each plugin that came back.

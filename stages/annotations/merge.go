@@ -68,6 +68,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("globalAuth", &f.GlobalAuth, other.GlobalAuth); err != nil {
 		return err
 	}
+	if err := mergeGroup("passthrough", &f.Passthrough, other.Passthrough); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -48,10 +49,16 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 	}
 	annotated.Aliases, annotated.SSLCiphers, annotated.SSLPreferServerCiphers, annotated.ServerFeaturesFrom = nil, "", nil, ""
 	annotated.ClientAuth, annotated.ClientAuthFrom = nil, ""
+	annotated.SSLPassthrough, annotated.PassthroughBackend, annotated.PassthroughFrom = false, "", ""
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		res := a.results[id]
 		if res == nil || res.rejected || res.features == nil {
 			continue
+		}
+		if !annotated.SSLPassthrough && res.features.Passthrough != nil && passthroughHost(annotated.Hostname) {
+			if backend := rootBackend(annotated); backend != "" {
+				annotated.SSLPassthrough, annotated.PassthroughBackend, annotated.PassthroughFrom = true, backend, id
+			}
 		}
 		if annotated.ClientAuth == nil && res.features.ClientAuth != nil {
 			annotated.ClientAuth, annotated.ClientAuthFrom = res.features.ClientAuth, id
@@ -68,6 +75,54 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 		}
 		if annotated.SSLPreferServerCiphers == nil {
 			annotated.SSLPreferServerCiphers = srv.SSLPreferServerCiphers
+		}
+	}
+}
+
+// rootBackend is the backend of the host's "/" prefix path, which
+// ingress-nginx passes TLS through to; "" when the host has none (or it
+// goes to the built-in default backend).
+func rootBackend(s *bus.Server) string {
+	for _, loc := range s.Locations {
+		if loc.Path == "/" && loc.PathType == bus.PathPrefix && loc.Backend != "" {
+			return loc.Backend
+		}
+	}
+	return ""
+}
+
+// passthroughHost says whether TLS for hostname can be passed through: an
+// exact name (SNI carries one), not a wildcard or the catch-all server.
+func passthroughHost(hostname string) bool {
+	return hostname != bus.DefaultServerName && !strings.HasPrefix(hostname, "*.")
+}
+
+// checkPassthrough reports what keeps an Ingress's ssl-passthrough from
+// taking effect, with a warning on the Ingress: without
+// --enable-ssl-passthrough ingress-nginx ignores it (the group is dropped,
+// the hosts are terminated by NGINX); a host without a "/" path has no
+// backend to pass TLS to and is terminated.
+func (a *Annotator) checkPassthrough(id string, res *ingressResult) {
+	if res.features == nil || res.features.Passthrough == nil {
+		return
+	}
+	field := "metadata.annotations[" + a.displayKey("ssl-passthrough") + "]"
+	if !a.passthrough {
+		res.features.Passthrough = nil
+		res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationWarning,
+			Message: "ssl-passthrough has no effect without --enable-ssl-passthrough: TLS of the Ingress's hosts is terminated by NGINX"})
+		return
+	}
+	for _, key := range slices.Sorted(maps.Keys(a.serversOf[id])) {
+		s := a.servers[key]
+		switch {
+		case s == nil:
+		case !passthroughHost(s.Hostname):
+			res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationWarning,
+				Message: fmt.Sprintf("host %s: only exact host names are passed through (by their SNI name); its TLS is terminated by NGINX", s.Hostname)})
+		case rootBackend(s) == "":
+			res.problems = append(res.problems, bus.Problem{Field: field, Reason: ReasonAnnotationWarning,
+				Message: fmt.Sprintf("host %s has no \"/\" path with a backend to pass TLS through to: its TLS is terminated by NGINX", s.Hostname)})
 		}
 	}
 }

@@ -34,6 +34,9 @@ type Config struct {
 	PluginDir string
 	// CallTimeout bounds one call to a plugin (default 5 s).
 	CallTimeout time.Duration
+	// SSLPassthrough is --enable-ssl-passthrough: ssl-passthrough takes
+	// effect (otherwise it is a warning).
+	SSLPassthrough bool
 }
 
 // Sources lists the plugins to start: the built-in ones, then every
@@ -85,7 +88,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	host := NewHost(HostConfig{Sources: sources, Prefix: s.cfg.Prefix, CallTimeout: s.cfg.CallTimeout}, s.log)
+	host := NewHost(HostConfig{Sources: sources, Prefix: s.cfg.Prefix, CallTimeout: s.cfg.CallTimeout, SSLPassthrough: s.cfg.SSLPassthrough}, s.log)
 	owners := host.Start(ctx)
 	defer host.Wait()
 

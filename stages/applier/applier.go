@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"time"
@@ -30,6 +31,10 @@ type Config struct {
 	// ControlSocket is the unix socket of the Lua configuration endpoint;
 	// the renderer must have been given the same path.
 	ControlSocket string
+	// InternalSockets are the other unix sockets NGINX listens on (TLS
+	// passthrough's), removed before NGINX starts as the control socket is;
+	// their directory is made private to the workers' user.
+	InternalSockets []string
 	// ShutdownGrace bounds the graceful stop.
 	ShutdownGrace time.Duration
 	// WorkerUser, when set, is the user NGINX workers run as (the renderer
@@ -109,6 +114,11 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	if s.cfg.WorkerUser != nil {
 		if err := nginx.GrantWorkerAccess(s.cfg.Prefix, *s.cfg.WorkerUser); err != nil {
+			return err
+		}
+	}
+	for _, socket := range s.cfg.InternalSockets {
+		if err := nginx.SecureInternalDir(filepath.Dir(socket), s.cfg.WorkerUser); err != nil {
 			return err
 		}
 	}
@@ -350,6 +360,9 @@ func (s *Stage) startNginx(ctx context.Context) error {
 	nginx.StopLeftover(s.cfg.Prefix, s.log)
 	// A socket left by a crashed NGINX would make bind() fail.
 	_ = os.Remove(s.cfg.ControlSocket)
+	for _, socket := range s.cfg.InternalSockets {
+		_ = os.Remove(socket)
+	}
 	p, err := nginx.Start(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
 	if err != nil {
 		return err

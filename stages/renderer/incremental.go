@@ -45,6 +45,10 @@ type Renderer struct {
 	dicts struct{ config, certs string }
 	// ref is attribution and the applier's refusals (refusals.go).
 	ref refusalState
+	// passBackends indexes the passthrough servers by backend, and
+	// streamDirty says StreamFile needs rendering (passthrough.go).
+	passBackends map[string]map[string]bool
+	streamDirty  bool
 }
 
 type renderDirty struct {
@@ -72,6 +76,8 @@ func NewRenderer(cfg Config) *Renderer {
 		zones: newZoneIndex(),
 		sizes: newPayloadSizes(),
 		ref:   newRefusalState(),
+
+		passBackends: map[string]map[string]bool{},
 	}
 	r.dirty.main = true
 	return r
@@ -86,6 +92,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 		r.indexCert(old, false)
 		r.indexHost(old.Hostname, key, false)
 		r.indexIngresses(key, old, false)
+		r.indexPassthrough(key, old, false)
 		if s == nil || old.Hostname != s.Hostname {
 			delete(r.files, ServerFile(old.Hostname))
 		}
@@ -97,6 +104,7 @@ func (r *Renderer) SetServer(key string, s *bus.Server) {
 		r.indexCert(s, true)
 		r.indexHost(s.Hostname, key, true)
 		r.indexIngresses(key, s, true)
+		r.indexPassthrough(key, s, true)
 	}
 	r.dirty.servers[key] = true
 }
@@ -144,6 +152,9 @@ func (r *Renderer) SetBackend(name string, b *bus.Backend) {
 		r.out.Backends[name] = b
 	}
 	r.dirty.backends[name] = true
+	if len(r.passBackends[name]) > 0 {
+		r.streamDirty = true // its endpoints are written in StreamFile
+	}
 }
 
 // SetCertificate adds, replaces (or with nil removes) a certificate.
@@ -210,6 +221,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 			errs = append(errs, err)
 		}
 	}
+	r.flushStream(d.main || d.mainFile, &out, &errs)
 	if err := r.flushZones(&out); err != nil {
 		errs = append(errs, fmt.Errorf("render %s: %w", ZonesFile, err))
 	}

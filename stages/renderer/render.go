@@ -43,6 +43,13 @@ type Config struct {
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
 	// ("10.0.0.53", "127.0.0.1:5353", "[fd00::53]").
 	Resolvers []string
+	// SSLPassthrough is --enable-ssl-passthrough: the stream module owns
+	// HTTPSListen and routes by SNI name (passthrough.go); the http
+	// module's TLS listener moves to TLSSocket, and PassthroughSocket is
+	// the stream server of the passthrough hosts. Both are unix socket
+	// paths below the NGINX prefix.
+	SSLPassthrough               bool
+	TLSSocket, PassthroughSocket string
 	// TestRefuseIngresses ("namespace/name") is for tests only (set from
 	// SWITCHYARD_TEST_REFUSE_INGRESS, which no flag or document offers):
 	// each location of these Ingresses gets TestRefusedDirective, which

@@ -34,6 +34,9 @@ func TestGolden(t *testing.T) {
 			if name == "settings" {
 				cfg.Resolvers = []string{"127.0.0.53", "[::1]:5353"}
 			}
+			if strings.HasPrefix(name, "passthrough") {
+				cfg = passthroughConfig()
+			}
 			art, errs := Render(cfg, harness.ReadModel(t, in))
 			if len(errs) > 0 {
 				t.Fatalf("render: %v", errs)
@@ -164,4 +167,12 @@ func artifactValues(a Artifacts) map[string]any {
 		values[bus.Key(bus.KindCertificate, ns, name)] = c
 	}
 	return values
+}
+
+// passthroughConfig is DefaultConfig with --enable-ssl-passthrough.
+func passthroughConfig() Config {
+	cfg := DefaultConfig()
+	cfg.SSLPassthrough = true
+	cfg.TLSSocket, cfg.PassthroughSocket = "tls.sock", "passthrough.sock"
+	return cfg
 }

@@ -83,6 +83,11 @@ func (s *Stage) applyRefusals(in bus.Snapshot) *bus.Output {
 	}
 	out, errs := s.renderer.Flush()
 	for _, err := range errs {
+		var w passthroughWarning
+		if errors.As(err, &w) {
+			s.log.Warn("TLS passthrough", zap.Error(err))
+			continue
+		}
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
 	s.splitter.split(&out)
@@ -110,6 +115,11 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 	}
 	out, errs := s.renderer.Update(in.Puts, in.Deletes)
 	for _, err := range errs {
+		var w passthroughWarning
+		if errors.As(err, &w) {
+			s.log.Warn("TLS passthrough", zap.Error(err))
+			continue
+		}
 		s.log.Error("left out of the configuration", zap.Error(err))
 	}
 	if !s.renderer.Rendered(MainFile) {
@@ -134,6 +144,9 @@ func (c Config) Validate() error {
 	checks := map[string]string{
 		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
 		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
+	}
+	if c.SSLPassthrough {
+		checks["TLS socket"], checks["passthrough socket"] = c.TLSSocket, c.PassthroughSocket
 	}
 	for _, name := range c.TestRefuseIngresses {
 		if !bus.SourceNamePattern.MatchString(name) {

@@ -200,32 +200,39 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 }
 
 // listens are a server's listen arguments; the catch-all is the
-// default_server.
+// default_server. With --enable-ssl-passthrough the TLS listener is the
+// internal unix socket the stream module hands terminated hosts to, with
+// the PROXY header that carries the client's address.
 func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 	suffix := ""
 	if defaultServer {
 		suffix = " default_server"
 	}
 	var out []string
+	reuse := ""
 	if defaultServer && settings.ReusePort {
 		// reuse-port: one listen per address may say it, the default
 		// server's, and it holds for every server on the address.
-		suffix += " reuseport"
+		reuse = " reuseport"
 	}
+	proxyProtocol := ""
 	if settings.UseProxyProtocol {
 		// use-proxy-protocol: NGINX ORs this flag over every listen of an
 		// address, so each says it and none can be left without it.
-		suffix = " proxy_protocol" + suffix
+		proxyProtocol = " proxy_protocol"
 	}
 	for _, l := range cfg.HTTPListen {
-		out = append(out, l+suffix)
+		out = append(out, l+proxyProtocol+suffix+reuse)
 	}
 	ssl := " ssl"
 	if settings.UseHTTP2 {
 		ssl += " http2"
 	}
+	if cfg.SSLPassthrough {
+		return append(out, "unix:"+cfg.TLSSocket+ssl+" proxy_protocol"+suffix)
+	}
 	for _, l := range cfg.HTTPSListen {
-		out = append(out, l+ssl+suffix)
+		out = append(out, l+ssl+proxyProtocol+suffix+reuse)
 	}
 	return out
 }

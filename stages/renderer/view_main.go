@@ -68,6 +68,11 @@ type mainView struct {
 	MetricsInit string
 	// RedirectCode is http-redirect-code, for ingress.lua.
 	RedirectCode int
+	// Passthrough is --enable-ssl-passthrough (passthrough.go);
+	// ServerPort is then $switchyard_server_port, the port of the client's
+	// connection also on the TLS listener's unix socket, else $server_port.
+	Passthrough bool
+	ServerPort  string
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
 	// worker_rlimit_nofile's, 0 when not written.
 	WorkerConnections, WorkerOpenFiles int
@@ -131,7 +136,13 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if cfg.AccessLog {
 		v.AccessLog = "logs/access.log upstreaminfo"
 	}
-	for _, m := range []string{"ndk_http_module.so", "ngx_http_lua_module.so"} {
+	modules := []string{"ndk_http_module.so", "ngx_http_lua_module.so"}
+	v.Passthrough, v.ServerPort = cfg.SSLPassthrough, "$server_port"
+	if cfg.SSLPassthrough {
+		modules = append(modules, streamModule)
+		v.ServerPort = "$switchyard_server_port"
+	}
+	for _, m := range modules {
 		q, err := quote(cfg.ModulesDir + "/" + m)
 		if err != nil {
 			return mainView{}, err

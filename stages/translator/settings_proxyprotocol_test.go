@@ -9,4 +9,6 @@ var proxyProtocolSettingsCases = map[string]keyCases{
 		valid:   []valid{{"CF-Connecting-IP", setString(func(s *bus.Settings) *string { return &s.ForwardedForHeader }, "CF-Connecting-IP")}},
 		invalid: []string{"", "X_Real", "X-Real;", "proxy_protocol x"},
 	},
+	"proxy-protocol-header-timeout": secondsCases("5", func(s *bus.Settings) *int { return &s.ProxyProtocolHeaderTimeout },
+		[]int{1, 5, 60}, []string{"0", "-1"}),
 }

@@ -1,0 +1,234 @@
+package renderer
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
+)
+
+// TLS passthrough (ssl-passthrough with --enable-ssl-passthrough). NGINX's
+// stream module owns the HTTPS addresses and reads each TLS connection's
+// SNI name without terminating it: a passthrough host goes to a second
+// stream server, which sends it to the endpoints of the host's "/"
+// backend; every other name goes to the http module's TLS listener on an
+// internal unix socket. Both internal hops carry a PROXY header, so the
+// http module sees the client's address (realip from "unix:"); the second
+// server reads and drops it, since a backend that terminates TLS itself
+// would not understand one (ingress-nginx sends none either).
+//
+// Debian has no stream Lua module, so the passthrough endpoints are
+// written into the stream file: an endpoint change of a passthrough
+// backend is a (coalesced) reload. HTTP-level endpoints stay dynamic.
+
+// StreamFile is the stream block's passthrough configuration, included
+// from nginx.conf when --enable-ssl-passthrough is on.
+const StreamFile = "stream.d/passthrough.conf"
+
+// streamModule is the dynamic module of NGINX's stream block (Debian's
+// libnginx-mod-stream; ssl_preread and realip are built in).
+const streamModule = "ngx_stream_module.so"
+
+// streamView is what stream.conf.tmpl sees.
+type streamView struct {
+	Static string
+	Src    struct{ ProxyRealIPCIDR, ProxyProtocolHeaderTimeout string }
+	// HeaderTimeout is proxy_protocol_timeout's seconds with
+	// use-proxy-protocol (proxy-protocol-header-timeout), 0 otherwise.
+	HeaderTimeout int
+	// IdleTimeout is proxy_timeout of both stream servers, in seconds:
+	// the longest proxy timeout there is (features.MaxProxyTimeout).
+	IdleTimeout int
+	// Listens are the public HTTPS addresses, with proxy_protocol when
+	// use-proxy-protocol is on; TrustedProxies are then
+	// proxy-real-ip-cidr.
+	Listens        []string
+	TrustedProxies []string
+	// TLSSocket and PassthroughSocket are the upstream servers of the two
+	// routes ("unix:..."); PassthroughListen is the second server's listen.
+	TLSSocket, PassthroughSocket, PassthroughListen string
+	Hosts                                           []streamHost
+	Upstreams                                       []streamUpstream
+}
+
+// streamHost is one passthrough host: its quoted SNI name, the upstream of
+// its endpoints and the attribution of the Ingress that asked.
+type streamHost struct {
+	Source, Name, Upstream string
+}
+
+// streamUpstream is one passthrough backend's endpoints, "ip:port", sorted.
+type streamUpstream struct {
+	Name    string
+	Servers []string
+}
+
+// passthroughWarning is a passthrough host the stream file serves, but
+// not as asked (no endpoint): logged as a warning, not as left out.
+type passthroughWarning struct{ error }
+
+// passthroughUpstream names the stream upstream of a backend; the name
+// matched backendNamePattern.
+func passthroughUpstream(backend string) string { return "switchyard_pass_" + backend }
+
+// renderStream renders StreamFile from the passthrough servers. A host
+// that cannot be written is left out (its TLS is terminated) and reported.
+func (r *Renderer) renderStream() (string, []error) {
+	v, errs := r.newStreamView()
+	text, err := execute("stream.conf.tmpl", v)
+	if err != nil {
+		return "", append(errs, err)
+	}
+	return text, errs
+}
+
+func (r *Renderer) newStreamView() (streamView, []error) {
+	s := r.effectiveSettings()
+	v := streamView{Static: sourceSwitchyard, IdleTimeout: features.MaxProxyTimeout}
+	var err error
+	if v.TLSSocket, err = quote("unix:" + r.cfg.TLSSocket); err != nil {
+		return v, []error{err}
+	}
+	if v.PassthroughSocket, err = quote("unix:" + r.cfg.PassthroughSocket); err != nil {
+		return v, []error{err}
+	}
+	v.PassthroughListen = v.PassthroughSocket + " proxy_protocol"
+	suffix := ""
+	if s.UseProxyProtocol {
+		suffix = " proxy_protocol"
+		v.TrustedProxies = s.ProxyRealIPCIDR
+		v.Src.ProxyRealIPCIDR = r.sources("").configMapSource("proxy-real-ip-cidr")
+		v.HeaderTimeout = s.ProxyProtocolHeaderTimeout
+		v.Src.ProxyProtocolHeaderTimeout = r.sources("").configMapSource("proxy-protocol-header-timeout")
+	}
+	if s.ReusePort {
+		suffix += " reuseport"
+	}
+	for _, l := range r.cfg.HTTPSListen {
+		if !listenPattern.MatchString(l) {
+			return v, []error{fmt.Errorf("listen address %q is not host:port", l)}
+		}
+		v.Listens = append(v.Listens, l+suffix)
+	}
+	var errs []error
+	upstreams := map[string]streamUpstream{}
+	for _, key := range slices.Sorted(maps.Keys(r.servers)) {
+		srv := r.visibleServer(r.servers[key])
+		if srv == nil || !srv.SSLPassthrough {
+			continue
+		}
+		if _, refused := r.ref.excluded[srv.PassthroughFrom]; refused {
+			// NGINX refused a line of the Ingress that asked: its host is
+			// terminated until the Ingress changes.
+			continue
+		}
+		h, u, err := r.streamHost(key, srv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ssl-passthrough of %s: %w; its TLS is terminated", srv.Hostname, err))
+			continue
+		}
+		if len(u.Servers) == 0 {
+			errs = append(errs, passthroughWarning{fmt.Errorf("ssl-passthrough of %s: backend %s has no ready endpoint; its TLS connections are closed", srv.Hostname, srv.PassthroughBackend)})
+			h.Upstream = `"switchyard_passthrough_none"`
+		} else {
+			upstreams[u.Name] = u
+		}
+		v.Hosts = append(v.Hosts, h)
+	}
+	for _, name := range slices.Sorted(maps.Keys(upstreams)) {
+		v.Upstreams = append(v.Upstreams, upstreams[name])
+	}
+	return v, errs
+}
+
+// streamHost checks one passthrough server and resolves its map entry and
+// upstream.
+func (r *Renderer) streamHost(key string, srv *bus.Server) (streamHost, streamUpstream, error) {
+	if !hostPattern.MatchString(srv.Hostname) || strings.HasPrefix(srv.Hostname, "*.") {
+		return streamHost{}, streamUpstream{}, fmt.Errorf("only exact host names are passed through")
+	}
+	if !backendNamePattern.MatchString(srv.PassthroughBackend) {
+		return streamHost{}, streamUpstream{}, fmt.Errorf("invalid backend name %q", srv.PassthroughBackend)
+	}
+	name, err := quote(srv.Hostname)
+	if err != nil {
+		return streamHost{}, streamUpstream{}, err
+	}
+	upstream, err := quote(passthroughUpstream(srv.PassthroughBackend))
+	if err != nil {
+		return streamHost{}, streamUpstream{}, err
+	}
+	u := streamUpstream{Name: upstream}
+	if b := r.out.Backends[srv.PassthroughBackend]; b != nil {
+		if u.Servers, err = streamServers(b.Endpoints); err != nil {
+			return streamHost{}, streamUpstream{}, fmt.Errorf("backend %s: %w", b.Name, err)
+		}
+	}
+	src := sourceSwitchyard
+	if srv.PassthroughFrom != "" {
+		src = r.ingressSource(srv.PassthroughFrom, key)
+	}
+	return streamHost{Source: src, Name: name, Upstream: u.Name}, u, nil
+}
+
+// streamServers writes endpoints as "ip:port" ("[ip6]:port"), quoted,
+// sorted and without duplicates; each address must parse as an IP and each port be
+// 1-65535.
+func streamServers(eps []bus.Endpoint) ([]string, error) {
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		addr, err := netip.ParseAddr(ep.Address)
+		if err != nil || addr.Zone() != "" {
+			return nil, fmt.Errorf("endpoint address %q is not an IP address", ep.Address)
+		}
+		port, err := strconv.Atoi(ep.Port)
+		if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != ep.Port {
+			return nil, fmt.Errorf("endpoint port %q is not 1-65535", ep.Port)
+		}
+		seen[`"`+netip.AddrPortFrom(addr, uint16(port)).String()+`"`] = true
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// indexPassthrough adds or removes server key under its passthrough
+// backend, so a backend change knows whether the stream file uses it.
+func (r *Renderer) indexPassthrough(key string, s *bus.Server, add bool) {
+	if s == nil || !s.SSLPassthrough {
+		return
+	}
+	r.streamDirty = true
+	users := r.passBackends[s.PassthroughBackend]
+	if add {
+		if users == nil {
+			users = map[string]bool{}
+			r.passBackends[s.PassthroughBackend] = users
+		}
+		users[key] = true
+		return
+	}
+	delete(users, key)
+	if len(users) == 0 {
+		delete(r.passBackends, s.PassthroughBackend)
+	}
+}
+
+// flushStream renders StreamFile again when a passthrough server, one of
+// their backends or the settings changed.
+func (r *Renderer) flushStream(all bool, out *bus.Output, errs *[]error) {
+	if !r.cfg.SSLPassthrough || (!all && !r.streamDirty) {
+		return
+	}
+	r.streamDirty = false
+	text, problems := r.renderStream()
+	*errs = append(*errs, problems...)
+	if text == "" {
+		return
+	}
+	r.files[StreamFile] = true
+	putFile(out, StreamFile, text)
+}
