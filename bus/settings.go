@@ -57,6 +57,7 @@ type Settings struct {
 	HTTPSettings          // compression, access log, added headers (settings_http.go)
 	AccessSettings        // global source ranges and block lists (settings_access.go)
 	GlobalAuthSettings    // global external auth (settings_globalauth.go)
+	RedirectSettings      // force-ssl-redirect and the like (settings_redirect.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -98,5 +99,6 @@ func DefaultSettings() Settings {
 	s.NginxSettings = defaultNginxSettings()
 	s.AccessSettings = defaultAccessSettings()
 	s.GlobalAuthSettings = defaultGlobalAuthSettings()
+	s.RedirectSettings = defaultRedirectSettings()
 	return s
 }

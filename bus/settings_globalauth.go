@@ -1,7 +1,5 @@
 package bus
 
-import "strings"
-
 // GlobalAuthSettings are the controller ConfigMap's global external auth:
 // every location is asked of global-auth-url, as with an Ingress's own
 // auth-url, unless its Ingress has an auth-url of its own (which
@@ -44,10 +42,5 @@ func (g GlobalAuthSettings) GlobalExternalAuth() *ExternalAuth {
 // GlobalAuthSkips says whether a location path is one of
 // no-auth-locations: ingress-nginx compares by prefix.
 func (g GlobalAuthSettings) GlobalAuthSkips(path string) bool {
-	for _, p := range g.NoAuthLocations {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return false
+	return hasPrefixIn(path, g.NoAuthLocations)
 }

@@ -157,3 +157,22 @@ func TestFromToWWWRedirect(t *testing.T) {
 		return r.Status == 200 && r.Echo != nil && r.Echo.Service == "echo-a"
 	})
 }
+
+// TestRedirectConfigMapKeys: the ConfigMap's force-ssl-redirect applies to
+// every location whose Ingress does not say otherwise, an Ingress's
+// force-ssl-redirect: "false" keeps plain HTTP, and a path under
+// no-tls-redirect-locations (ACME HTTP-01 challenges by default) is never
+// redirected.
+func TestRedirectConfigMapKeys(t *testing.T) {
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(map[string]string{"force-ssl-redirect": "true"}))
+	e.write("site.yaml", harness.IngressYAML("default", "site", "site.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"},
+		harness.Path{Path: "/.well-known/acme-challenge", Type: "Prefix", Service: "echo-a"}))
+	e.write("optout.yaml", annotated(harness.IngressYAML("default", "optout", "optout.example.com",
+		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}), map[string]string{"force-ssl-redirect": "false"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("site.example.com", "/page", "the ConfigMap's force-ssl-redirect", status(308))
+	e.eventually("site.example.com", "/.well-known/acme-challenge/token", "the ACME challenge over plain HTTP", servedBy("a-1"))
+	e.eventually("optout.example.com", "/", `force-ssl-redirect: "false" over the ConfigMap's`, servedBy("b-1"))
+}

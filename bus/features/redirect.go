@@ -12,11 +12,12 @@ type Redirect struct {
 	// the ConfigMap's ssl-redirect.
 	SSLRedirect *bool `json:"sslRedirect,omitempty"`
 	// ForceSSLRedirect redirects plain HTTP to HTTPS even when the host
-	// has no TLS.
-	ForceSSLRedirect bool `json:"forceSSLRedirect,omitempty"`
+	// has no TLS; nil keeps the ConfigMap's force-ssl-redirect.
+	ForceSSLRedirect *bool `json:"forceSSLRedirect,omitempty"`
 	// PreserveTrailingSlash keeps a trailing "/" of the request URI in the
-	// HTTPS redirect (ingress-nginx drops it by default).
-	PreserveTrailingSlash bool `json:"preserveTrailingSlash,omitempty"`
+	// HTTPS redirect (ingress-nginx drops it by default); nil keeps the
+	// ConfigMap's preserve-trailing-slash.
+	PreserveTrailingSlash *bool `json:"preserveTrailingSlash,omitempty"`
 	// URL and Code answer every request with Code and Location: URL
 	// (permanent-redirect or temporal-redirect).
 	URL  string `json:"url,omitempty"`

@@ -3,6 +3,7 @@ package renderer
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,7 +131,12 @@ func proxyDirectives(p bus.Proxy, s bus.Settings) ([]string, error) {
 	setSeconds(&d, "proxy_send_timeout", p.SendTimeout)
 	setSeconds(&d, "proxy_read_timeout", p.ReadTimeout)
 	if p.NextUpstream != "" {
-		d.add("proxy_next_upstream", strings.Fields(p.NextUpstream)...)
+		conditions := strings.Fields(p.NextUpstream)
+		if s.RetryNonIdempotent && !slices.Contains(conditions, "off") && !slices.Contains(conditions, "non_idempotent") {
+			// retry-non-idempotent: POST, LOCK and PATCH may be retried too.
+			conditions = append(conditions, "non_idempotent")
+		}
+		d.add("proxy_next_upstream", conditions...)
 	}
 	if t := p.NextUpstreamTimeout; t != nil {
 		d.add("proxy_next_upstream_timeout", strconv.Itoa(*t)+"s")

@@ -180,19 +180,23 @@ func rewriteTarget(s string) (string, error) {
 // luaLocation is the argument list a location of the server for host
 // passes to switchyard.ingress.rewrite (ssl-redirect, force-ssl-redirect,
 // preserve-trailing-slash, host): fixed words only, decided from the
-// redirect group and, where it is silent, the ConfigMap. Literals rather
+// redirect group and, where it is silent, the ConfigMap; a path under
+// no-tls-redirect-locations is never redirected. Literals rather
 // than a table or variables: the block runs on every request, and a table
 // constructor would allocate, a variable read would look up and copy, each
 // time. The host is passed only for a server of one exact name, where
 // $host (lower case, like Ingress hosts) can be nothing else; a wildcard
 // or catch-all server leaves it out and Lua reads $host.
-func luaLocation(settings bus.Settings, f *bus.Features, host string) (string, error) {
-	ssl, force, preserve := settings.SSLRedirect, false, false
+func luaLocation(settings bus.Settings, f *bus.Features, path, host string) (string, error) {
+	ssl, force, preserve := settings.SSLRedirect, settings.ForceSSLRedirect, settings.PreserveTrailingSlash
 	if f != nil && f.Redirect != nil {
-		if f.Redirect.SSLRedirect != nil {
-			ssl = *f.Redirect.SSLRedirect
-		}
-		force, preserve = f.Redirect.ForceSSLRedirect, f.Redirect.PreserveTrailingSlash
+		ssl = setOr(f.Redirect.SSLRedirect, ssl)
+		force = setOr(f.Redirect.ForceSSLRedirect, force)
+		preserve = setOr(f.Redirect.PreserveTrailingSlash, preserve)
+	}
+	if settings.NoTLSRedirect(path) {
+		// no-tls-redirect-locations (ACME HTTP-01 challenges by default).
+		ssl, force = false, false
 	}
 	args := fmt.Sprintf("%t, %t, %t", ssl, force, preserve)
 	if host == "" || host == bus.DefaultServerName || strings.HasPrefix(host, "*") || host != strings.ToLower(host) {
@@ -203,6 +207,14 @@ func luaLocation(settings bus.Settings, f *bus.Features, host string) (string, e
 		return "", err
 	}
 	return args + ", " + literal, nil
+}
+
+// setOr is *v when an annotation set it, else def (the ConfigMap's).
+func setOr(v *bool, def bool) bool {
+	if v == nil {
+		return def
+	}
+	return *v
 }
 
 // rewriteRegex writes the rewrite directive's regex: the location's own

@@ -139,12 +139,14 @@ func TestWritersRefuse(t *testing.T) {
 		{bus.DefaultServerName, "false, true, false"},
 		{"Shop.example.com", "false, true, false"},
 	} {
-		got, err := luaLocation(bus.Settings{SSLRedirect: true}, &bus.Features{Redirect: &bus.Redirect{SSLRedirect: new(bool), ForceSSLRedirect: true}}, tt.host)
+		got, err := luaLocation(bus.Settings{SSLRedirect: true}, &bus.Features{Redirect: &bus.Redirect{SSLRedirect: new(bool), ForceSSLRedirect: ptrTrue()}}, "/", tt.host)
 		if err != nil || got != tt.want {
 			t.Errorf("luaLocation(%q) = %s, %v; want %s", tt.host, got, err, tt.want)
 		}
 	}
-	if got, err := luaLocation(bus.Settings{}, nil, `a"b.example.com`); err == nil {
+	if got, err := luaLocation(bus.Settings{}, nil, "/", `a"b.example.com`); err == nil {
 		t.Errorf("luaLocation accepted a quote in the host: %s", got)
 	}
 }
+
+func ptrTrue() *bool { t := true; return &t }

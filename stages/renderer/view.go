@@ -394,7 +394,7 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 	if v.Rewrite, err = newRewriteView(l); err != nil {
 		return err
 	}
-	v.IngressArgs, err = luaLocation(c.settings, l.Features, c.host)
+	v.IngressArgs, err = luaLocation(c.settings, l.Features, l.Path, c.host)
 	return err
 }
 

@@ -2,7 +2,6 @@ package renderer
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -63,6 +62,9 @@ type mainView struct {
 	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
+	// ErrorLogLevel is error_log's level; WorkerCPUAffinity
+	// worker_cpu_affinity's arguments, "" for none. Both checked again.
+	ErrorLogLevel, WorkerCPUAffinity string
 	// MetricsInit is metrics.lua's init argument (the bucket flags), "" for
 	// its defaults.
 	MetricsInit string
@@ -78,9 +80,6 @@ type mainView struct {
 	WorkerConnections, WorkerOpenFiles int
 }
 
-// realIPHeaderPattern is forwarded-for-header: a header name.
-var realIPHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
-
 // mainSources are the attribution comments of nginx.conf, one a line that
 // is written from a ConfigMap key.
 type mainSources struct {
@@ -92,6 +91,7 @@ type mainSources struct {
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 	UseProxyProtocol, EnableMultiAccept                                   string
 	EnableRealIP, ForwardedForHeader                                      string
+	ErrorLogLevel, WorkerCPUAffinity, GenerateRequestID                   string
 }
 
 func newMainSources(src sources) mainSources {
@@ -101,6 +101,7 @@ func newMainSources(src sources) mainSources {
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
 		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"),
+		ErrorLogLevel: s("error-log-level"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"),
 		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
@@ -169,6 +170,10 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, err
 	}
 	v.MultiAccept = onOff(s.EnableMultiAccept)
+	if !bus.ErrorLogLevelPattern.MatchString(s.ErrorLogLevel) || !bus.CPUAffinityPattern.MatchString(s.WorkerCPUAffinity) {
+		return mainView{}, fmt.Errorf("refusing error-log-level %q or worker-cpu-affinity %q", s.ErrorLogLevel, s.WorkerCPUAffinity)
+	}
+	v.ErrorLogLevel, v.WorkerCPUAffinity = s.ErrorLogLevel, s.WorkerCPUAffinity
 	switch v.RedirectCode = s.HTTPRedirectCode; v.RedirectCode {
 	case 301, 302, 307, 308:
 	default:
@@ -192,7 +197,7 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if v.SSLCiphers, err = quote(s.SSLCiphers); err != nil {
 		return mainView{}, err
 	}
-	if !realIPHeaderPattern.MatchString(s.ForwardedForHeader) {
+	if !bus.ForwardedForHeaderPattern.MatchString(s.ForwardedForHeader) {
 		return mainView{}, fmt.Errorf("refusing forwarded-for-header %q", s.ForwardedForHeader)
 	}
 	v.RealIPHeader = `"` + s.ForwardedForHeader + `"`

@@ -20,6 +20,10 @@ var nginxSettingFields = map[string]func(*bus.Settings) any{
 	"limit-rate-after":               func(s *bus.Settings) any { return &s.LimitRateAfter },
 	"allow-backend-server-header":    func(s *bus.Settings) any { return &s.AllowBackendServerHeader },
 	"enable-multi-accept":            func(s *bus.Settings) any { return &s.EnableMultiAccept },
+	"error-log-level":                func(s *bus.Settings) any { return &s.ErrorLogLevel },
+	"worker-cpu-affinity":            func(s *bus.Settings) any { return &s.WorkerCPUAffinity },
+	"generate-request-id":            func(s *bus.Settings) any { return &s.GenerateRequestID },
+	"retry-non-idempotent":           func(s *bus.Settings) any { return &s.RetryNonIdempotent },
 }
 
 func init() { registerSettingFields(nginxSettingFields) }

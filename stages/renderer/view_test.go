@@ -30,7 +30,7 @@ func TestLocationView(t *testing.T) {
 			Upstream: `"ns-web-80"`, IngressArgs: `true, false, false, "app.example.com"`, BalancerArg: `"ns-web-80"`},
 	}, {
 		name: "no backend is not found, logged as the default backend",
-		loc:  location{Path: "/", Ingress: "ns/a", Features: &bus.Features{Redirect: &bus.Redirect{ForceSSLRedirect: true}}},
+		loc:  location{Path: "/", Ingress: "ns/a", Features: &bus.Features{Redirect: &bus.Redirect{ForceSSLRedirect: ptrTrue()}}},
 		want: locationView{Source: "# source ingress ns/a", Arg: `"/"`, Kind: kindNotFound,
 			Upstream: `"` + bus.DefaultBackendName + `"`, IngressArgs: `true, true, false, "app.example.com"`},
 	}, {

@@ -19,6 +19,12 @@ var nginxSettings = map[string]settingParser{
 	"limit-rate-after":               intSetting(func(s *bus.Settings) *int { return &s.LimitRateAfter }, 0, 1<<30, "bytes"),
 	"allow-backend-server-header":    boolSetting(func(s *bus.Settings) *bool { return &s.AllowBackendServerHeader }),
 	"enable-multi-accept":            boolSetting(func(s *bus.Settings) *bool { return &s.EnableMultiAccept }),
+	"error-log-level": patternSetting(func(s *bus.Settings) *string { return &s.ErrorLogLevel }, bus.ErrorLogLevelPattern,
+		"one of debug, info, notice, warn, error, crit, alert, emerg"),
+	"worker-cpu-affinity": patternSetting(func(s *bus.Settings) *string { return &s.WorkerCPUAffinity }, bus.CPUAffinityPattern,
+		`empty, "auto" (optionally followed by a CPU mask) or space-separated CPU masks of 0 and 1`),
+	"generate-request-id":  boolSetting(func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
+	"retry-non-idempotent": boolSetting(func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
 }
 
 // defaultTypePattern is one MIME type, without wildcards.

@@ -14,4 +14,17 @@ var nginxSettingsCases = map[string]keyCases{
 	"limit-rate-after":               intCases("0", func(s *bus.Settings) *int { return &s.LimitRateAfter }, []int{0, 4096, 1048576}, []string{"-1", "1m"}),
 	"allow-backend-server-header":    boolCases(false, func(s *bus.Settings) *bool { return &s.AllowBackendServerHeader }),
 	"enable-multi-accept":            boolCases(true, func(s *bus.Settings) *bool { return &s.EnableMultiAccept }),
+	"error-log-level": {def: "notice",
+		valid:   []valid{{"warn", setString(func(s *bus.Settings) *string { return &s.ErrorLogLevel }, "warn")}},
+		invalid: []string{"", "verbose", "warn;"},
+	},
+	"worker-cpu-affinity": {def: "",
+		valid: []valid{
+			{"auto", setString(func(s *bus.Settings) *string { return &s.WorkerCPUAffinity }, "auto")},
+			{"0101 1010", setString(func(s *bus.Settings) *string { return &s.WorkerCPUAffinity }, "0101 1010")},
+		},
+		invalid: []string{"all", "0102", "auto;"},
+	},
+	"generate-request-id":  boolCases(true, func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
+	"retry-non-idempotent": boolCases(false, func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
 }

@@ -1,10 +1,6 @@
 package translator
 
-import (
-	"regexp"
-
-	"switchyard.dev/switchyard/bus"
-)
+import "switchyard.dev/switchyard/bus"
 
 // proxyProtocolSettings are the client address keys (bus.ProxyProtocolSettings).
 var proxyProtocolSettings = map[string]settingParser{
@@ -12,8 +8,5 @@ var proxyProtocolSettings = map[string]settingParser{
 	"proxy-protocol-header-timeout": secondsSetting(func(s *bus.Settings) *int { return &s.ProxyProtocolHeaderTimeout }, 1),
 	"enable-real-ip":                boolSetting(func(s *bus.Settings) *bool { return &s.EnableRealIP }),
 	"forwarded-for-header": patternSetting(func(s *bus.Settings) *string { return &s.ForwardedForHeader },
-		forwardedForPattern, "a header name: letters, digits and -, 1 to 64 of them"),
+		bus.ForwardedForHeaderPattern, "a header name: letters, digits and -, 1 to 64 of them"),
 }
-
-// forwardedForPattern is a header NGINX's real_ip_header takes by name.
-var forwardedForPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)

@@ -49,8 +49,8 @@ func (Plugin) Describe() plugins.Description {
 		Doc:  "HTTPS redirects, fixed permanent or temporary redirects and the www redirect, as ingress-nginx.",
 		Annotations: []plugins.Annotation{
 			b(KeySSLRedirect, "Redirect plain HTTP to HTTPS (308) when the host has TLS.", "ConfigMap ssl-redirect (true)", plugins.RiskLow),
-			b(KeyForceSSLRedirect, "Redirect plain HTTP to HTTPS (308) even when the host has no TLS.", "false", plugins.RiskMedium),
-			b(KeyPreserveTrailingSlash, "Keep a trailing slash of the URI in the HTTPS redirect.", "false", plugins.RiskMedium),
+			b(KeyForceSSLRedirect, "Redirect plain HTTP to HTTPS (308) even when the host has no TLS.", "ConfigMap force-ssl-redirect", plugins.RiskMedium),
+			b(KeyPreserveTrailingSlash, "Keep a trailing slash of the URI in the HTTPS redirect.", "ConfigMap preserve-trailing-slash", plugins.RiskMedium),
 			b(KeyFromToWWWRedirect, "Redirect www.<host> to <host> (or <host> to www.<host> for a www host) with 308.", "false", plugins.RiskLow),
 			{Key: KeyPermanentRedirect, Pattern: urlPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Answer every request with a permanent redirect to this http(s) URL."},
@@ -86,15 +86,22 @@ func Parse(a map[string]string) (*features.Redirect, []plugins.Error) {
 		}
 		return b
 	}
-	if v, ok := a[KeySSLRedirect]; ok {
-		if b, err := strconv.ParseBool(v); err != nil {
-			errs = append(errs, plugins.Errorf(KeySSLRedirect, "%q is not true or false", v))
-		} else {
-			red.SSLRedirect = &b
+	// Set or not: unset keeps the ConfigMap's value.
+	optional := func(key string) *bool {
+		v, ok := a[key]
+		if !ok {
+			return nil
 		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, plugins.Errorf(key, "%q is not true or false", v))
+			return nil
+		}
+		return &b
 	}
-	red.ForceSSLRedirect = boolean(KeyForceSSLRedirect)
-	red.PreserveTrailingSlash = boolean(KeyPreserveTrailingSlash)
+	red.SSLRedirect = optional(KeySSLRedirect)
+	red.ForceSSLRedirect = optional(KeyForceSSLRedirect)
+	red.PreserveTrailingSlash = optional(KeyPreserveTrailingSlash)
 	red.FromToWWW = boolean(KeyFromToWWWRedirect)
 
 	// temporal-redirect wins over permanent-redirect, as in ingress-nginx.

@@ -27,8 +27,8 @@ func TestParse(t *testing.T) {
 		{name: "ssl-redirect true is kept too", in: map[string]string{KeySSLRedirect: "True"},
 			want: &bus.Redirect{SSLRedirect: ptr(true)}},
 		{name: "force and preserve", in: map[string]string{KeyForceSSLRedirect: "true", KeyPreserveTrailingSlash: "1"},
-			want: &bus.Redirect{ForceSSLRedirect: true, PreserveTrailingSlash: true}},
-		{name: "false force is nothing", in: map[string]string{KeyForceSSLRedirect: "false"}, want: nil},
+			want: &bus.Redirect{ForceSSLRedirect: ptr(true), PreserveTrailingSlash: ptr(true)}},
+		{name: "false force overrides the ConfigMap", in: map[string]string{KeyForceSSLRedirect: "false"}, want: &bus.Redirect{ForceSSLRedirect: ptr(false)}},
 		{name: "bad bool", in: map[string]string{KeyFromToWWWRedirect: "yes"}, want: nil, errKeys: []string{KeyFromToWWWRedirect}},
 		{name: "www", in: map[string]string{KeyFromToWWWRedirect: "true"}, want: &bus.Redirect{FromToWWW: true}},
 		{name: "permanent default code", in: map[string]string{KeyPermanentRedirect: "https://x.example.com/a?b=c"},
@@ -102,7 +102,7 @@ func TestApplyAnswersEachIngress(t *testing.T) {
 	if len(res) != 2 || res[0].Name != "one" || res[1].Name != "two" {
 		t.Fatalf("results %+v", res)
 	}
-	if res[0].Features.Redirect == nil || !res[0].Features.Redirect.ForceSSLRedirect || len(res[0].Errors) != 0 {
+	if res[0].Features.Redirect == nil || res[0].Features.Redirect.ForceSSLRedirect == nil || !*res[0].Features.Redirect.ForceSSLRedirect || len(res[0].Errors) != 0 {
 		t.Fatalf("one: %+v", res[0])
 	}
 	if len(res[1].Errors) != 1 || !strings.Contains(res[1].Errors[0].Message, "URL") {
