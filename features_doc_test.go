@@ -228,7 +228,7 @@ var features = []feature{
 	},
 	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
-		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
+		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "fastcgi-params-configmap", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
 			"proxy-ssl-ciphers", "proxy-ssl-protocols", "proxy-ssl-name", "proxy-ssl-server-name"},
 		busTypes:  []string{"bus/features.Upstream", "bus/features.UpstreamTLS"},
 		tables:    []string{"annotations.server.<host> (locations[].features.upstream)", "renderer.file.auth/<hash>.pem (secret-derived files)"},

@@ -176,6 +176,10 @@ type IngressInfo struct {
 	// custom-headers annotation names, read and checked by the translator;
 	// the annotations stage adds them to the Ingress's locations.
 	CustomHeaders []Header `json:"customHeaders,omitempty"`
+	// FastCGIParams are the data of the ConfigMap fastcgi-params-configmap
+	// names, read and checked by the translator; the annotations stage
+	// gives them to the Ingress's FCGI locations.
+	FastCGIParams []Header `json:"fastcgiParams,omitempty"`
 	// Rejected is set when the Ingress is not served at all.
 	Rejected bool      `json:"rejected,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

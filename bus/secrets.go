@@ -28,6 +28,11 @@ type Secret struct {
 // plugin that owns the key declares it SecretRef.
 var SecretAnnotations = []string{"auth-secret", "proxy-ssl-secret", "auth-tls-secret"}
 
+// ConfigMapAnnotations are the annotation keys, relative to the prefix,
+// whose value names a ConfigMap of the Ingress's namespace: the watcher
+// forwards those ConfigMaps and the translator reads them.
+var ConfigMapAnnotations = []string{"custom-headers", "fastcgi-params-configmap"}
+
 // ParseSecretRef reads an annotation value naming a Secret, relative to the
 // Ingress's namespace, and returns "namespace/name"; see
 // features.ParseSecretRef.

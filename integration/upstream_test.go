@@ -103,6 +103,7 @@ func startFastCGIBackend(t *testing.T) int {
 			env := fcgi.ProcessEnv(r)
 			_ = json.NewEncoder(w).Encode(map[string]string{
 				"uri": r.URL.RequestURI(), "method": r.Method, "script": env["SCRIPT_FILENAME"], "host": r.Host,
+				"appEnv": env["APP_ENV"], "originalURI": env["ORIGINAL_URI"],
 			})
 		}))
 	}()
@@ -177,6 +178,7 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 		harness.ServiceYAML("default", "grpcs", startGRPCBackend(t, backendCert, backendKey)),
 		harness.ServiceYAML("default", "fcgi", startFastCGIBackend(t)),
 	}, "---\n"))
+	e.write("fcgi-params.yaml", headerConfigMapYAML("fcgi-params", map[string]string{"APP_ENV": "production", "ORIGINAL_URI": "$request_uri"}))
 	e.write("secrets.yaml", strings.Join([]string{
 		secretYAML("default", "backend-trust", map[string]string{"ca.crt": string(backendCert), "tls.crt": string(clientCert), "tls.key": string(clientKey)}),
 		secretYAML("default", "wrong-trust", map[string]string{"ca.crt": string(otherCA)}),
@@ -197,7 +199,7 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 			"proxy-ssl-name": "backend.internal"}),
 		ing("noca", "tls-plain", map[string]string{"backend-protocol": "HTTPS", "proxy-ssl-verify": "on"}),
 		ing("plain", "tls-plain", nil),
-		ing("php", "fcgi", map[string]string{"backend-protocol": "FCGI", "fastcgi-index": "index.php"}),
+		ing("php", "fcgi", map[string]string{"backend-protocol": "FCGI", "fastcgi-index": "index.php", "fastcgi-params-configmap": "fcgi-params"}),
 		withTLS(ing("grpc", "grpc", map[string]string{"backend-protocol": "GRPC"}), "grpc.example.com", "grpc-host"),
 		withTLS(strings.ReplaceAll(ing("grpcs", "grpcs", map[string]string{"backend-protocol": "GRPCS"}), "grpcs.example.com", "grpc2.example.com"), "grpc2.example.com", "grpc-host"),
 	}, "---\n"))
@@ -229,6 +231,9 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 	var cgi map[string]string
 	if err := json.Unmarshal(r.Body, &cgi); err != nil || cgi["uri"] != "/app/x?y=1" || cgi["method"] != "GET" || cgi["host"] != "php.example.com" {
 		t.Errorf("FastCGI backend saw %v (%v)", cgi, err)
+	}
+	if cgi["appEnv"] != "production" || cgi["originalURI"] != "/app/x?y=1" {
+		t.Errorf("fastcgi-params-configmap: the backend saw APP_ENV %q and ORIGINAL_URI %q", cgi["appEnv"], cgi["originalURI"])
 	}
 	r = e.eventually("php.example.com", "/app/", "fastcgi-index", status(200))
 	if err := json.Unmarshal(r.Body, &cgi); err != nil || !strings.HasSuffix(cgi["script"], "/app/index.php") {

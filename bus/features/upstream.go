@@ -18,6 +18,10 @@ type Upstream struct {
 	// FastCGIIndex is fastcgi-index: the file appended to a URI ending in
 	// "/" (FCGI only).
 	FastCGIIndex string `json:"fastcgiIndex,omitempty"`
+	// FastCGIParams are the parameters of the ConfigMap
+	// fastcgi-params-configmap names (FCGI only), sent next to NGINX's
+	// standard ones; the translator reads them.
+	FastCGIParams []Header `json:"fastcgiParams,omitempty"`
 }
 
 // The backend protocols Switchyard speaks (backend-protocol).
@@ -27,6 +31,33 @@ const (
 	ProtocolGRPCS = "GRPCS"
 	ProtocolFCGI  = "FCGI"
 )
+
+// FastCGI parameters: a name as FastCGI applications read them, and a
+// value of printable characters where "$" starts an NGINX variable
+// ($document_root$fastcgi_script_name) and nothing can end its quotes.
+var (
+	FastCGIParamNamePattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	FastCGIParamValuePattern = regexp.MustCompile(`^(?:[A-Za-z0-9 ._~/:=,+@%!*()&?#-]|\$[a-z_][a-z0-9_]{0,63})*$`)
+)
+
+// MaxFastCGIParams bounds fastcgi-params-configmap.
+const MaxFastCGIParams = 128
+
+// ValidFastCGIParams checks every parameter against the patterns above.
+func ValidFastCGIParams(params []Header) error {
+	if len(params) > MaxFastCGIParams {
+		return fmt.Errorf("%d fastcgi params, at most %d", len(params), MaxFastCGIParams)
+	}
+	for _, p := range params {
+		if !FastCGIParamNamePattern.MatchString(p.Name) {
+			return fmt.Errorf("fastcgi param name %q is not letters, digits and _", p.Name)
+		}
+		if len(p.Value) > 1024 || !FastCGIParamValuePattern.MatchString(p.Value) {
+			return fmt.Errorf("fastcgi param %s: the value holds a quote, backslash, brace, \";\" or control character, a \"$\" that starts no variable name, or is over 1024 bytes", p.Name)
+		}
+	}
+	return nil
+}
 
 // FastCGIIndexPattern is a file name fastcgi-index may name.
 var FastCGIIndexPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
@@ -75,6 +106,12 @@ func (u *Upstream) validate() error {
 	}
 	if u.FastCGIIndex != "" && (u.Protocol != ProtocolFCGI || !FastCGIIndexPattern.MatchString(u.FastCGIIndex)) {
 		return fmt.Errorf("fastcgi index %q is not a file name of an FCGI backend", u.FastCGIIndex)
+	}
+	if len(u.FastCGIParams) > 0 && u.Protocol != ProtocolFCGI {
+		return fmt.Errorf("fastcgi params for a backend that is not FCGI")
+	}
+	if err := ValidFastCGIParams(u.FastCGIParams); err != nil {
+		return err
 	}
 	return u.TLS.validate()
 }

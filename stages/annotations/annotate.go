@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -292,6 +293,7 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 		if info := a.ingresses[id]; res != nil && info != nil && !info.Rejected && !res.rejected && !info.Canary {
 			// custom-headers, read by the translator (plugins/builtin/headers).
 			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
+			a.addFastCGIParams(info, res)
 			a.checkAliases(res)
 			a.checkPassthrough(id, res)
 		}
@@ -320,4 +322,17 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 func (r *ingressResult) reject(p bus.Problem) {
 	r.rejected = true
 	r.problems = append(r.problems, p)
+}
+
+// addFastCGIParams gives fastcgi-params-configmap's parameters, read by
+// the translator, to an FCGI backend (plugins/builtin/upstream warns when
+// the backend is not one).
+func (a *Annotator) addFastCGIParams(info *bus.IngressInfo, res *ingressResult) {
+	u := res.features.Upstream
+	if len(info.FastCGIParams) == 0 || u == nil || u.Protocol != features.ProtocolFCGI {
+		return
+	}
+	withParams := *u
+	withParams.FastCGIParams = slices.Clone(info.FastCGIParams)
+	res.features.Upstream = &withParams
 }

@@ -29,6 +29,9 @@ type upstreamView struct {
 	// FastCGIIndex is fastcgi_index's quoted argument, "" when not set.
 	FastCGI      bool
 	FastCGIIndex string
+	// FastCGIParams are fastcgi-params-configmap's, value quoted with its
+	// variables.
+	FastCGIParams []headerView
 }
 
 // newUpstreamView resolves the location's pass and backend TLS, nil for
@@ -66,6 +69,16 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 				return nil, err
 			}
 			v.FastCGIIndex = q
+		}
+		if err := features.ValidFastCGIParams(u.FastCGIParams); err != nil {
+			return nil, err
+		}
+		for _, p := range u.FastCGIParams {
+			q, err := quoteVariables(p.Value)
+			if err != nil {
+				return nil, err
+			}
+			v.FastCGIParams = append(v.FastCGIParams, headerView{Name: p.Name, Value: q})
 		}
 		return v, nil
 	}

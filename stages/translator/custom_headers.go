@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // customHeadersKey is the annotation, relative to the prefix, naming a
@@ -24,32 +25,73 @@ const customHeadersKey = "custom-headers"
 // denies its locations: response headers are often security headers, and
 // serving without them would be a silent downgrade.
 func (p *ingressPlan) addCustomHeaders(t *Translator, ing *networkingv1.Ingress) {
-	annotation := t.cfg.annotationsPrefix() + "/" + customHeadersKey
-	value, ok := ing.Annotations[annotation]
+	data, annotation, id, ok := p.annotationConfigMap(t, ing, customHeadersKey)
 	if !ok {
 		return
 	}
-	field := "metadata.annotations[" + annotation + "]"
-	id, ok := bus.ParseSecretRef(ing.Namespace, strings.TrimSpace(value)) // "name" or "namespace/name"
-	if !ok || !strings.HasPrefix(id, ing.Namespace+"/") {
-		p.reject(field, "InvalidAnnotation", "%s: %s is not the name of a ConfigMap of namespace %s", annotation, clipQuoted(value), ing.Namespace)
-		return
-	}
-	p.configMaps = append(p.configMaps, id)
-	cm, found := t.objs.configMaps[id]
-	if !found {
-		p.reject(field, "ConfigMapNotFound", "%s: ConfigMap %s is not found; the Ingress is not served until it exists", annotation, id)
-		return
-	}
-	headers, err := checkHeaders(cm.Data)
+	headers, err := checkHeaders(data)
 	if err != nil {
-		p.reject(field, "InvalidAnnotation", "%s: ConfigMap %s: %v", annotation, id, err)
+		p.reject(annotationField(annotation), "InvalidAnnotation", "%s: ConfigMap %s: %v", annotation, id, err)
 		return
 	}
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		p.info.CustomHeaders = append(p.info.CustomHeaders, bus.Header{Name: name, Value: headers[name]})
 	}
 }
+
+// fastCGIParamsKey is the annotation, relative to the prefix, naming a
+// ConfigMap of the Ingress's namespace whose data are FastCGI parameters
+// (backend-protocol FCGI); the upstream plugin owns the key.
+const fastCGIParamsKey = "fastcgi-params-configmap"
+
+// addFastCGIParams resolves fastcgi-params-configmap into
+// p.info.FastCGIParams, rejecting the Ingress as addCustomHeaders does: an
+// application without the parameters it was given would misbehave.
+func (p *ingressPlan) addFastCGIParams(t *Translator, ing *networkingv1.Ingress) {
+	data, annotation, id, ok := p.annotationConfigMap(t, ing, fastCGIParamsKey)
+	if !ok {
+		return
+	}
+	var params []bus.Header
+	for _, name := range slices.Sorted(maps.Keys(data)) {
+		params = append(params, bus.Header{Name: name, Value: data[name]})
+	}
+	if err := features.ValidFastCGIParams(params); err != nil {
+		p.reject(annotationField(annotation), "InvalidAnnotation", "%s: ConfigMap %s: %v", annotation, id, err)
+		return
+	}
+	p.info.FastCGIParams = params
+}
+
+// annotationConfigMap reads the ConfigMap an annotation (relative to the
+// prefix) names, "name" or "namespace/name" of the Ingress's namespace. It
+// rejects the Ingress when the value names another namespace or a
+// ConfigMap that does not exist, and records the ConfigMap so a change of
+// it translates the Ingress again. ok is false when there is nothing to
+// read (no annotation, or rejected).
+func (p *ingressPlan) annotationConfigMap(t *Translator, ing *networkingv1.Ingress, key string) (data map[string]string, annotation, id string, ok bool) {
+	annotation = t.cfg.annotationsPrefix() + "/" + key
+	value, set := ing.Annotations[annotation]
+	if !set {
+		return nil, "", "", false
+	}
+	field := annotationField(annotation)
+	id, valid := bus.ParseSecretRef(ing.Namespace, strings.TrimSpace(value)) // "name" or "namespace/name"
+	if !valid || !strings.HasPrefix(id, ing.Namespace+"/") {
+		p.reject(field, "InvalidAnnotation", "%s: %s is not the name of a ConfigMap of namespace %s", annotation, clipQuoted(value), ing.Namespace)
+		return nil, "", "", false
+	}
+	p.configMaps = append(p.configMaps, id)
+	cm, found := t.objs.configMaps[id]
+	if !found {
+		p.reject(field, "ConfigMapNotFound", "%s: ConfigMap %s is not found; the Ingress is not served until it exists", annotation, id)
+		return nil, "", "", false
+	}
+	return cm.Data, annotation, id, true
+}
+
+// annotationField is the Problem field of an annotation (with its prefix).
+func annotationField(annotation string) string { return "metadata.annotations[" + annotation + "]" }
 
 // reject marks the Ingress rejected with a Problem.
 func (p *ingressPlan) reject(field, reason, format string, args ...any) {

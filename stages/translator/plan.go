@@ -92,6 +92,9 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	if p.addCustomHeaders(t, ing); p.info.Rejected {
 		return p // nothing of a rejected Ingress is served
 	}
+	if p.addFastCGIParams(t, ing); p.info.Rejected {
+		return p
+	}
 	p.addTLS(t, ing)
 	p.addAnnotationSecrets(t, ing)
 	p.addAnnotationDefaultBackend(t, ing)

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,16 +32,19 @@ func controllerConfigMapRefs(data []byte) []string {
 	return refs
 }
 
-// annotationConfigMapRefs returns the ConfigMap an Ingress's custom-headers
-// annotation names, "namespace/name", when it is of the Ingress's own
-// namespace (the translator reports any other value).
+// annotationConfigMapRefs returns the ConfigMaps an Ingress's annotations
+// name (bus.ConfigMapAnnotations), "namespace/name", when they are of the
+// Ingress's own namespace (the translator reports any other value).
 func annotationConfigMapRefs(namespace string, annotations map[string]string, prefix string) []string {
-	value, ok := annotations[prefix+"/custom-headers"]
-	if !ok {
-		return nil
+	var refs []string
+	for _, key := range bus.ConfigMapAnnotations {
+		value, ok := annotations[prefix+"/"+key]
+		if !ok {
+			continue
+		}
+		if id, ok := bus.ParseSecretRef(namespace, strings.TrimSpace(value)); ok && strings.HasPrefix(id, namespace+"/") && !slices.Contains(refs, id) {
+			refs = append(refs, id)
+		}
 	}
-	if id, ok := bus.ParseSecretRef(namespace, strings.TrimSpace(value)); ok && strings.HasPrefix(id, namespace+"/") {
-		return []string{id}
-	}
-	return nil
+	return refs
 }

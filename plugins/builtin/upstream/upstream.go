@@ -23,6 +23,7 @@ const (
 	KeyName            = "proxy-ssl-name"
 	KeyServerName      = "proxy-ssl-server-name"
 	KeyFastCGIIndex    = "fastcgi-index"
+	KeyFastCGIParams   = "fastcgi-params-configmap"
 )
 
 const (
@@ -57,6 +58,8 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyBackendProtocol, protocolPattern, plugins.RiskLow, "HTTP",
 				"HTTP, HTTPS (TLS to the backend), GRPC (HTTP/2 cleartext), GRPCS (gRPC over TLS) or FCGI (FastCGI); AUTO_HTTP is HTTP; AJP is refused. Clients reach a gRPC location over HTTPS (HTTP/2)."),
 			ann(KeyFastCGIIndex, indexChars, plugins.RiskMedium, "", "With backend-protocol FCGI: the file name appended to a URI that ends in / (fastcgi_index), e.g. index.php."),
+			ann(KeyFastCGIParams, `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?`, plugins.RiskMedium, "",
+				"With backend-protocol FCGI: a ConfigMap of the Ingress's namespace whose data are FastCGI parameters sent next to the standard ones; values may hold NGINX variables ($document_root). A missing ConfigMap or a bad parameter rejects the Ingress."),
 			secret,
 			ann(KeyVerify, onOffPattern, plugins.RiskLow, "off", "on: verify the backend's certificate against proxy-ssl-secret's ca.crt (a secret without one: 503)."),
 			ann(KeyVerifyDepth, depthChars, plugins.RiskLow, "1", "Depth of the backend's chain verified, 1 to 100."),
@@ -89,6 +92,10 @@ func Parse(in plugins.Ingress) (*features.Upstream, *features.Deny, []plugins.Er
 		default:
 			errs = append(errs, plugins.Errorf(KeyBackendProtocol, "%s is not supported by Switchyard (HTTP, HTTPS, GRPC, GRPCS and FCGI are)", p))
 		}
+	}
+	if _, ok := a[KeyFastCGIParams]; ok && u.Protocol != features.ProtocolFCGI {
+		// The translator reads the ConfigMap; only an FCGI backend uses it.
+		errs = append(errs, plugins.Error{Key: KeyFastCGIParams, Warning: true, Message: "applies to backend-protocol FCGI only; ignored"})
 	}
 	if v, ok := a[KeyFastCGIIndex]; ok {
 		switch {
