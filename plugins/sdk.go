@@ -109,6 +109,11 @@ type Annotation struct {
 	SecretRef bool
 }
 
+// ObjectRefPattern is a Secret or ConfigMap an annotation names: "name"
+// or "namespace/name" (a DNS-1123 label, then a subdomain); never a path
+// (CVE-2025-24513 was a traversal through a file name).
+const ObjectRefPattern = `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?`
+
 // BoolPattern is what strconv.ParseBool accepts, as ingress-nginx's
 // GetBoolAnnotation does: the pattern of every boolean annotation.
 const BoolPattern = `1|t|T|TRUE|true|True|0|f|F|FALSE|false|False`

@@ -1,10 +1,9 @@
 package features
 
 import (
-	"encoding/pem"
+	"crypto/x509"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // ClientAuth is client-certificate authentication (mutual TLS) of the
@@ -78,16 +77,8 @@ func (c *ClientAuth) validate() error {
 
 // crlsOnly says data is one or more PEM certificate revocation lists.
 func crlsOnly(data string) bool {
-	rest := []byte(data)
-	n := 0
-	for {
-		block, next := pem.Decode(rest)
-		if block == nil {
-			return n > 0 && strings.TrimSpace(string(rest)) == ""
-		}
-		if block.Type != "X509 CRL" {
-			return false
-		}
-		rest, n = next, n+1
-	}
+	return pemOnly(data, "X509 CRL", func(der []byte) error {
+		_, err := x509.ParseRevocationList(der)
+		return err
+	})
 }

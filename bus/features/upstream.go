@@ -154,6 +154,15 @@ func (t *UpstreamTLS) validate() error {
 // certificatesOnly says data is one or more PEM certificates and nothing
 // else: what is written into a file NGINX reads as certificates.
 func certificatesOnly(data string) bool {
+	return pemOnly(data, "CERTIFICATE", func(der []byte) error {
+		_, err := x509.ParseCertificate(der)
+		return err
+	})
+}
+
+// pemOnly says data is one or more PEM blocks of type typ, each of which
+// parse accepts, and nothing else.
+func pemOnly(data, typ string, parse func(der []byte) error) bool {
 	rest := []byte(data)
 	n := 0
 	for {
@@ -161,10 +170,7 @@ func certificatesOnly(data string) bool {
 		if block == nil {
 			return n > 0 && strings.TrimSpace(string(rest)) == ""
 		}
-		if block.Type != "CERTIFICATE" {
-			return false
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+		if block.Type != typ || parse(block.Bytes) != nil {
 			return false
 		}
 		rest, n = next, n+1

@@ -45,7 +45,7 @@ const (
 	urlPattern = features.AuthURLSource
 	// secretPattern is a Secret name, optionally "namespace/name": never a
 	// path (CVE-2025-24513 was a traversal through the auth file name).
-	secretPattern  = `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?`
+	secretPattern  = plugins.ObjectRefPattern
 	headerList     = `[A-Za-z0-9-]+( *, *[A-Za-z0-9-]+)*`
 	realmPattern   = `[A-Za-z0-9 !#%&'()*+,./:;<=>?@\[\]^_|~-]{0,128}`
 	methodPattern  = `GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE`

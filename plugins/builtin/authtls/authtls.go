@@ -39,7 +39,7 @@ func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 // gives a meaning to.
 func (Plugin) Describe() plugins.Description {
 	secret := plugins.Annotation{Key: KeySecret, Scope: plugins.ScopeIngress, Risk: plugins.RiskMedium, SecretRef: true,
-		Pattern: `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?)?`,
+		Pattern: plugins.ObjectRefPattern,
 		Doc:     "Secret (name or namespace/name, the Ingress's namespace) whose ca.crt client certificates must chain to, and optional ca.crl. Missing or unusable: the Ingress answers 503."}
 	ann := func(key, pattern string, risk plugins.Risk, def, doc string) plugins.Annotation {
 		return plugins.Annotation{Key: key, Pattern: pattern, Scope: plugins.ScopeIngress, Risk: risk, Default: def, Doc: doc}

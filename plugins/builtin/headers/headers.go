@@ -36,7 +36,7 @@ func (Plugin) Describe() plugins.Description {
 			Key: KeyCustomHeaders,
 			// "name" or "namespace/name": Kubernetes names; the translator
 			// refuses a namespace other than the Ingress's.
-			Pattern: `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?`,
+			Pattern: plugins.ObjectRefPattern,
 			Scope:   plugins.ScopeIngress, Risk: plugins.RiskMedium,
 			Doc: "ConfigMap (\"name\" or \"namespace/name\", the Ingress's namespace) whose data are headers added to every response. " +
 				"A missing ConfigMap or an invalid header rejects the Ingress.",

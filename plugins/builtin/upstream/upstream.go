@@ -30,7 +30,7 @@ const (
 	// protocolPattern is ingress-nginx's list, any case (it upper-cases).
 	protocolPattern = `(?i:HTTP|HTTPS|AUTO_HTTP|GRPC|GRPCS|FCGI|AJP)`
 	onOffPattern    = `on|off`
-	secretPattern   = `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?)?`
+	secretPattern   = plugins.ObjectRefPattern
 	hostPattern     = `[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*`
 	protocolsChars  = `[A-Za-z0-9. ]{1,100}`
 	ciphersChars    = `[A-Za-z0-9+:_!-]{1,1000}`
@@ -58,7 +58,7 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyBackendProtocol, protocolPattern, plugins.RiskLow, "HTTP",
 				"HTTP, HTTPS (TLS to the backend), GRPC (HTTP/2 cleartext), GRPCS (gRPC over TLS) or FCGI (FastCGI); AUTO_HTTP is HTTP; AJP is refused. Clients reach a gRPC location over HTTPS (HTTP/2)."),
 			ann(KeyFastCGIIndex, indexChars, plugins.RiskMedium, "", "With backend-protocol FCGI: the file name appended to a URI that ends in / (fastcgi_index), e.g. index.php."),
-			ann(KeyFastCGIParams, `([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?`, plugins.RiskMedium, "",
+			ann(KeyFastCGIParams, plugins.ObjectRefPattern, plugins.RiskMedium, "",
 				"With backend-protocol FCGI: a ConfigMap of the Ingress's namespace whose data are FastCGI parameters sent next to the standard ones; values may hold NGINX variables ($document_root). A missing ConfigMap or a bad parameter rejects the Ingress."),
 			secret,
 			ann(KeyVerify, onOffPattern, plugins.RiskLow, "off", "on: verify the backend's certificate against proxy-ssl-secret's ca.crt (a secret without one: 503)."),
