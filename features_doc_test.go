@@ -81,9 +81,9 @@ var features = []feature{
 			"integration.TestBasicAuthThroughNginx", "integration.TestSecretsNeverPrinted"},
 	},
 	{
-		name: "External auth", summary: "auth_request to an auth service: 2xx passes, 401/403 are answered (401 may redirect to auth-signin), anything else is a 500. Auth caching and auth-proxy-set-headers are refused.",
+		name: "External auth", summary: "auth_request to an auth service: 2xx passes, 401/403 are answered (401 may redirect to auth-signin), anything else is a 500; the service's Set-Cookie reaches the client on success (always with auth-always-set-cookie). Auth caching and auth-proxy-set-headers are refused.",
 		plugin: "auth", keys: []string{"auth-url", "auth-method", "auth-signin", "auth-signin-redirect-param", "auth-response-headers",
-			"auth-request-redirect", "auth-cache-key", "auth-cache-duration", "auth-proxy-set-headers"},
+			"auth-request-redirect", "auth-always-set-cookie", "auth-cache-key", "auth-cache-duration", "auth-proxy-set-headers"},
 		busTypes:  []string{"bus/features.Auth", "bus/features.ExternalAuth"},
 		tables:    []string{"annotations.server.<host> (locations[].features.auth.external)"},
 		renderer:  []string{"stages/renderer.authFor", "stages/renderer.authView.resolveExternal"},

@@ -12,6 +12,7 @@ type GlobalAuthSettings struct {
 	GlobalAuthSigninRedirectParam string   `json:"globalAuthSigninRedirectParam"`
 	GlobalAuthResponseHeaders     []string `json:"globalAuthResponseHeaders,omitempty"`
 	GlobalAuthRequestRedirect     string   `json:"globalAuthRequestRedirect,omitempty"`
+	GlobalAuthAlwaysSetCookie     bool     `json:"globalAuthAlwaysSetCookie,omitempty"`
 	// NoAuthLocations are path prefixes global auth leaves alone.
 	NoAuthLocations []string `json:"noAuthLocations"`
 }
@@ -32,7 +33,7 @@ func (g GlobalAuthSettings) GlobalExternalAuth() *ExternalAuth {
 		return nil
 	}
 	e := &ExternalAuth{URL: g.GlobalAuthURL, Method: g.GlobalAuthMethod, SigninURL: g.GlobalAuthSignin,
-		ResponseHeaders: g.GlobalAuthResponseHeaders, RequestRedirect: g.GlobalAuthRequestRedirect}
+		ResponseHeaders: g.GlobalAuthResponseHeaders, RequestRedirect: g.GlobalAuthRequestRedirect, AlwaysSetCookie: g.GlobalAuthAlwaysSetCookie}
 	if e.SigninURL != "" {
 		e.SigninRedirectParam = g.GlobalAuthSigninRedirectParam
 	}

@@ -109,7 +109,8 @@ func TestBasicAuthThroughNginx(t *testing.T) {
 }
 
 // authService is a loopback auth service: "Authorization: ok" passes with
-// X-Auth-User set, anything else is a 401.
+// X-Auth-User and a session cookie set, anything else is a 401 with a
+// csrf cookie.
 func startAuthService(t *testing.T) (string, *[]*http.Request) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -122,9 +123,11 @@ func startAuthService(t *testing.T) (string, *[]*http.Request) {
 		if r.Header.Get("Authorization") == "ok" {
 			w.Header().Set("X-Auth-User", "alice")
 			w.Header().Set("X-Other", "not copied")
+			w.Header().Set("Set-Cookie", "session=refreshed; Path=/")
 			w.WriteHeader(200)
 			return
 		}
+		w.Header().Set("Set-Cookie", "csrf=fresh; Path=/")
 		if r.Header.Get("Authorization") == "forbidden" {
 			w.WriteHeader(403)
 			return
@@ -160,6 +163,9 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 		"down.yaml": harness.AnnotatedIngressYAML("default", "down", "down.example.com", map[string]string{
 			authPrefix + "auth-url": down,
 		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		"always.yaml": harness.AnnotatedIngressYAML("default", "always", "always.example.com", map[string]string{
+			authPrefix + "auth-url": authURL + "/check", authPrefix + "auth-always-set-cookie": "true",
+		}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
 	})
 	e.eventually("ext.example.com", "/", "external auth to refuse", func(r harness.Response) bool { return r.Status == 401 })
 	r := e.getWith("ext.example.com", "/app?q=1", map[string]string{"Authorization": "ok"})
@@ -185,6 +191,15 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 	if got := last.Header.Get("X-Auth-Request-Redirect"); got != "https://ext.example.com/back" {
 		t.Errorf("auth request X-Auth-Request-Redirect = %q", got)
 	}
+	// The auth service's Set-Cookie (a session refresh) reaches the client
+	// on a successful answer, and not on a refusal unless
+	// auth-always-set-cookie says so.
+	if got := r.Header.Get("Set-Cookie"); got != "session=refreshed; Path=/" {
+		t.Errorf("authorized answer: Set-Cookie %q, want the auth service's", got)
+	}
+	if got := e.getWith("ext.example.com", "/", nil).Header.Get("Set-Cookie"); got != "" {
+		t.Errorf("401 without auth-always-set-cookie: Set-Cookie %q", got)
+	}
 	if r := e.getWith("ext.example.com", "/", map[string]string{"Authorization": "forbidden"}); r.Status != 403 {
 		t.Errorf("forbidden: got %d, want 403", r.Status)
 	}
@@ -199,6 +214,9 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 		t.Errorf("signin Ingress, authorized: got %d, want 200 from echo-b", r.Status)
 	}
 	checkAuthVariables(t, e, seen)
+	e.eventually("always.example.com", "/", "auth-always-set-cookie to pass the 401's cookie", func(r harness.Response) bool {
+		return r.Status == 401 && r.Header.Get("Set-Cookie") == "csrf=fresh; Path=/"
+	})
 	// The auth service down: never open.
 	r = e.eventually("down.example.com", "/", "auth service down to fail closed", func(r harness.Response) bool { return r.Status >= 500 })
 	if r.Echo != nil {

@@ -45,6 +45,10 @@ type ExternalAuth struct {
 	// RequestRedirect is sent to the auth service as X-Auth-Request-Redirect
 	// (default: the request URI).
 	RequestRedirect string `json:"requestRedirect,omitempty"`
+	// AlwaysSetCookie is auth-always-set-cookie: the auth service's
+	// Set-Cookie reaches the client on every answer, not only on
+	// successful ones.
+	AlwaysSetCookie bool `json:"alwaysSetCookie,omitempty"`
 }
 
 // NGINX variables allowed in auth-url, auth-signin and

@@ -89,6 +89,10 @@ type locationView struct {
 	Access          []accessGroup
 	AccessEnd       string
 	ResponseHeaders []headerView
+	// AuthCookie passes the external auth service's Set-Cookie to the
+	// client: "" without external auth, "success" on successful answers,
+	// "always" (auth-always-set-cookie) on every answer.
+	AuthCookie string
 	// AccessLogOff and RewriteLog are enable-access-log: false and
 	// enable-rewrite-log: true.
 	AccessLogOff, RewriteLog bool
@@ -319,6 +323,12 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if v.ResponseHeaders, err = responseHeaders(l.Features); err != nil {
 		return locationView{}, err
+	}
+	if v.Auth != nil && v.Auth.External != nil {
+		v.AuthCookie = "success"
+		if l.Features.Auth.External.AlwaysSetCookie {
+			v.AuthCookie = "always"
+		}
 	}
 	external := proxiedExternal(l.Backend, c)
 	v.Kind = kindOf(l, external)

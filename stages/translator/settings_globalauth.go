@@ -23,6 +23,7 @@ var globalAuthSettings = map[string]settingParser{
 		"a comma-separated list of header names (letters, digits and -), or empty", parseAuthHeaderNames, joinWith(",")),
 	"global-auth-request-redirect": patternSetting(func(s *bus.Settings) *string { return &s.GlobalAuthRequestRedirect },
 		boundedOptional(features.AuthRedirectPattern, 1000), "a URL or path (the auth-request-redirect variables allowed), or empty"),
+	"global-auth-always-set-cookie": boolSetting(func(s *bus.Settings) *bool { return &s.GlobalAuthAlwaysSetCookie }),
 	"no-auth-locations": setting(func(s *bus.Settings) *[]string { return &s.NoAuthLocations },
 		"a comma-separated list of paths starting with /", parsePathPrefixes, joinWith(",")),
 }

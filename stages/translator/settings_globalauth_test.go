@@ -38,6 +38,7 @@ var globalAuthSettingsCases = map[string]keyCases{
 		valid:   []valid{{"https://app.example.com$request_uri", setString(func(s *bus.Settings) *string { return &s.GlobalAuthRequestRedirect }, "https://app.example.com$request_uri")}},
 		invalid: []string{`"x"`, "$hostname"},
 	},
+	"global-auth-always-set-cookie": boolCases(false, func(s *bus.Settings) *bool { return &s.GlobalAuthAlwaysSetCookie }),
 	"no-auth-locations": {def: "/.well-known/acme-challenge",
 		valid: []valid{
 			{"/.well-known/acme-challenge, /healthz", setStrings(func(s *bus.Settings) *[]string { return &s.NoAuthLocations }, "/.well-known/acme-challenge", "/healthz")},

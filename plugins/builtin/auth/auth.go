@@ -33,6 +33,7 @@ const (
 	KeyCacheDuration       = "auth-cache-duration"
 	KeyProxySetHeaders     = "auth-proxy-set-headers"
 	KeyEnableGlobalAuth    = "enable-global-auth"
+	KeyAlwaysSetCookie     = "auth-always-set-cookie"
 )
 
 // DefaultRealm is ingress-nginx's realm when auth-realm is absent.
@@ -89,6 +90,8 @@ func (plugin) Describe() plugins.Description {
 				Doc: "Not supported: auth responses are not cached, and the Ingress is refused rather than served differently than asked."},
 			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Not supported, as auth-cache-key."},
+			{Key: KeyAlwaysSetCookie, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
+				Doc: "true: the auth service's Set-Cookie reaches the client on every answer; by default only on successful ones."},
 			{Key: KeyEnableGlobalAuth, Pattern: plugins.BoolPattern, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "true",
 				Doc: `"false" keeps the ConfigMap's global-auth-url off the Ingress; an auth-url of its own replaces the global one anyway.`},
 			// Owned so that it is refused, never silently ignored: it names a
@@ -282,7 +285,7 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 	url, ok := a[KeyURL]
 	if !ok {
 		var errs []plugins.Error
-		for _, key := range []string{KeyMethod, KeySignin, KeySigninRedirectParam, KeyResponseHeaders, KeyRequestRedirect} {
+		for _, key := range []string{KeyMethod, KeySignin, KeySigninRedirectParam, KeyResponseHeaders, KeyRequestRedirect, KeyAlwaysSetCookie} {
 			if _, set := a[key]; set {
 				errs = append(errs, plugins.Error{Key: key, Warning: true, Message: "has no effect without auth-url"})
 			}
@@ -290,6 +293,13 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 		return nil, errs
 	}
 	e := &features.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
+	if v, ok := a[KeyAlwaysSetCookie]; ok {
+		always, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, []plugins.Error{plugins.Errorf(KeyAlwaysSetCookie, "is not a boolean")}
+		}
+		e.AlwaysSetCookie = always
+	}
 	if errs := checkLengths(e); errs != nil {
 		return nil, errs
 	}
