@@ -286,3 +286,26 @@ func (p *Proxy) validateRewrites() error {
 	}
 	return nil
 }
+
+// BusyBuffersFit is what NGINX requires of proxy_busy_buffers_size: from
+// the buffer size to (number - 1) x the buffer size.
+func BusyBuffersFit(size string, number int, busy string) error {
+	bytes, b := SizeBytes(size), SizeBytes(busy)
+	if bytes <= 0 || number < 2 {
+		return fmt.Errorf("invalid proxy buffer size %q or number %d", size, number)
+	}
+	if most := int64(number-1) * bytes; b < bytes || b > most {
+		return fmt.Errorf("proxy-busy-buffers-size %s must be from proxy-buffer-size (%s) to (proxy-buffers-number - 1) x proxy-buffer-size (%d bytes), as NGINX requires",
+			busy, size, most)
+	}
+	return nil
+}
+
+// MaxTempFileFits is what NGINX requires of proxy_max_temp_file_size: 0,
+// or at least the buffer size.
+func MaxTempFileFits(max, bufferSize string) error {
+	if m := SizeBytes(max); m != 0 && m < SizeBytes(bufferSize) {
+		return fmt.Errorf("proxy-max-temp-file-size %s must be 0 or at least proxy-buffer-size (%s), as NGINX requires", max, bufferSize)
+	}
+	return nil
+}

@@ -121,7 +121,7 @@ func proxyDirectives(p bus.Proxy, s bus.Settings) ([]string, error) {
 		}
 	}
 	if p.MaxTempFileSize != "" {
-		if err := maxTempFileFits(p.MaxTempFileSize, or(p.BufferSize, s.ProxyBufferSize)); err != nil {
+		if err := features.MaxTempFileFits(p.MaxTempFileSize, or(p.BufferSize, s.ProxyBufferSize)); err != nil {
 			return nil, err
 		}
 		d.add("proxy_max_temp_file_size", p.MaxTempFileSize)
@@ -193,22 +193,12 @@ func proxyBuffers(d *directives, size string, number int, busy string) error {
 	if busy == "" {
 		busy = formatSize(min(2*bytes, most))
 	}
-	if b := features.SizeBytes(busy); b < bytes || b > most {
-		return fmt.Errorf("proxy-busy-buffers-size %s must be from proxy-buffer-size (%s) to (proxy-buffers-number - 1) x proxy-buffer-size (%s), as NGINX requires",
-			busy, size, formatSize(most))
+	if err := features.BusyBuffersFit(size, number, busy); err != nil {
+		return err
 	}
 	d.add("proxy_buffer_size", size)
 	d.add("proxy_buffers", strconv.Itoa(number), size)
 	d.add("proxy_busy_buffers_size", busy)
-	return nil
-}
-
-// maxTempFileFits: NGINX refuses a proxy_max_temp_file_size other than 0
-// below the buffer size.
-func maxTempFileFits(max, bufferSize string) error {
-	if m := features.SizeBytes(max); m != 0 && m < features.SizeBytes(bufferSize) {
-		return fmt.Errorf("proxy-max-temp-file-size %s must be 0 or at least proxy-buffer-size (%s), as NGINX requires", max, bufferSize)
-	}
 	return nil
 }
 

@@ -39,6 +39,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 			problems = append(problems, invalidSetting(&s, key, value, p))
 		}
 	}
+	problems = append(problems, checkProxyBuffers(&s)...)
 	if s.AllowSnippetAnnotations {
 		// The key is read (it changes how a snippet's refusal reads) but
 		// cannot do what it asks for.

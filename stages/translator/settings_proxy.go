@@ -136,3 +136,25 @@ func parseLargeHeaderBuffers(v string) (string, bool) {
 	}
 	return strconv.Itoa(n) + " " + size, true
 }
+
+// checkProxyBuffers refuses what NGINX would refuse of the buffer keys
+// together (each was valid on its own): the key that does not fit keeps
+// its default, reported like any invalid value, so one bad key never stops
+// the configuration from rendering.
+func checkProxyBuffers(s *bus.Settings) []bus.Problem {
+	var problems []bus.Problem
+	if s.ProxyBusyBuffersSize != "" {
+		if err := features.BusyBuffersFit(s.ProxyBufferSize, s.ProxyBuffersNumber, s.ProxyBusyBuffersSize); err != nil {
+			problems = append(problems, bus.Problem{Field: "data.proxy-busy-buffers-size", Reason: ReasonInvalidValue,
+				Message: err.Error() + "; the default (twice proxy-buffer-size) is kept"})
+			s.ProxyBusyBuffersSize = ""
+		}
+	}
+	if err := features.MaxTempFileFits(s.ProxyMaxTempFileSize, s.ProxyBufferSize); err != nil {
+		def := bus.DefaultSettings().ProxyMaxTempFileSize
+		problems = append(problems, bus.Problem{Field: "data.proxy-max-temp-file-size", Reason: ReasonInvalidValue,
+			Message: err.Error() + "; the default (" + def + ") is kept"})
+		s.ProxyMaxTempFileSize = def
+	}
+	return problems
+}

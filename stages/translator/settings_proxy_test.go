@@ -2,6 +2,7 @@ package translator
 
 import (
 	"switchyard.dev/switchyard/bus"
+	"testing"
 )
 
 // proxySettingsCases is the table of bus.ProxySettings' keys.
@@ -19,7 +20,7 @@ var proxySettingsCases = map[string]keyCases{
 		map[string]string{"16k": "16k", "128k": "128k"},
 		[]string{"0", "1g", "16 k", "$x"}),
 	"proxy-busy-buffers-size": stringCasesCanon("", func(s *bus.Settings) *string { return &s.ProxyBusyBuffersSize },
-		map[string]string{"": "", "8k": "8k", "64K": "64k"},
+		map[string]string{"": "", "8k": "8k", "12K": "12k"},
 		[]string{"0", "1g", "8 k", "$x"}),
 	"client-header-buffer-size": stringCasesCanon("1k", func(s *bus.Settings) *string { return &s.ClientHeaderBufferSize },
 		map[string]string{"2k": "2k", "64k": "64k"},
@@ -96,4 +97,21 @@ func stringCasesCanon(def string, field func(*bus.Settings) *string, good map[st
 		c.valid = append(c.valid, valid{in, setString(field, want)})
 	}
 	return c
+}
+
+// TestProxyBuffersFitTogether: buffer keys valid one by one but not
+// together (NGINX would refuse them) fall back to their defaults with a
+// Problem each, so the configuration still renders.
+func TestProxyBuffersFitTogether(t *testing.T) {
+	s, problems := parseSettings(map[string]string{"proxy-busy-buffers-size": "100m", "proxy-max-temp-file-size": "1k"})
+	if s.ProxyBusyBuffersSize != "" || s.ProxyMaxTempFileSize != bus.DefaultSettings().ProxyMaxTempFileSize {
+		t.Errorf("busy %q, max temp %q: want the defaults", s.ProxyBusyBuffersSize, s.ProxyMaxTempFileSize)
+	}
+	if len(problems) != 2 || problems[0].Field != "data.proxy-busy-buffers-size" || problems[1].Field != "data.proxy-max-temp-file-size" {
+		t.Errorf("problems %+v, want one for each key", problems)
+	}
+	s, problems = parseSettings(map[string]string{"proxy-buffer-size": "16k", "proxy-busy-buffers-size": "32k", "proxy-max-temp-file-size": "0"})
+	if len(problems) != 0 || s.ProxyBusyBuffersSize != "32k" {
+		t.Errorf("fitting buffers refused: %+v", problems)
+	}
 }
