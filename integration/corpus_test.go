@@ -263,7 +263,11 @@ func annotateCorpus(t *testing.T, m bus.Model) bus.Model {
 	stageCtx, stop := context.WithCancel(ctx)
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- annotations.New(conn, annotations.Config{Builtins: builtin.Descriptions(), Self: harness.Binary(t)}, zaptest.NewLogger(t)).Run(stageCtx)
+		stopped <- annotations.New(conn, annotations.Config{Builtins: builtin.Descriptions(), Self: harness.Binary(t),
+			// ssl-passthrough does nothing in ingress-nginx without
+			// --enable-ssl-passthrough: clusters whose Ingresses carry it
+			// run with the flag, so the corpus is judged with it too.
+			SSLPassthrough: true}, zaptest.NewLogger(t)).Run(stageCtx)
 	}()
 	defer func() {
 		stop()
