@@ -8,6 +8,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -162,22 +163,17 @@ func basicAuth(in plugins.Ingress) (*features.BasicAuth, *features.Deny, []plugi
 	if !ok {
 		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "is required with auth-type: basic")}
 	}
-	id, ok := features.ParseSecretRef(in.Namespace, ref)
-	if !ok {
-		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "%q is not a Secret name", ref)}
-	}
-	if !strings.HasPrefix(id, in.Namespace+"/") {
-		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "Secret %s is in another namespace; an Ingress may only use Secrets of its own namespace", id)}
+	id, refused := plugins.OwnSecret(in, KeySecret, ref)
+	if refused != nil {
+		return nil, nil, []plugins.Error{*refused}
 	}
 	realm, ok := a[KeyRealm]
 	if !ok {
 		realm = DefaultRealm
 	}
 	deny := func(format string, args ...any) (*features.BasicAuth, *features.Deny, []plugins.Error) {
-		e := plugins.Errorf(KeySecret, format, args...)
-		e.Message += "; the Ingress answers 503 until it is fixed"
-		e.Warning = true
-		return nil, &features.Deny{Status: 503, Reason: "auth-secret " + id + " unusable"}, []plugins.Error{e}
+		d, e := plugins.DenyUnusable(KeySecret, "auth-secret "+id+" unusable", fmt.Sprintf(format, args...))
+		return nil, d, []plugins.Error{e}
 	}
 	data, ok := in.Secrets[id]
 	if !ok {

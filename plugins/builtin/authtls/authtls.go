@@ -124,12 +124,9 @@ func Parse(in plugins.Ingress) (*features.ClientAuth, *features.Deny, []plugins.
 	if len(errs) > 0 {
 		return nil, nil, errs
 	}
-	id, ok := features.ParseSecretRef(in.Namespace, ref)
-	if !ok {
-		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "%q is not a Secret name", ref)}
-	}
-	if !strings.HasPrefix(id, in.Namespace+"/") {
-		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "Secret %s is in another namespace; an Ingress may only use Secrets of its own namespace", id)}
+	id, bad := plugins.OwnSecret(in, KeySecret, ref)
+	if bad != nil {
+		return nil, nil, []plugins.Error{*bad}
 	}
 	data, ok := in.Secrets[id]
 	if !ok {
@@ -148,6 +145,6 @@ func Parse(in plugins.Ingress) (*features.ClientAuth, *features.Deny, []plugins.
 
 // denied fails the Ingress closed (503) with a warning naming why.
 func denied(why string) (*features.ClientAuth, *features.Deny, []plugins.Error) {
-	return nil, &features.Deny{Status: 503, Reason: KeySecret + " unusable"},
-		[]plugins.Error{{Key: KeySecret, Warning: true, Message: why + "; the Ingress answers 503 until it is fixed"}}
+	deny, e := plugins.DenyUnusable(KeySecret, KeySecret+" unusable", why)
+	return nil, deny, []plugins.Error{e}
 }

@@ -182,12 +182,9 @@ func parseTLS(in plugins.Ingress) (*features.UpstreamTLS, *features.Deny, []plug
 // readSecret fills t from the Secret ref names; a Secret that cannot be
 // used denies the Ingress rather than proxying without the TLS asked for.
 func readSecret(in plugins.Ingress, ref string, t *features.UpstreamTLS) (*features.Deny, []plugins.Error) {
-	id, ok := features.ParseSecretRef(in.Namespace, ref)
-	if !ok {
-		return nil, []plugins.Error{plugins.Errorf(KeySecret, "%q is not a Secret name", ref)}
-	}
-	if !strings.HasPrefix(id, in.Namespace+"/") {
-		return nil, []plugins.Error{plugins.Errorf(KeySecret, "Secret %s is in another namespace; an Ingress may only use Secrets of its own namespace", id)}
+	id, bad := plugins.OwnSecret(in, KeySecret, ref)
+	if bad != nil {
+		return nil, []plugins.Error{*bad}
 	}
 	data, ok := in.Secrets[id]
 	if !ok {
@@ -206,6 +203,6 @@ func readSecret(in plugins.Ingress, ref string, t *features.UpstreamTLS) (*featu
 
 // denied fails the Ingress closed (503) with a warning naming why.
 func denied(key, why string) (*features.Deny, []plugins.Error) {
-	return &features.Deny{Status: 503, Reason: key + " unusable"},
-		[]plugins.Error{{Key: key, Warning: true, Message: why + "; the Ingress answers 503 until it is fixed"}}
+	deny, e := plugins.DenyUnusable(key, key+" unusable", why)
+	return deny, []plugins.Error{e}
 }
