@@ -253,11 +253,20 @@ loop:
 }
 
 func getOnce(client *http.Client, addr, host string) error {
+	return getWithOrigin(client, addr, host, "")
+}
+
+// getWithOrigin is getOnce with an Origin header, as a browser sends to a
+// CORS-enabled host ("" sends none).
+func getWithOrigin(client *http.Client, addr, host, origin string) error {
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
 	if err != nil {
 		return err
 	}
 	req.Host = host
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

@@ -35,7 +35,8 @@ func TestBenchOverhead(t *testing.T) {
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
 
-	targets := []benchTarget{{"switchyard (Lua balancer)", sy.HTTPAddr, sy.MasterPID(t)}, {"plain NGINX (static upstream)", plain.httpAddr, plain.master}}
+	targets := []benchTarget{{name: "switchyard (Lua balancer)", addr: sy.HTTPAddr, master: sy.MasterPID(t)},
+		{name: "plain NGINX (static upstream)", addr: plain.httpAddr, master: plain.master}}
 	runs := alternate(targets, f.host, 3, 5*time.Second)
 	syAll, plainAll := runs[0], runs[1]
 	var rep strings.Builder
@@ -77,16 +78,16 @@ func TestBenchOverheadHooks(t *testing.T) {
 		{"without rewrite_by_lua", dropBlocks("rewrite_by_lua_block")},
 		{"balancer_by_lua only", dropBlocks("rewrite_by_lua_block", "header_filter_by_lua_block", "log_by_lua_block")},
 	}
-	targets := []benchTarget{{"switchyard", sy.HTTPAddr, sy.MasterPID(t)}}
+	targets := []benchTarget{{name: "switchyard", addr: sy.HTTPAddr, master: sy.MasterPID(t)}}
 	for _, v := range variants {
 		s := startScratch(t, nginx, sy, "lua", v.edit)
 		s.copyDynamic(t, sy)
 		waitScratch(t, s, f.host)
-		targets = append(targets, benchTarget{v.name, s.httpAddr, s.master})
+		targets = append(targets, benchTarget{name: v.name, addr: s.httpAddr, master: s.master})
 	}
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
 	waitScratch(t, plain, f.host)
-	targets = append(targets, benchTarget{"plain NGINX (static upstream)", plain.httpAddr, plain.master})
+	targets = append(targets, benchTarget{name: "plain NGINX (static upstream)", addr: plain.httpAddr, master: plain.master})
 
 	const rounds = 3
 	per := 4 * time.Second
@@ -166,10 +167,13 @@ func TestPlainConfig(t *testing.T) {
 const overheadClients = 16
 
 // benchTarget is one NGINX under load; master is its master process, whose
-// workers' CPU time is measured.
+// workers' CPU time is measured. host, when set, replaces the host every
+// target of a run is loaded with, and origin is sent as the Origin header.
 type benchTarget struct {
 	name, addr string
 	master     int
+	host       string
+	origin     string
 }
 
 // alternate loads each target in turn, rounds times, so that a change of
@@ -179,7 +183,11 @@ func alternate(targets []benchTarget, host string, rounds int, per time.Duration
 	for range rounds {
 		for i, target := range targets {
 			before := workersCPU(target.master)
-			run := runClosedLoop(target.addr, host, overheadClients, per)
+			h := host
+			if target.host != "" {
+				h = target.host
+			}
+			run := runClosedLoop(target.addr, h, target.origin, overheadClients, per)
 			run.cpu = workersCPU(target.master) - before
 			runs[i] = append(runs[i], run)
 		}
@@ -241,7 +249,7 @@ func (c closedLoop) String() string {
 		float64(c.cpuPerRequest().Nanoseconds())/1e3)
 }
 
-func runClosedLoop(addr, host string, clients int, d time.Duration) closedLoop {
+func runClosedLoop(addr, host, origin string, clients int, d time.Duration) closedLoop {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
@@ -257,7 +265,7 @@ func runClosedLoop(addr, host string, clients int, d time.Duration) closedLoop {
 			failed := 0
 			for time.Now().Before(deadline) {
 				start := time.Now()
-				if err := getOnce(client, addr, host); err != nil {
+				if err := getWithOrigin(client, addr, host, origin); err != nil {
 					failed++
 					continue
 				}
@@ -337,6 +345,8 @@ func plainConfig(ports ...int) luaEdit {
 			return indent + "return 404;\n"
 		case directive == "rewrite_by_lua_block" && strings.Contains(block, "ngx.exit(404)"):
 			return indent + "return 404;\n"
+		case directive == "header_filter_by_lua_block" && strings.Contains(block, corsFilterCall):
+			return handWrittenCORS(indent, block)
 		case directive == "balancer_by_lua_block":
 			// The static upstream replaces the Lua balancer.
 			var servers strings.Builder
@@ -347,6 +357,33 @@ func plainConfig(ports ...int) luaEdit {
 		}
 		return ""
 	}
+}
+
+// corsFilterCall is how a location with enable-cors calls its header filter.
+const corsFilterCall = `require("switchyard.cors").header_filter(`
+
+var corsFilterArgs = regexp.MustCompile(`header_filter\("[^"]*", ("[^"]*"), ("[^"]*"), "[^"]*", (true|false), (\d+)\)`)
+
+// handWrittenCORS is what an NGINX user writes by hand for a location's
+// CORS headers (without checking the origin against the list, which a
+// plain configuration would do with a map): the plain copy then does the
+// header work Switchyard's cors.lua does, so the ratio compares like with
+// like.
+func handWrittenCORS(indent, block string) string {
+	m := corsFilterArgs.FindStringSubmatch(block)
+	if m == nil {
+		panic("cannot read the CORS header filter's arguments: " + block)
+	}
+	lines := []string{"Access-Control-Allow-Origin $http_origin", "Vary Origin",
+		"Access-Control-Allow-Methods " + m[1], "Access-Control-Allow-Headers " + m[2], "Access-Control-Max-Age " + m[4]}
+	if m[3] == "true" {
+		lines = append(lines, "Access-Control-Allow-Credentials true")
+	}
+	var out strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&out, "%sadd_header %s always;\n", indent, l)
+	}
+	return out.String()
 }
 
 var (
