@@ -182,18 +182,16 @@ func corpusConfig() translator.Config {
 	return translator.DefaultConfig()
 }
 
-// corpusSnapshot makes one Ingress per entry, each on its own host, all on
-// one Service, with the htpasswd Secrets and default-backend Services the
-// entries name (a user would have created them).
+// corpusSnapshot makes one Ingress per entry, each on its own host and its
+// own Service (the entries come from different clusters: sharing a
+// backend would make their balancing annotations conflict, which none of
+// them does where it runs), with the htpasswd Secrets and default-backend
+// Services the entries name (a user would have created them).
 func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 	class := "switchyard"
 	snap := translator.Snapshot{
 		IngressClasses: []*networkingv1.IngressClass{{ObjectMeta: metav1.ObjectMeta{Name: class},
 			Spec: networkingv1.IngressClassSpec{Controller: translator.DefaultConfig().ControllerClass}}},
-		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: "web"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}},
-			{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: "web-stable"},
-				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}},
 	}
 	sum := sha1.Sum([]byte("secret"))
 	htpasswd := []byte("user:{SHA}" + base64.StdEncoding.EncodeToString(sum[:]) + "\n")
@@ -214,18 +212,25 @@ func corpusSnapshot(entries []corpusEntry) translator.Snapshot {
 			ann[bus.DefaultAnnotationsPrefix+"/"+k] = v
 		}
 		host := entryName(i) + ".corpus.test"
-		snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i), host, path, pathType, "web", ann))
+		web := entryName(i) + "-web"
+		snap.Services = append(snap.Services, corpusService(web))
+		snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i), host, path, pathType, web, ann))
 		if svc := e.Annotations["default-backend"]; svc != "" {
 			// The Service default-backend names (a user would have it).
-			snap.Services = append(snap.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: svc},
-				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
+			snap.Services = append(snap.Services, corpusService(svc))
 		}
 		if e.Annotations["canary"] == "true" {
 			// A canary needs the Ingress it is the canary of.
-			snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i)+"-primary", host, path, pathType, "web-stable", nil))
+			snap.Services = append(snap.Services, corpusService(web+"-stable"))
+			snap.Ingresses = append(snap.Ingresses, corpusIngress(entryName(i)+"-primary", host, path, pathType, web+"-stable", nil))
 		}
 	}
 	return snap
+}
+
+func corpusService(name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: corpusNamespace, Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 }
 
 func corpusIngress(name, host, path string, pathType networkingv1.PathType, service string, ann map[string]string) *networkingv1.Ingress {
