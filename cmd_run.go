@@ -103,7 +103,18 @@ func startBus(o *options) (*bus.Embedded, error) {
 	if err := os.RemoveAll(storeDir); err != nil {
 		return nil, err
 	}
-	return bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Listen: o.natsListen})
+	opts := bus.EmbeddedOptions{StoreDir: storeDir, Listen: o.natsListen}
+	if o.natsListen != "" {
+		if o.natsKeys == "" {
+			return nil, errors.New("--nats-listen needs --nats-keys DIR (create the keys with switchyard buskeys DIR): a bus others can reach holds every Secret the controller uses")
+		}
+		keys, err := bus.PublicKeys(o.natsKeys)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-keys: %w", err)
+		}
+		opts.Keys = keys
+	}
+	return bus.StartEmbedded(opts)
 }
 
 // runStages runs the named stages, each on its own in-process connection,

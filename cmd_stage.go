@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
@@ -24,7 +25,12 @@ func stageCommand(args []string) error {
 	fs := flag.NewFlagSet("stage "+name, flag.ContinueOnError)
 	o.register(fs)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the NATS server the stages share")
+	insecure := fs.Bool("nats-insecure", false, "connect without a bus identity (--nats-keys), to a NATS server that admits anyone: for development only")
 	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	auth, err := busIdentity(name, o.natsKeys, *insecure)
+	if err != nil {
 		return err
 	}
 	log, err := o.logger()
@@ -35,7 +41,7 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
-	conn, err := bus.Connect(*natsURL, "switchyard-"+name)
+	conn, err := bus.Connect(*natsURL, "switchyard-"+name, auth...)
 	if err != nil {
 		return err
 	}
@@ -51,4 +57,16 @@ func stageCommand(args []string) error {
 	}
 	log.Info("stage running", zap.String("stage", name), zap.String("nats", *natsURL))
 	return stage.Run(ctx)
+}
+
+// busIdentity authenticates a connection as identity with its seed in
+// keysDir. Without keys it refuses, unless told the bus is open on purpose.
+func busIdentity(identity, keysDir string, insecure bool) ([]nats.Option, error) {
+	if keysDir == "" {
+		if insecure {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("--nats-keys DIR is needed to authenticate as %s on the bus (switchyard buskeys DIR creates the keys and the nats-server authorization); --nats-insecure connects without", identity)
+	}
+	return bus.ClientOptions(identity, bus.SeedFile(keysDir, identity))
 }

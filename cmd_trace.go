@@ -17,21 +17,28 @@ import (
 
 // traceCommand prints every message on the subject graph: subject, key,
 // generation, producing stage and the time since the change entered the
-// watcher. Values are never printed: they may hold Secret data.
+// watcher. It reads the headers-only copies every stream republishes
+// (bus.TraceRoot), so values, which may hold Secret data, never reach it.
 func traceCommand(args []string) error {
 	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the bus (run with --nats-listen to expose the embedded one)")
 	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
+	keys := fs.String("nats-keys", "", "directory of the bus identities' seeds (switchyard buskeys): trace authenticates with DIR/trace.nk")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	nc, err := nats.Connect(*natsURL, nats.Name("switchyard-trace"))
+	auth, err := busIdentity(bus.IdentityTrace, *keys, true)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*natsURL, append(auth, nats.Name("switchyard-trace"))...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
 	msgs := make(chan *nats.Msg, 4096)
-	sub, err := nc.ChanSubscribe(bus.Root+".>", msgs)
+	// The streams' headers-only copies: trace never receives a value.
+	sub, err := nc.ChanSubscribe(bus.TraceRoot+".>", msgs)
 	if err != nil {
 		return err
 	}
@@ -61,7 +68,7 @@ func traceLine(m *nats.Msg, now time.Time) string {
 	if !meta.Ingest.IsZero() {
 		latency = now.Sub(meta.Ingest).Round(10 * time.Microsecond).String()
 	}
-	key := strings.TrimPrefix(m.Subject, bus.StageSubject(meta.Stage)+".")
+	key := strings.TrimPrefix(m.Subject, bus.TraceSubject(bus.StageSubject(meta.Stage))+".")
 	if m.Header.Get(bus.HeaderOp) == bus.OpDelete {
 		key += " (deleted)"
 	}

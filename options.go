@@ -67,6 +67,7 @@ type options struct {
 	nginxBinary       string
 	nginxUser         string
 	natsListen        string
+	natsKeys          string
 	logLevel          string
 	logFormat         string
 	workerProcesses   string
@@ -99,7 +100,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", bus.DefaultAnnotationsPrefix, "prefix of the annotations the plugins read")
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
-	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages")
+	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages; needs --nats-keys")
+	fs.StringVar(&o.natsKeys, "nats-keys", "", "directory of the bus identities' NKey seeds (switchyard buskeys DIR): run's listening bus admits only them, a stage authenticates with DIR/<stage>.nk")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
 	fs.BoolVar(&o.enableMetrics, "enable-metrics", true, "with --metrics-addr, have NGINX count every request for the per-request metrics (nginx_ingress_controller_requests, ...)")
 	fs.BoolVar(&o.metricsPerHost, "metrics-per-host", true, "label the per-request metrics with the host (the Ingress host; _ for requests no host rule matches), as ingress-nginx's flag of that name")

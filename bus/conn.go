@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // MaxPayload bounds one message. State is split by key so that no message
@@ -39,13 +40,14 @@ func (c *Conn) Ready() (bool, error) {
 // Health reports whether this connection's calls to the bus succeed.
 func (c *Conn) Health() *Health { return c.health }
 
-// Connect dials an external NATS server.
-func Connect(url, name string) (*Conn, error) {
+// Connect dials an external NATS server; opts authenticate it
+// (ClientOptions).
+func Connect(url, name string, opts ...nats.Option) (*Conn, error) {
 	// A server that is not up yet is waited for, as one that goes away
 	// later is: a stage never exits because the bus is unavailable.
 	health := newHealth()
 	health.set("connection", fmt.Errorf("nats %s: not connected yet", url))
-	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
 		nats.ConnectHandler(func(*nats.Conn) { health.set("connection", nil) }),
 		nats.ReconnectHandler(func(*nats.Conn) { health.set("connection", nil) }),
@@ -54,7 +56,7 @@ func Connect(url, name string) (*Conn, error) {
 				err = errors.New("disconnected")
 			}
 			health.set("connection", fmt.Errorf("nats %s: %w", url, err))
-		}))
+		})}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", url, err)
 	}
@@ -89,17 +91,27 @@ func (c *Conn) Close() {
 }
 
 // EnsureStream creates the stream holding one stage's state tables. Producer
-// and consumers both call it with the same settings, so either may start first.
-// A stream's storage cannot change once created, so an existing stream keeps
-// the storage its creator chose. It retries until the bus answers; it
-// fails only when ctx ends.
+// and consumers both call it with the same settings, so either may start
+// first; an existing stream is used as its creator made it (a reader may
+// not change the stream of the stage it reads). It retries until the bus
+// answers; it fails only when ctx ends.
 func (c *Conn) EnsureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
 	return retry(ctx, c, "ensure stream "+StreamName(stage), func(ctx context.Context) (jetstream.Stream, error) {
-		return c.ensureStream(ctx, stage)
+		return c.ensureStream(ctx, stage, false)
 	})
 }
 
-func (c *Conn) ensureStream(ctx context.Context, stage string) (jetstream.Stream, error) {
+// ensureOwnStream is EnsureStream for the stage that writes the table:
+// it also sets an existing stream's settings back to this version's (the
+// storage excepted, which cannot change), so a stream left full or
+// misconfigured takes messages again.
+func (c *Conn) ensureOwnStream(ctx context.Context, stage string) (jetstream.Stream, error) {
+	return retry(ctx, c, "ensure stream "+StreamName(stage), func(ctx context.Context) (jetstream.Stream, error) {
+		return c.ensureStream(ctx, stage, true)
+	})
+}
+
+func (c *Conn) ensureStream(ctx context.Context, stage string, own bool) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
 		Name:              StreamName(stage),
 		Subjects:          []string{StageSubject(stage) + ".>"},
@@ -107,13 +119,28 @@ func (c *Conn) ensureStream(ctx context.Context, stage string) (jetstream.Stream
 		MaxMsgSize:        MaxPayload,
 		Storage:           c.storage,
 		Discard:           jetstream.DiscardOld,
+		// Trace reads these headers-only copies, never the messages.
+		RePublish: &jetstream.RePublish{Source: StageSubject(stage) + ".>",
+			Destination: TraceSubject(StageSubject(stage)) + ".>", HeadersOnly: true},
 	}
 	if existing, err := c.JS.Stream(ctx, cfg.Name); err == nil {
+		if !own {
+			return existing, nil
+		}
 		cfg.Storage = existing.CachedInfo().Config.Storage
+		s, err := c.JS.UpdateStream(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+		return s, nil
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
-	s, err := c.JS.CreateOrUpdateStream(ctx, cfg)
+	s, err := c.JS.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		// Another stage created it meanwhile.
+		s, err = c.JS.Stream(ctx, cfg.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
@@ -123,6 +150,9 @@ func (c *Conn) ensureStream(ctx context.Context, stage string) (jetstream.Stream
 // Embedded is an in-process nats-server with JetStream.
 type Embedded struct {
 	Server *server.Server
+	// internal authenticates this process's own connections when the
+	// server requires authentication; nil when it does not.
+	internal nkeys.KeyPair
 }
 
 // EmbeddedOptions configure the embedded server.
@@ -132,6 +162,9 @@ type EmbeddedOptions struct {
 	// Listen, if set ("127.0.0.1:4222"), exposes the bus over TCP so that
 	// `switchyard trace` or stages in other processes can reach it.
 	Listen string
+	// Keys are the public keys of the identities that may connect over
+	// TCP (PublicKeys); required with Listen.
+	Keys map[string]string
 }
 
 // StartEmbedded starts the server and waits until it accepts connections.
@@ -145,7 +178,15 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		NoLog:      true,
 		DontListen: opts.Listen == "",
 	}
+	var internal nkeys.KeyPair
 	if opts.Listen != "" {
+		if len(opts.Keys) == 0 {
+			return nil, errors.New("embedded nats: refusing to listen without bus keys: anyone who could connect would read every table, Secrets included")
+		}
+		var err error
+		if sopts.Nkeys, internal, err = embeddedUsers(opts.Keys); err != nil {
+			return nil, err
+		}
 		host, port, err := net.SplitHostPort(opts.Listen)
 		if err != nil {
 			return nil, fmt.Errorf("nats listen address %q: %w", opts.Listen, err)
@@ -164,12 +205,39 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		ns.Shutdown()
 		return nil, errors.New("embedded nats: not ready after 10s")
 	}
-	return &Embedded{Server: ns}, nil
+	return &Embedded{Server: ns, internal: internal}, nil
+}
+
+// embeddedUsers are the identities' users, and one for this process's
+// own in-process connections, with a key that never leaves memory and
+// every permission (the process runs every stage it connects).
+func embeddedUsers(keys map[string]string) ([]*server.NkeyUser, nkeys.KeyPair, error) {
+	users, err := NkeyUsers(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	internal, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	pub, err := internal.PublicKey()
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	return append(users, &server.NkeyUser{Nkey: pub}), internal, nil
 }
 
 // Connect opens an in-process connection: no TCP, no listener needed.
 func (e *Embedded) Connect(name string) (*Conn, error) {
-	nc, err := nats.Connect("", nats.InProcessServer(e.Server), nats.Name(name))
+	opts := []nats.Option{nats.InProcessServer(e.Server), nats.Name(name)}
+	if e.internal != nil {
+		pub, err := e.internal.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("in-process nats connection: %w", err)
+		}
+		opts = append(opts, nats.Nkey(pub, e.internal.Sign))
+	}
+	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("in-process nats connection: %w", err)
 	}

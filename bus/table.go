@@ -275,6 +275,9 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if w.loaded {
 		return w.lastGen, nil
 	}
+	if _, err := w.conn.ensureOwnStream(ctx, w.stage); err != nil {
+		return 0, err
+	}
 	entries, meta, err := ReadTable(ctx, w.conn, w.stage)
 	if err != nil {
 		return 0, err

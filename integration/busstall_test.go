@@ -30,7 +30,7 @@ func TestStagesWaitForTheBus(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", proxy.URL(), "--manifests", dir, "--state-dir", harness.StateDir(t),
+	common := []string{"--nats", proxy.URL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
 		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
 	stages := map[string]*harness.Process{}
 	ready := map[string]string{}

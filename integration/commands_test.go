@@ -29,7 +29,7 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", ns.ClientURL(), "--manifests", dir, "--state-dir", harness.StateDir(t),
+	common := []string{"--nats", ns.ClientURL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
 		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
 	stages := map[string]*harness.Process{}
 	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
@@ -64,9 +64,14 @@ func TestTraceShowsEveryStage(t *testing.T) {
 	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
 	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
 	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr)
+	keys := harness.BusKeys(t)
+	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr, "--nats-keys", keys)
 
-	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--count", "40")
+	// A listening bus admits only its identities.
+	if out, err := exec.Command(bin, "trace", "--nats", "nats://"+natsAddr, "--count", "1").CombinedOutput(); err == nil {
+		t.Fatalf("trace without a key was admitted:\n%s", out)
+	}
+	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--nats-keys", keys, "--count", "40")
 	harness.WaitFor(t, 10*time.Second, "trace to subscribe", func() error {
 		if !strings.Contains(trace.Output.String(), "SUBJECT / KEY") {
 			return fmt.Errorf("no header yet")

@@ -45,8 +45,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 
 	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr)
-	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr)
+	keys := harness.BusKeys(t)
+	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr, "--nats-keys", keys)
+	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--nats-keys", keys)
 	harness.WaitFor(t, 10*time.Second, "trace to subscribe", func() error {
 		if !strings.Contains(trace.Output.String(), "SUBJECT / KEY") {
 			return fmt.Errorf("no header yet")

@@ -48,7 +48,7 @@ func TestBenchWebhook(t *testing.T) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	nats := harness.StartNATS(t)
-	common := []string{"--nats", nats.ClientURL(), "--kubeconfig", cluster.Kubeconfig, "--state-dir", harness.StateDir(t), "--log-level", "warn"}
+	common := []string{"--nats", nats.ClientURL(), "--nats-keys", nats.Keys, "--kubeconfig", cluster.Kubeconfig, "--state-dir", harness.StateDir(t), "--log-level", "warn"}
 	begin := time.Now()
 	harness.Start(t, bin, append([]string{"stage", "watcher"}, common...)...)
 	harness.Start(t, bin, append([]string{"stage", "webhook", "--validating-webhook", addr,
