@@ -71,6 +71,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHTTPSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckHeaders$$' -fuzztime $(FUZZTIME) ./stages/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckDHParam$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzRenderRegexServer$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthURLVariables$$' -fuzztime $(FUZZTIME) ./stages/renderer

@@ -15,6 +15,13 @@ type TLSSettings struct {
 	// SNI name no Ingress serves is refused rather than answered with the
 	// default certificate.
 	SSLRejectHandshake bool `json:"sslRejectHandshake"`
+	// SSLDHParam is ssl-dh-param, "namespace/name" of a Secret whose
+	// dhparam.pem holds Diffie-Hellman parameters for the DHE ciphers;
+	// SSLDHParamPEM is that PEM once the translator found and checked it
+	// ("" while the Secret is missing or invalid: NGINX then offers no
+	// DHE cipher, as ingress-nginx does without the key).
+	SSLDHParam    string `json:"sslDHParam,omitempty"`
+	SSLDHParamPEM string `json:"sslDHParamPEM,omitempty"`
 	// HTTPRedirectCode is http-redirect-code: the status of the redirect
 	// to HTTPS (ssl-redirect, force-ssl-redirect): 301, 302, 307 or 308.
 	HTTPRedirectCode int `json:"httpRedirectCode"`

@@ -1,10 +1,19 @@
 package integration
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +99,64 @@ func TestTLSSettingsThroughNginx(t *testing.T) {
 		return err
 	})
 	e.eventually("secure.example.com", "/", "the default http-redirect-code 308", status(308))
+}
+
+// TestSSLDHParamThroughNginx: without ssl-dh-param NGINX offers no DHE
+// cipher; with it, a client that speaks only DHE gets a handshake with the
+// Secret's parameters, and a Secret that goes bad keeps none of it.
+func TestSSLDHParamThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	cert, key := rsaSelfSigned(t, "dh.example.com")
+	e.write("tls.yaml", harness.TLSIngressYAML("default", "dh", "dh.example.com", "echo-a", cert, key))
+	dh, err := os.ReadFile("../stages/translator/testdata/dhparam2048.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write("config.yaml", configMapYAML(map[string]string{"ssl-dh-param": "switchyard-system/dhparam"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	dhe := func() error {
+		out, err := exec.Command("openssl", "s_client", "-connect", e.sy.HTTPSAddr, "-servername", "dh.example.com",
+			"-tls1_2", "-cipher", "DHE-RSA-AES128-GCM-SHA256").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "DHE-RSA-AES128-GCM-SHA256") || !strings.Contains(string(out), "DH, 2048 bits") {
+			return fmt.Errorf("no DHE handshake with 2048-bit parameters (%v):\n%s", err, out)
+		}
+		return nil
+	}
+	harness.WaitFor(t, changeTimeout, "the TLS host", func() error {
+		_, err := handshake(e.sy.HTTPSAddr, "dh.example.com", tls.VersionTLS12, tls.VersionTLS13, nil)
+		return err
+	})
+	if dhe() == nil {
+		t.Fatal("a DHE handshake succeeded while the ssl-dh-param Secret is missing")
+	}
+	e.write("dh.yaml", secretYAML("switchyard-system", "dhparam", map[string]string{"dhparam.pem": string(dh)}))
+	harness.WaitFor(t, changeTimeout, "a DHE handshake with the Secret's parameters", dhe)
+
+	e.write("dh.yaml", secretYAML("switchyard-system", "dhparam", map[string]string{"dhparam.pem": "not parameters"}))
+	harness.WaitFor(t, changeTimeout, "DHE off again with bad parameters", func() error {
+		if dhe() == nil {
+			return errors.New("a DHE handshake still succeeds")
+		}
+		return nil
+	})
+	if _, err := handshake(e.sy.HTTPSAddr, "dh.example.com", tls.VersionTLS12, tls.VersionTLS13, nil); err != nil {
+		t.Errorf("the host stopped being served: %v", err)
+	}
+}
+
+// rsaSelfSigned is a self-signed RSA certificate (DHE-RSA needs one).
+func rsaSelfSigned(t *testing.T, host string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 }

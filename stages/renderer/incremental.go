@@ -49,6 +49,8 @@ type Renderer struct {
 	// streamDirty says StreamFile needs rendering (passthrough.go).
 	passBackends map[string]map[string]bool
 	streamDirty  bool
+	// dhParamFile is the ssl-dh-param file last published, or "".
+	dhParamFile string
 }
 
 type renderDirty struct {
@@ -203,12 +205,14 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	if d.main || d.mainFile || resized {
 		cfg := r.cfg
 		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
-		main, err := renderMain(cfg, r.effectiveSettings(), r.sources(""), r.refusedLines())
+		settings := r.effectiveSettings()
+		main, err := renderMain(cfg, settings, r.sources(""), r.refusedLines())
 		if err != nil {
 			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 		}
 		r.files[MainFile] = true
 		putFile(&out, MainFile, main)
+		r.flushDHParam(settings, &out)
 	}
 	if d.main {
 		// Server files depend on the settings too (redirects, HSTS, HTTP/2).

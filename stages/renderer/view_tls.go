@@ -19,6 +19,7 @@ var tlsSettingFields = map[string]func(*bus.Settings) any{
 	"ssl-buffer-size":        func(s *bus.Settings) any { return &s.SSLBufferSize },
 	"ssl-early-data":         func(s *bus.Settings) any { return &s.SSLEarlyData },
 	"ssl-reject-handshake":   func(s *bus.Settings) any { return &s.SSLRejectHandshake },
+	"ssl-dh-param":           func(s *bus.Settings) any { return &s.SSLDHParam },
 	"http-redirect-code":     func(s *bus.Settings) any { return &s.HTTPRedirectCode },
 }
 
@@ -33,6 +34,10 @@ func newTLSLines(s bus.Settings, src sources) ([]sourcedLine, error) {
 		return nil, err
 	}
 	out := []sourcedLine{{Src: src.configMapSource("ssl-ecdh-curve"), Line: "ssl_ecdh_curve " + curve}}
+	if s.SSLDHParamPEM != "" {
+		// The path is ours: a hash of the checked content.
+		out = append(out, sourcedLine{Src: src.configMapSource("ssl-dh-param"), Line: `ssl_dhparam "` + DHParamFile(s.SSLDHParamPEM) + `"`})
+	}
 	cache, cacheKey := []string{"none"}, "ssl-session-cache"
 	if s.SSLSessionCache {
 		cache, cacheKey = []string{"shared:SSL:" + s.SSLSessionCacheSize}, "ssl-session-cache-size"
@@ -72,4 +77,23 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// DHParamFile is the path of the ssl-dh-param file with the given content.
+func DHParamFile(pem string) string { return secretDir + contentName(pem) + ".dhparam.pem" }
+
+// flushDHParam publishes the ssl-dh-param file nginx.conf names, and
+// deletes the one it replaces.
+func (r *Renderer) flushDHParam(s bus.Settings, out *bus.Output) {
+	path := ""
+	if s.SSLDHParamPEM != "" {
+		path = DHParamFile(s.SSLDHParamPEM)
+		r.files[path] = true
+		putFile(out, path, s.SSLDHParamPEM)
+	}
+	if r.dhParamFile != "" && r.dhParamFile != path {
+		delete(r.files, r.dhParamFile)
+		out.Deletes = append(out.Deletes, fileKey(r.dhParamFile))
+	}
+	r.dhParamFile = path
 }

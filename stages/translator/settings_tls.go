@@ -19,6 +19,10 @@ var tlsSettings = map[string]settingParser{
 	"ssl-session-tickets": boolSetting(func(s *bus.Settings) *bool { return &s.SSLSessionTickets }),
 	"ssl-buffer-size": sizeSetting(func(s *bus.Settings) *string { return &s.SSLBufferSize },
 		features.ParseBufferSize, bufferSizeRule),
+	// The Secret is read by resolveDHParam; its name has the shape of a
+	// ConfigMap reference.
+	"ssl-dh-param": setting(func(s *bus.Settings) *string { return &s.SSLDHParam },
+		`"namespace/name" of a Secret with dhparam.pem, or empty for none`, parseConfigMapRef, identity),
 	"ssl-early-data":       boolSetting(func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
 	"ssl-reject-handshake": boolSetting(func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
 	"http-redirect-code": setting(func(s *bus.Settings) *int { return &s.HTTPRedirectCode }, "301, 302, 307 or 308",

@@ -15,6 +15,11 @@ var tlsSettingsCases = map[string]keyCases{
 		[]string{"4k", "16k", "1400"}, []string{"4 k", "4kb", "x"}),
 	"ssl-early-data":       boolCases(false, func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
 	"ssl-reject-handshake": boolCases(false, func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
+	"ssl-dh-param": {def: "", invalid: []string{"dhparam", "a/b/c", "ns/$x", "ns/a;b", "/name"}, valid: []valid{
+		{"", func(s *bus.Settings) { s.SSLDHParam = "" }},
+		{"ingress/dhparam", func(s *bus.Settings) { s.SSLDHParam = "ingress/dhparam" }},
+		{"kube-system/dh-2048", func(s *bus.Settings) { s.SSLDHParam = "kube-system/dh-2048" }},
+	}},
 	"http-redirect-code": {def: "308", invalid: []string{"", "300", "200", "3O8", "308;", "+308"}, valid: []valid{
 		{"301", func(s *bus.Settings) { s.HTTPRedirectCode = 301 }},
 		{"302", func(s *bus.Settings) { s.HTTPRedirectCode = 302 }},

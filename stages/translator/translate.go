@@ -243,6 +243,9 @@ func (t *Translator) change(obj any, deleted bool) {
 		if key == t.cfg.DefaultSSLCertificate {
 			t.dirty.certs[key] = true
 		}
+		if t.model.Settings != nil && key == t.model.Settings.SSLDHParam {
+			t.dirty.settings = true
+		}
 	case *corev1.ConfigMap:
 		key := objectName(o.Namespace, o.Name)
 		t.objs.setConfigMap(o, deleted)
@@ -704,6 +707,7 @@ func (t *Translator) refreshSettings(delta *Delta) {
 	}
 	s, problems := parseSettings(data)
 	problems = append(problems, resolveHeaders(&s, t.objs.configMaps)...)
+	problems = append(problems, resolveDHParam(&s, t.objs.secrets)...)
 	t.headerConfigMaps = headerConfigMaps(&s)
 	t.settingsProblems = problems
 	s.Problems = problems

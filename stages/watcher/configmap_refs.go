@@ -32,6 +32,20 @@ func controllerConfigMapRefs(data []byte) []string {
 	return refs
 }
 
+// controllerSecretRefs returns the Secrets the controller ConfigMap names
+// (ssl-dh-param), "namespace/name".
+func controllerSecretRefs(data []byte) []string {
+	var cm corev1.ConfigMap
+	if json.Unmarshal(data, &cm) != nil {
+		return nil
+	}
+	ref := strings.TrimSpace(cm.Data["ssl-dh-param"])
+	if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" && !strings.Contains(name, "/") {
+		return []string{ref}
+	}
+	return nil
+}
+
 // annotationConfigMapRefs returns the ConfigMaps an Ingress's annotations
 // name (bus.ConfigMapAnnotations), "namespace/name", when they are of the
 // Ingress's own namespace (the translator reports any other value).

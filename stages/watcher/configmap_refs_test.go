@@ -31,6 +31,20 @@ func TestControllerConfigMapRefs(t *testing.T) {
 	}
 }
 
+func TestControllerSecretRefs(t *testing.T) {
+	for data, want := range map[string][]string{
+		`{"data":{"ssl-dh-param":" ingress/dh "}}`: {"ingress/dh"},
+		`{"data":{"ssl-dh-param":"dh"}}`:           nil,
+		`{"data":{"ssl-dh-param":"a/b/c"}}`:        nil,
+		`{"data":{}}`:                              nil,
+		`not json`:                                 nil,
+	} {
+		if got := controllerSecretRefs([]byte(data)); !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", data, got, want)
+		}
+	}
+}
+
 func TestAnnotationConfigMapRefs(t *testing.T) {
 	const prefix = "nginx.ingress.kubernetes.io"
 	cases := []struct {

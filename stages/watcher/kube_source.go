@@ -431,6 +431,13 @@ func (s *kubeSource) desired() map[string][]byte {
 				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = refData
 			}
 		}
+		// The Secret of ssl-dh-param.
+		for _, ref := range controllerSecretRefs(data) {
+			if refData, ok := s.secrets[ref]; ok {
+				ns, name, _ := cutNamespacedName(ref)
+				set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = refData
+			}
+		}
 	}
 	return set
 }
