@@ -25,6 +25,7 @@ func stageCommand(args []string) error {
 	fs := flag.NewFlagSet("stage "+name, flag.ContinueOnError)
 	o.register(fs)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the NATS server the stages share")
+	replicas := fs.Int("nats-replicas", 1, "servers of the NATS cluster that keep each stream this stage creates or writes, on disk (3 on a three-node cluster: a lost node loses nothing); 1 keeps them in one server's memory")
 	insecure := fs.Bool("nats-insecure", false, "connect without a bus identity (--nats-keys), to a NATS server that admits anyone: for development only")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -41,10 +42,14 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
+	if *replicas < 1 || *replicas > 5 {
+		return fmt.Errorf("--nats-replicas %d: from 1 to 5 (JetStream's limit)", *replicas)
+	}
 	conn, err := bus.Connect(*natsURL, "switchyard-"+name, auth...)
 	if err != nil {
 		return err
 	}
+	conn.ReplicateStreams(*replicas)
 	defer conn.Close()
 	stage, err := o.newStage(name, conn, log)
 	if err != nil {

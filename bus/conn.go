@@ -14,6 +14,10 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
+// CallTimeout bounds one request to JetStream's API; a call that times
+// out is retried (retry.go).
+const CallTimeout = 10 * time.Second
+
 // MaxPayload bounds one message. State is split by key so that no message
 // comes close; a key whose state is larger is an error, never a silent cut.
 const MaxPayload = 1 << 20
@@ -25,7 +29,21 @@ type Conn struct {
 	// storage is where the streams this connection creates keep their
 	// messages; see EnsureStream.
 	storage jetstream.StorageType
-	health  *Health
+	// replicas is how many servers of a cluster keep each stream it
+	// creates (ReplicateStreams).
+	replicas int
+	health   *Health
+}
+
+// ReplicateStreams makes the streams this connection creates or owns
+// kept by n servers of a NATS cluster, on disk, so that losing the
+// server that leads a stream loses neither the stream nor its messages
+// (split mode: --nats-replicas). n = 1 keeps them in one server's memory.
+func (c *Conn) ReplicateStreams(n int) {
+	c.replicas = max(n, 1)
+	if c.replicas > 1 {
+		c.storage = jetstream.FileStorage
+	}
 }
 
 // Ready says whether the connection is up and no call to the bus is
@@ -80,7 +98,7 @@ func wrap(nc *nats.Conn, storage jetstream.StorageType) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Conn{NC: nc, JS: js, storage: storage, health: newHealth()}, nil
+	return &Conn{NC: nc, JS: js, storage: storage, replicas: 1, health: newHealth()}, nil
 }
 
 // Close drains the connection.
@@ -112,12 +130,18 @@ func (c *Conn) ensureOwnStream(ctx context.Context, stage string) (jetstream.Str
 }
 
 func (c *Conn) ensureStream(ctx context.Context, stage string, own bool) (jetstream.Stream, error) {
+	// One attempt never outlasts CallTimeout, whatever ctx allows: a
+	// cluster still electing its leaders answers nothing, and the caller
+	// retries.
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	cfg := jetstream.StreamConfig{
 		Name:              StreamName(stage),
 		Subjects:          []string{StageSubject(stage) + ".>"},
 		MaxMsgsPerSubject: 1,
 		MaxMsgSize:        MaxPayload,
 		Storage:           c.storage,
+		Replicas:          c.replicas,
 		Discard:           jetstream.DiscardOld,
 		// Trace reads these headers-only copies, never the messages.
 		RePublish: &jetstream.RePublish{Source: StageSubject(stage) + ".>",

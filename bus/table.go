@@ -245,6 +245,13 @@ func (b *batch) commit(first bool, keys int) (int, error) {
 	if b.changed == 0 && !first {
 		return 0, nil
 	}
+	// The commit goes out once every put of the generation is stored: a
+	// put lost in a cluster's failover must never sit behind its commit,
+	// where a follower would take the generation for complete without it.
+	if err := waitAcks(b.ctx, b.futures); err != nil {
+		return b.changed, err
+	}
+	b.futures = b.futures[:0]
 	commit, _ := json.Marshal(Commit{Generation: b.meta.Generation, Keys: keys})
 	if err := b.send(CommitToken, commit, b.header); err != nil {
 		return b.changed, err
@@ -425,6 +432,8 @@ func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan table
 		}
 	}
 	cc, err := retry(ctx, conn, "follow "+stage, func(ctx context.Context) (jetstream.ConsumeContext, error) {
+		ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
 		cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
 		})
