@@ -35,6 +35,11 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
+	stopTracing, err := o.startTracing(context.Background(), log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	conn, err := bus.Connect(*natsURL, "switchyard-"+name)
 	if err != nil {
 		return err
