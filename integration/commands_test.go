@@ -58,29 +58,15 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 
 // TestTraceShowsEveryStage follows one change through the graph.
 func TestTraceShowsEveryStage(t *testing.T) {
-	bin := harness.Binary(t)
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr)
-
-	trace := harness.Start(t, bin, "trace", "--nats", "nats://"+natsAddr, "--count", "40")
+	sy, natsAddr := startTraced(t)
+	trace := harness.Start(t, harness.Binary(t), "trace", "--nats", "nats://"+natsAddr, "--count", "40")
 	harness.WaitFor(t, 10*time.Second, "trace to subscribe", func() error {
 		if !strings.Contains(trace.Output.String(), "SUBJECT / KEY") {
 			return fmt.Errorf("no header yet")
 		}
 		return nil
 	})
-	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	harness.WaitFor(t, 10*time.Second, "the traced Ingress", func() error {
-		r, err := sy.Get("traced.example.com", "/")
-		if err == nil && r.Status != 200 {
-			err = fmt.Errorf("status %d", r.Status)
-		}
-		return err
-	})
+	addTracedIngress(t, sy)
 	harness.WaitFor(t, 10*time.Second, "the applier's result in the trace", func() error {
 		if !strings.Contains(trace.Output.String(), "result") {
 			return fmt.Errorf("trace so far:\n%s", trace.Output.String())

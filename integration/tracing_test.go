@@ -13,6 +13,26 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
+// startTraced runs switchyard with the echo-a Service and the bus exposed
+// on the returned address.
+func startTraced(t *testing.T, extra ...string) (*harness.Switchyard, string) {
+	t.Helper()
+	dir := t.TempDir()
+	port := harness.StartEcho(t, harness.Binary(t), "echo-a", "a-1")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
+	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	return harness.StartSwitchyard(t, dir, append([]string{"--nats-listen", natsAddr}, extra...)...), natsAddr
+}
+
+// addTracedIngress adds the Ingress default/traced and waits until it is
+// served: one change through every stage.
+func addTracedIngress(t *testing.T, sy *harness.Switchyard) {
+	t.Helper()
+	harness.WriteFile(t, filepath.Join(sy.Manifests, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	waitStatus(t, sy, "traced.example.com", 200)
+}
+
 // busSpans records, per trace, the span ID each stage put on the bus.
 type busSpans struct {
 	mu      sync.Mutex
@@ -53,14 +73,8 @@ func (b *busSpans) onBus(traceID, stage, spanID string) bool {
 // each span's ID the one the stage put on the bus (what `switchyard trace`
 // shows), each stage's parent the stage before it.
 func TestPipelineTraceExported(t *testing.T) {
-	bin := harness.Binary(t)
 	receiver := harness.StartOTLP(t)
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr, "--otlp-endpoint", receiver.Addr, "--otel-service-name", "sy-test")
+	sy, natsAddr := startTraced(t, "--otlp-endpoint", receiver.Addr, "--otel-service-name", "sy-test")
 
 	nc, err := nats.Connect("nats://" + natsAddr)
 	if err != nil {
@@ -77,14 +91,7 @@ func TestPipelineTraceExported(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	harness.WaitFor(t, 20*time.Second, "the traced Ingress", func() error {
-		r, err := sy.Get("traced.example.com", "/")
-		if err == nil && r.Status != 200 {
-			err = fmt.Errorf("status %d", r.Status)
-		}
-		return err
-	})
+	addTracedIngress(t, sy)
 	subject := bus.StageSubject(bus.StageWatcher) + ".object.ingress.default.traced"
 	traceID := seen.traceOf(subject)
 	if traceID == "" {
