@@ -46,6 +46,11 @@ func runCommand(args []string) error {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}
 
+	stopTracing, err := o.startTracing(context.Background(), log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	embedded, err := startBus(&o)
 	if err != nil {
 		return err

@@ -45,6 +45,11 @@ func stageCommand(args []string) error {
 	if *replicas < 1 || *replicas > 5 {
 		return fmt.Errorf("--nats-replicas %d: from 1 to 5 (JetStream's limit)", *replicas)
 	}
+	stopTracing, err := o.startTracing(context.Background(), log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	conn, err := bus.Connect(*natsURL, "switchyard-"+name, auth...)
 	if err != nil {
 		return err

@@ -16,9 +16,11 @@ import (
 )
 
 // traceCommand prints every message on the subject graph: subject, key,
-// generation, producing stage and the time since the change entered the
-// watcher. It reads the headers-only copies every stream republishes
-// (bus.TraceRoot), so values, which may hold Secret data, never reach it.
+// generation, producing stage, the time since the change entered the
+// watcher, and the trace and span of its traceparent (the IDs of the spans
+// --otlp-endpoint exports). It reads the headers-only copies every stream
+// republishes (bus.TraceRoot), so values, which may hold Secret data,
+// never reach it.
 func traceCommand(args []string) error {
 	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the bus (run with --nats-listen to expose the embedded one)")
@@ -50,7 +52,7 @@ func traceCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("%-12s %-11s %-10s %-10s %s\n", "TIME", "STAGE", "GEN", "LATENCY", "SUBJECT / KEY")
+	fmt.Printf("%-12s %-11s %-10s %-10s %-49s %s\n", "TIME", "STAGE", "GEN", "LATENCY", "TRACE / SPAN", "SUBJECT / KEY")
 	for seen := 0; *count == 0 || seen < *count; seen++ {
 		select {
 		case <-ctx.Done():
@@ -72,5 +74,9 @@ func traceLine(m *nats.Msg, now time.Time) string {
 	if m.Header.Get(bus.HeaderOp) == bus.OpDelete {
 		key += " (deleted)"
 	}
-	return fmt.Sprintf("%-12s %-11s %-10d %-10s %s", now.Format("15:04:05.000"), meta.Stage, meta.Generation, latency, key)
+	span := "-"
+	if meta.Trace.TraceID != "" {
+		span = meta.Trace.TraceID + "/" + meta.Trace.SpanID
+	}
+	return fmt.Sprintf("%-12s %-11s %-10d %-10s %-49s %s", now.Format("15:04:05.000"), meta.Stage, meta.Generation, latency, span, key)
 }

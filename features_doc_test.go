@@ -323,6 +323,13 @@ var features = []feature{
 			"integration.TestUnsupportedAnnotationsServedWithWarnings", "integration.TestRenderReportsProblems"},
 	},
 	{
+		name: "Pipeline traces", summary: "With --otlp-endpoint, each stage records one OpenTelemetry span per change it handles, with the trace and span ID of the traceparent on the messages it published (what `switchyard trace` prints) and its input's span as parent, exported over OTLP/gRPC; off by default (one atomic load per change). Request tracing (the enable-opentelemetry annotations and ConfigMap keys) is not implemented yet and is reported as ignored.",
+		busTypes: []string{"bus.TraceContext", "bus.StageIDs", "bus.RecordStageSpan", "bus.Pipe"},
+		applier:  []string{"stages/applier.Stage.publishResult", "stages/applier.Stage.publishRefusals"},
+		tests: []string{"bus.TestStageSpansCarryBusIDs", "bus.TestStageSpansOffByDefault",
+			"integration.TestPipelineTraceExported", "integration.TestPipelineTraceAcrossStageProcesses"},
+	},
+	{
 		name: "Refusals by NGINX", summary: "A line NGINX refuses is traced by its \"# source\" comment to its Ingress or ConfigMap key; that Ingress is left out (or the key falls back to its default) until it changes.",
 		busTypes:  []string{"bus.Refusal", "bus.RefusalTable"},
 		tables:    []string{"refusals.ingress.<ns>.<name>", "refusals.configmap.<key>"},

@@ -21,6 +21,7 @@ import (
 	"switchyard.dev/switchyard/admission"
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/nginx"
+	"switchyard.dev/switchyard/internal/otelexport"
 	"switchyard.dev/switchyard/internal/status"
 	"switchyard.dev/switchyard/plugins/builtin"
 	"switchyard.dev/switchyard/stages/annotations"
@@ -75,6 +76,8 @@ type options struct {
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
 	sslPassthrough    bool
+	otlpEndpoint      string
+	otelServiceName   string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -120,6 +123,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+")")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
 	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send traces of the pipeline (one per change, one span per stage, the IDs switchyard trace shows) to this OpenTelemetry collector, HOST:PORT over OTLP/gRPC without TLS (e.g. otel-collector.monitoring:4317); off by default")
+	fs.StringVar(&o.otelServiceName, "otel-service-name", otelexport.DefaultServiceName, "service.name of the traces sent to --otlp-endpoint")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -431,3 +436,23 @@ func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error)
 // namespacedNamePattern is a flag's NAMESPACE/NAME: a namespace (a DNS
 // label) and an object name (a DNS subdomain).
 var namespacedNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$`)
+
+// startTracing turns on the pipeline's traces when --otlp-endpoint is
+// given; the returned stop sends what is queued (at most 5 s).
+func (o *options) startTracing(ctx context.Context, log *zap.Logger) (stop func(), err error) {
+	if o.otlpEndpoint == "" {
+		return func() {}, nil
+	}
+	exp, err := otelexport.Start(ctx, otelexport.Config{Endpoint: o.otlpEndpoint, ServiceName: o.otelServiceName})
+	if err != nil {
+		return nil, fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	log.Info("pipeline traces on", zap.String("otlpEndpoint", o.otlpEndpoint), zap.String("serviceName", o.otelServiceName))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := exp.Shutdown(ctx); err != nil {
+			log.Warn("sending the last pipeline spans", zap.Error(err))
+		}
+	}, nil
+}

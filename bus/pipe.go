@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 )
 
@@ -63,6 +64,8 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 		if err != nil {
 			log.Error("transform failed; keeping the last published state",
 				zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
+			// Nothing goes on the bus, but the trace shows where the change stopped.
+			RecordStageSpan(ctx, to, in.Meta, in.Meta.Trace.Child(), start, err)
 			return nil
 		}
 		p.last = in.Meta
@@ -107,6 +110,8 @@ func (p *pipe) publish(ctx context.Context, out Output, start time.Time) {
 	if p.published != nil {
 		p.published(out)
 	}
+	RecordStageSpan(ctx, p.to, p.last, meta.Trace, start, err,
+		attribute.Int("switchyard.changed_keys", changed), attribute.Bool("switchyard.full", out.Full))
 	p.log.Debug("published", zap.Uint64("generation", meta.Generation), zap.Int("changedKeys", changed),
 		zap.Bool("full", out.Full), zap.Duration("took", time.Since(start)))
 }

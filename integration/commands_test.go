@@ -58,15 +58,8 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 
 // TestTraceShowsEveryStage follows one change through the graph.
 func TestTraceShowsEveryStage(t *testing.T) {
+	sy, natsAddr, keys := startTraced(t)
 	bin := harness.Binary(t)
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	keys := harness.BusKeys(t)
-	sy := harness.StartSwitchyard(t, dir, "--nats-listen", natsAddr, "--nats-keys", keys)
-
 	// A listening bus admits only its identities.
 	if out, err := exec.Command(bin, "trace", "--nats", "nats://"+natsAddr, "--count", "1").CombinedOutput(); err == nil {
 		t.Fatalf("trace without a key was admitted:\n%s", out)
@@ -78,14 +71,7 @@ func TestTraceShowsEveryStage(t *testing.T) {
 		}
 		return nil
 	})
-	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "traced", "traced.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	harness.WaitFor(t, 10*time.Second, "the traced Ingress", func() error {
-		r, err := sy.Get("traced.example.com", "/")
-		if err == nil && r.Status != 200 {
-			err = fmt.Errorf("status %d", r.Status)
-		}
-		return err
-	})
+	addTracedIngress(t, sy)
 	harness.WaitFor(t, 10*time.Second, "the applier's result in the trace", func() error {
 		if !strings.Contains(trace.Output.String(), "result") {
 			return fmt.Errorf("trace so far:\n%s", trace.Output.String())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	otelattr "go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
@@ -174,9 +175,14 @@ func (s *Stage) Run(ctx context.Context) error {
 		if current == nil {
 			continue
 		}
+		start := time.Now()
 		result := s.apply(ctx, current.desired, current.meta, reloadNow)
 		reloadNow = false
-		s.publishResult(current.meta, result)
+		out := current.meta.Trace.Child()
+		s.publishResult(current.meta, out, result)
+		bus.RecordStageSpan(ctx, bus.StageApplier, current.meta, out, start, resultError(result),
+			otelattr.Bool("switchyard.reloaded", result.Reloaded), otelattr.Bool("switchyard.dynamic_updated", result.DynamicUpdated),
+			otelattr.Bool("switchyard.reload_pending", result.ReloadPending))
 		if result.ReloadPending {
 			// Each change that waits pushes the slot back (decideReload),
 			// timed from the end of this apply.
@@ -398,9 +404,17 @@ func (s *Stage) stopNginx() {
 	s.nginx = nil
 }
 
-func (s *Stage) publishResult(meta bus.Meta, res bus.ApplyResult) {
+// resultError is the error an apply result reports, or nil.
+func resultError(res bus.ApplyResult) error {
+	if res.Error == "" {
+		return nil
+	}
+	return errors.New(res.Error)
+}
+
+func (s *Stage) publishResult(meta bus.Meta, trace bus.TraceContext, res bus.ApplyResult) {
 	data, _ := json.Marshal(res)
-	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Trace: meta.Trace.Child(), Ingest: meta.Ingest}
+	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Trace: trace, Ingest: meta.Ingest}
 	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
 	if err := s.conn.NC.PublishMsg(msg); err != nil {
 		s.log.Warn("publish apply result", zap.Error(err))

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -175,8 +176,12 @@ func (s *Stage) publishRefusals(ctx context.Context, meta bus.Meta) {
 	for key, ref := range s.refusals {
 		values[key] = ref
 	}
+	start := time.Now()
 	out := bus.Meta{Generation: meta.Generation, Trace: meta.Trace.Child(), Ingest: meta.Ingest}
-	if _, err := s.refusalWriter.Apply(ctx, out, bus.Output{Values: values, Full: true}); err != nil {
+	_, err := s.refusalWriter.Apply(ctx, out, bus.Output{Values: values, Full: true})
+	// Its own span, so every traceparent on the bus is an exported span.
+	bus.RecordStageSpan(ctx, bus.TableRefusals, meta, out.Trace, start, err)
+	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("publish refusals", zap.Error(err))
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -132,6 +133,9 @@ func (s *Stage) Run(ctx context.Context) error {
 			if err != nil {
 				s.log.Error("objects left out", zap.Uint64("generation", generation), zap.Error(err))
 			}
+			// The root span of the change's trace.
+			bus.RecordStageSpan(ctx, bus.StageWatcher, bus.Meta{Generation: generation}, meta.Trace, meta.Ingest, err,
+				attribute.Int("switchyard.changed_keys", changed), attribute.Int("switchyard.objects", len(objects)))
 			published = objects
 			s.log.Info("objects published", zap.Uint64("generation", generation),
 				zap.Int("objects", len(objects)), zap.Int("changed", changed))
