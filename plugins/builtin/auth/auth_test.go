@@ -227,3 +227,32 @@ func FuzzParseHeaderList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExternalAuthOptions: whatever the cache and keepalive annotations
+// hold (past the host's patterns), what the plugin returns passes the
+// host's check.
+func FuzzExternalAuthOptions(f *testing.F) {
+	f.Add("http://auth:9000/x", "$remote_user", "200 1m", "4", "10", "5")
+	f.Add("https://$host/x", "k", "200 1h 30m", "-1", "0", "x")
+	f.Fuzz(func(t *testing.T, url, key, durations, keepalive, requests, timeout string) {
+		a := map[string]string{KeyURL: url, KeyCacheKey: key, KeyCacheDuration: durations,
+			KeyKeepalive: keepalive, KeyKeepaliveRequests: requests, KeyKeepaliveTimeout: timeout}
+		for _, d := range New().Describe().Annotations {
+			if v, ok := a[d.Key]; ok && !regexp.MustCompile(`^(?:`+d.Pattern+`)$`).MatchString(v) {
+				return // the host refuses the value before the plugin sees it
+			}
+		}
+		e, errs := externalAuth(a)
+		if e == nil {
+			return
+		}
+		for _, err := range errs {
+			if !err.Warning {
+				t.Fatalf("%v: features returned with an error %v", a, err)
+			}
+		}
+		if err := (&bus.Features{Auth: &bus.Auth{External: e}}).Validate(); err != nil {
+			t.Fatalf("%v: features the host refuses: %v", a, err)
+		}
+	})
+}
