@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 func externalAuthServer(host, ingress string, e *bus.ExternalAuth) *bus.Server {
@@ -85,5 +86,30 @@ func TestAuthPoolRefusesVariableHost(t *testing.T) {
 		bus.Key(bus.KindServer, "a.example.com"): externalAuthServer("a.example.com", "default/a", e)}})
 	if len(errs) == 0 {
 		t.Fatal("rendered keepalive to a variable host")
+	}
+}
+
+// TestAuthUpstreamRefused: NGINX refusing a keepalive upstream (its host
+// does not resolve) is traced by the upstream's source comment to its
+// Ingress; honouring that refusal leaves the Ingress out, upstream and
+// locations, and keeps the other Ingresses.
+func TestAuthUpstreamRefused(t *testing.T) {
+	m := harness.ReadModel(t, "testdata/authcache.model.json")
+	base, errs := Render(DefaultConfig(), m)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	rev := revIn(t, base.Files[ZonesFile], "app/pooled")
+	ref := &bus.Refusal{Kind: bus.RefusedIngress, Name: "app/pooled", Rev: rev, Message: "host not found in upstream"}
+	art, errs := RenderRefused(DefaultConfig(), m, map[string]*bus.Refusal{ref.Key(): ref})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	zones, server := art.Files[ZonesFile], art.Files[ServerFile("auth.example.com")]
+	if strings.Contains(zones, "auth_app_pooled") || strings.Contains(server, "app/pooled") || strings.Contains(server, `"/pooled`) {
+		t.Errorf("the refused Ingress is still rendered:\n%s\n%s", zones, server)
+	}
+	if !strings.Contains(zones, "auth_app_cached") || !strings.Contains(server, `"/cached`) {
+		t.Errorf("the other Ingress went too:\n%s\n%s", zones, server)
 	}
 }
