@@ -11,6 +11,17 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
+// appIngress is an Ingress of namespace app with annotations, routing
+// <name>.example.com/ to Service web.
+func appIngress(name string, annotations map[string]string) *networkingv1.Ingress {
+	pt := networkingv1.PathTypePrefix
+	return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Annotations: annotations},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: name + ".example.com",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &pt, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+}
+
 // TestCustomHeaders: the custom-headers annotation's ConfigMap becomes the
 // Ingress's CustomHeaders; a missing ConfigMap, one of another namespace or
 // an invalid header rejects the Ingress (nothing of it is served); a change
@@ -20,13 +31,7 @@ func TestCustomHeaders(t *testing.T) {
 	cfg.WatchWithoutClass = true
 	cfg.AnnotationsPrefix = "nginx.ingress.kubernetes.io"
 	ing := func(name, ref string) *networkingv1.Ingress {
-		pt := networkingv1.PathTypePrefix
-		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name,
-			Annotations: map[string]string{"nginx.ingress.kubernetes.io/custom-headers": ref}},
-			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: name + ".example.com",
-				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
-					Path: "/", PathType: &pt, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+		return appIngress(name, map[string]string{"nginx.ingress.kubernetes.io/custom-headers": ref})
 	}
 	tr := NewTranslator(cfg)
 	for _, o := range []any{
@@ -85,13 +90,7 @@ func TestAuthProxySetHeaders(t *testing.T) {
 	cfg.WatchWithoutClass = true
 	cfg.AnnotationsPrefix = "nginx.ingress.kubernetes.io"
 	ing := func(name, ref string) *networkingv1.Ingress {
-		pt := networkingv1.PathTypePrefix
-		return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name,
-			Annotations: map[string]string{"nginx.ingress.kubernetes.io/auth-url": "http://auth/", "nginx.ingress.kubernetes.io/auth-proxy-set-headers": ref}},
-			Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: name + ".example.com",
-				IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
-					Path: "/", PathType: &pt, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-						Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}
+		return appIngress(name, map[string]string{"nginx.ingress.kubernetes.io/auth-url": "http://auth/", "nginx.ingress.kubernetes.io/auth-proxy-set-headers": ref})
 	}
 	tr := NewTranslator(cfg)
 	for _, o := range []any{
