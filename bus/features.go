@@ -19,6 +19,7 @@ type (
 	Auth                  = features.Auth
 	BasicAuth             = features.BasicAuth
 	ExternalAuth          = features.ExternalAuth
+	AuthKeepalive         = features.AuthKeepalive
 	RateLimit             = features.RateLimit
 	Redirect              = features.Redirect
 	Rewrite               = features.Rewrite

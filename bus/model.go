@@ -180,6 +180,13 @@ type IngressInfo struct {
 	// names, read and checked by the translator; the annotations stage
 	// gives them to the Ingress's FCGI locations.
 	FastCGIParams []Header `json:"fastcgiParams,omitempty"`
+	// AuthProxySetHeaders are the data of the ConfigMap
+	// auth-proxy-set-headers names, read and checked by the translator;
+	// the annotations stage gives them to the Ingress's external auth.
+	// AuthProxySetHeadersUnusable, when set, is why that ConfigMap cannot
+	// be used: the locations with external auth are then denied (503).
+	AuthProxySetHeaders         []Header `json:"authProxySetHeaders,omitempty"`
+	AuthProxySetHeadersUnusable string   `json:"authProxySetHeadersUnusable,omitempty"`
 	// Rejected is set when the Ingress is not served at all.
 	Rejected bool      `json:"rejected,omitempty"`
 	Problems []Problem `json:"problems,omitempty"`

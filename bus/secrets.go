@@ -31,7 +31,7 @@ var SecretAnnotations = []string{"auth-secret", "proxy-ssl-secret", "auth-tls-se
 // ConfigMapAnnotations are the annotation keys, relative to the prefix,
 // whose value names a ConfigMap of the Ingress's namespace: the watcher
 // forwards those ConfigMaps and the translator reads them.
-var ConfigMapAnnotations = []string{"custom-headers", "fastcgi-params-configmap"}
+var ConfigMapAnnotations = []string{"custom-headers", "fastcgi-params-configmap", "auth-proxy-set-headers"}
 
 // ParseSecretRef reads an annotation value naming a Secret, relative to the
 // Ingress's namespace, and returns "namespace/name"; see

@@ -1,5 +1,7 @@
 package bus
 
+import "switchyard.dev/switchyard/bus/features"
+
 // GlobalAuthSettings are the controller ConfigMap's global external auth:
 // every location is asked of global-auth-url, as with an Ingress's own
 // auth-url, unless its Ingress has an auth-url of its own (which
@@ -13,6 +15,10 @@ type GlobalAuthSettings struct {
 	GlobalAuthResponseHeaders     []string `json:"globalAuthResponseHeaders,omitempty"`
 	GlobalAuthRequestRedirect     string   `json:"globalAuthRequestRedirect,omitempty"`
 	GlobalAuthAlwaysSetCookie     bool     `json:"globalAuthAlwaysSetCookie,omitempty"`
+	// GlobalAuthCacheKey and GlobalAuthCacheDuration cache the global auth
+	// service's answers, as auth-cache-key and auth-cache-duration.
+	GlobalAuthCacheKey      string   `json:"globalAuthCacheKey,omitempty"`
+	GlobalAuthCacheDuration []string `json:"globalAuthCacheDuration"`
 	// NoAuthLocations are path prefixes global auth leaves alone.
 	NoAuthLocations []string `json:"noAuthLocations"`
 }
@@ -23,7 +29,8 @@ const KeyGlobalAuthURL = "global-auth-url"
 
 // defaultGlobalAuthSettings are ingress-nginx's defaults.
 func defaultGlobalAuthSettings() GlobalAuthSettings {
-	return GlobalAuthSettings{GlobalAuthSigninRedirectParam: "rd", NoAuthLocations: []string{"/.well-known/acme-challenge"}}
+	return GlobalAuthSettings{GlobalAuthSigninRedirectParam: "rd", NoAuthLocations: []string{"/.well-known/acme-challenge"},
+		GlobalAuthCacheDuration: []string{features.DefaultAuthCacheDuration}}
 }
 
 // GlobalExternalAuth is global auth as an Ingress's external auth, nil
@@ -36,6 +43,13 @@ func (g GlobalAuthSettings) GlobalExternalAuth() *ExternalAuth {
 		ResponseHeaders: g.GlobalAuthResponseHeaders, RequestRedirect: g.GlobalAuthRequestRedirect, AlwaysSetCookie: g.GlobalAuthAlwaysSetCookie}
 	if e.SigninURL != "" {
 		e.SigninRedirectParam = g.GlobalAuthSigninRedirectParam
+	}
+	if g.GlobalAuthCacheKey != "" {
+		e.CacheKey = g.GlobalAuthCacheKey
+		e.CacheDurations = g.GlobalAuthCacheDuration
+		if len(e.CacheDurations) == 0 {
+			e.CacheDurations = []string{features.DefaultAuthCacheDuration}
+		}
 	}
 	return e
 }

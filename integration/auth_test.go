@@ -263,8 +263,9 @@ func TestAuthAnnotationsRefused(t *testing.T) {
 		"other-ns":  {authPrefix + "auth-type": "basic", authPrefix + "auth-secret": "kube-system/users"},
 		"digest":    {authPrefix + "auth-type": "digest", authPrefix + "auth-secret": "users"},
 		"no-type":   {authPrefix + "auth-secret": "users"},
-		"proxyset":  {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-proxy-set-headers": "default/headers"},
-		"cache":     {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "$http_x_probe_cachekey"},
+		"cache":     {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": `$http_x_probe_cachekey";return 200;"`},
+		"cachevar":  {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "$request_body$http_x_probe_cachekey"},
+		"cachedur":  {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-cache-key": "k", authPrefix + "auth-cache-duration": "200 5m;return 200"},
 		"snippet":   {authPrefix + "auth-url": "http://127.0.0.1/a", authPrefix + "auth-snippet": "return 200;"},
 	}
 	files := map[string]string{"users.yaml": secretYAML("default", "users", map[string]string{"auth": "u:" + apr1Hash})}

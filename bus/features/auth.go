@@ -49,6 +49,16 @@ type ExternalAuth struct {
 	// Set-Cookie reaches the client on every answer, not only on
 	// successful ones.
 	AlwaysSetCookie bool `json:"alwaysSetCookie,omitempty"`
+	// CacheKey is auth-cache-key: the auth service's answers are cached
+	// under it (scoped to the server and location), for CacheDurations
+	// (proxy_cache_valid entries, "200 202 401 5m").
+	CacheKey       string   `json:"cacheKey,omitempty"`
+	CacheDurations []string `json:"cacheDurations,omitempty"`
+	// Keepalive keeps connections to the auth service open.
+	Keepalive *AuthKeepalive `json:"keepalive,omitempty"`
+	// ProxySetHeaders are auth-proxy-set-headers' ConfigMap: headers set on
+	// the request to the auth service.
+	ProxySetHeaders []Header `json:"proxySetHeaders,omitempty"`
 }
 
 // NGINX variables allowed in auth-url, auth-signin and
@@ -143,6 +153,9 @@ func (a *Auth) validate() error {
 		}
 		if e.RequestRedirect != "" && (!AuthRedirectPattern.MatchString(e.RequestRedirect) || len(e.RequestRedirect) > 1000) {
 			return errors.New("external: request redirect holds a character that is not allowed")
+		}
+		if err := e.validateCacheAndPool(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -89,4 +89,17 @@ function _M.redirect_to_host(host)
     return ngx_redirect(scheme .. "://" .. host .. suffix .. ngx_var.request_uri, 308)
 end
 
+-- The X-Request-ID of an auth request that does not share the request's
+-- variables (auth-keepalive-share-vars off): the client's own header if it
+-- sent one, else a new random id, as ingress-nginx's separate subrequest
+-- gets. math.random is seeded per worker (balancer.init_worker).
+function _M.auth_request_id()
+    local sent = ngx.var.http_x_request_id
+    if sent and sent ~= "" then
+        return sent
+    end
+    local r = math.random
+    return string.format("%08x%08x%08x%08x", r(0, 0xffffffff), r(0, 0xffffffff), r(0, 0xffffffff), r(0, 0xffffffff))
+end
+
 return _M

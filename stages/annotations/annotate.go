@@ -294,6 +294,7 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 			// custom-headers, read by the translator (plugins/builtin/headers).
 			res.features.ResponseHeaders = append(slices.Clone(info.CustomHeaders), res.features.ResponseHeaders...)
 			a.addFastCGIParams(info, res)
+			addAuthProxySetHeaders(info, res)
 			a.checkAliases(res)
 			a.checkPassthrough(id, res)
 		}
@@ -335,4 +336,26 @@ func (a *Annotator) addFastCGIParams(info *bus.IngressInfo, res *ingressResult) 
 	withParams := *u
 	withParams.FastCGIParams = slices.Clone(info.FastCGIParams)
 	res.features.Upstream = &withParams
+}
+
+// addAuthProxySetHeaders gives auth-proxy-set-headers' headers, read by
+// the translator, to the Ingress's external auth (plugins/builtin/auth
+// warns when there is none). When the translator could not use the
+// ConfigMap, external auth is denied (503): it must not run without the
+// headers the auth service was promised, nor be skipped.
+func addAuthProxySetHeaders(info *bus.IngressInfo, res *ingressResult) {
+	auth := res.features.Auth
+	if auth == nil || auth.External == nil {
+		return
+	}
+	if info.AuthProxySetHeadersUnusable != "" {
+		res.features.Deny = &features.Deny{Status: 503, Reason: info.AuthProxySetHeadersUnusable}
+		return
+	}
+	if len(info.AuthProxySetHeaders) == 0 {
+		return
+	}
+	external := *auth.External
+	external.ProxySetHeaders = slices.Clone(info.AuthProxySetHeaders)
+	res.features.Auth = &features.Auth{Basic: auth.Basic, External: &external}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // authView is what templates/auth.tmpl sees for one location with auth:
@@ -39,7 +40,34 @@ type basicAuthView struct{ Realm, UserFile string }
 // externalAuthView is the auth subrequest's target (quoted), the
 // X-Auth-Request-Redirect value (quoted, or $request_uri) and the method
 // (a word the validator allowed, or "").
-type externalAuthView struct{ URL, RequestRedirect, Method string }
+type externalAuthView struct {
+	URL, RequestRedirect, Method string
+	// Cache is auth-cache-key's cache, nil without one.
+	Cache *authCacheView
+	// Keepalive: URL names the keepalive upstream (zones.conf) and Host is
+	// the Host header the auth service expects, quoted. OwnRequestID gives
+	// the auth request an X-Request-ID of its own (share-vars off).
+	Keepalive    bool
+	Host         string
+	OwnRequestID bool
+	// SSLName is the TLS server name (SNI) of an https auth service behind
+	// a keepalive upstream, quoted; "" for http.
+	SSLName string
+	// ProxySetHeaders are auth-proxy-set-headers', quoted.
+	ProxySetHeaders []headerView
+}
+
+// authCacheView is the auth subrequest's cache: the key before hashing
+// (a quoted NGINX string where the allowed variables expand, scoped to the
+// server and location) and proxy_cache_valid's entries.
+type authCacheView struct {
+	Key   string
+	Valid []string
+}
+
+// AuthCacheZone is the shared cache of auth answers; zones.conf declares
+// it while a location uses it.
+const AuthCacheZone = "switchyard_auth_cache"
 
 // authHeader is one auth response header copied upstream.
 type authHeader struct {
@@ -68,7 +96,8 @@ func AuthFile(b *bus.BasicAuth) string {
 
 // authFor builds the auth view of the location at index i, or nil. The
 // features were validated: every value matched its whole-string pattern.
-func authFor(i int, f *bus.Features, settings bus.Settings) (*authView, error) {
+func authFor(i int, l location, host string, settings bus.Settings) (*authView, error) {
+	f := l.Features
 	if f == nil || f.Auth == nil || f.Deny != nil {
 		return nil, nil
 	}
@@ -86,8 +115,80 @@ func authFor(i int, f *bus.Features, settings bus.Settings) (*authView, error) {
 		if err := v.resolveExternal(i, e); err != nil {
 			return nil, err
 		}
+		if err := v.External.resolvePool(e, l.Ingress, host, i); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
+}
+
+// resolvePool fills in the cache, keepalive and extra headers of the
+// external auth of the location at index i of host, from ingress.
+func (x *externalAuthView) resolvePool(e *bus.ExternalAuth, ingress, host string, i int) error {
+	var err error
+	if x.ProxySetHeaders, err = headerViews(headerMap(e.ProxySetHeaders)); err != nil {
+		return err
+	}
+	if e.CacheKey != "" {
+		if x.Cache, err = newAuthCacheView(e, host, i); err != nil {
+			return err
+		}
+	}
+	if e.Keepalive == nil {
+		return nil
+	}
+	scheme, hostPort, rest, ok := features.AuthKeepaliveTarget(e.URL)
+	if !ok {
+		return fmt.Errorf("refusing keepalive to auth URL %q: its host is not literal", e.URL)
+	}
+	x.Keepalive, x.OwnRequestID = true, !e.Keepalive.ShareVars
+	// e.URL matched its pattern (resolveExternal); only the host changes.
+	if x.URL, err = quoteVariables(scheme + "://" + authUpstreamID(ingress, e) + rest); err != nil {
+		return err
+	}
+	// The Host NGINX sends when proxy_pass names the host itself: the
+	// port only when it is not the scheme's.
+	host = strings.TrimSuffix(hostPort, map[string]string{"http": ":80", "https": ":443"}[scheme])
+	if x.Host, err = quote(host); err != nil || scheme != "https" {
+		return err
+	}
+	name, _, _ := strings.Cut(hostPort, ":")
+	x.SSLName, err = quote(name)
+	return err
+}
+
+// newAuthCacheView scopes the cache key to the server and location, as
+// ingress-nginx does, and checks the durations again.
+func newAuthCacheView(e *bus.ExternalAuth, host string, i int) (*authCacheView, error) {
+	if !features.AuthCacheKeyPattern.MatchString(e.CacheKey) {
+		return nil, fmt.Errorf("refusing to write auth cache key %q into nginx.conf", e.CacheKey)
+	}
+	key, err := quoteVariables(bus.EscapeToken(host) + "/" + strconv.Itoa(i) + "|" + e.CacheKey)
+	if err != nil {
+		return nil, err
+	}
+	v := &authCacheView{Key: key, Valid: e.CacheDurations}
+	if len(v.Valid) == 0 {
+		v.Valid = []string{features.DefaultAuthCacheDuration}
+	}
+	for _, d := range v.Valid {
+		if _, err := features.ParseAuthCacheDurations(d); err != nil || strings.ContainsAny(d, ",") {
+			return nil, fmt.Errorf("refusing to write auth cache duration %q into nginx.conf", d)
+		}
+	}
+	return v, nil
+}
+
+// headerMap is a header list by name.
+func headerMap(headers []bus.Header) map[string]string {
+	if len(headers) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(headers))
+	for _, h := range headers {
+		m[h.Name] = h.Value
+	}
+	return m
 }
 
 func newBasicAuthView(b *bus.BasicAuth) (*basicAuthView, error) {
@@ -223,4 +324,57 @@ func (r *Renderer) setAuthFiles(key string, files map[string]string, out *bus.Ou
 		return
 	}
 	r.serverAuth[key] = slices.Sorted(maps.Keys(files))
+}
+
+// authUpstreamView is a keepalive upstream of an auth service: its
+// literal "host:port" and the pool's limits.
+type authUpstreamView struct {
+	Server                         string
+	Connections, Requests, Timeout int
+}
+
+// authUpstreamID names the keepalive upstream of an Ingress's auth
+// service; a changed host or pool gets a new name, so a reload never sees
+// one name declared twice by servers of different generations.
+func authUpstreamID(ingress string, e *bus.ExternalAuth) string {
+	k := e.Keepalive
+	_, hostPort, _, _ := features.AuthKeepaliveTarget(e.URL)
+	return ingressID("auth_", ingress, hostPort, strconv.Itoa(k.Connections), strconv.Itoa(k.Requests), strconv.Itoa(k.TimeoutSeconds))
+}
+
+// locationAuthUpstreamID is the keepalive upstream of a location's auth
+// service, or "".
+func locationAuthUpstreamID(l bus.Location) string {
+	f := l.Features
+	if f == nil || f.Deny != nil || f.Auth == nil || f.Auth.External == nil || f.Auth.External.Keepalive == nil {
+		return ""
+	}
+	return authUpstreamID(l.Ingress, f.Auth.External)
+}
+
+// authZones adds what the external auth of l (its own, or global auth
+// from settings) declares at http level: the auth cache and a keepalive
+// upstream.
+func authZones(l bus.Location, settings bus.Settings, zones map[string]zoneView) {
+	f := l.Features
+	if l.Ingress != "" {
+		f = withGlobalAuth(f, l.Path, settings)
+	}
+	if f == nil || f.Deny != nil || f.Auth == nil || f.Auth.External == nil {
+		return
+	}
+	e := f.Auth.External
+	if e.CacheKey != "" {
+		zones[AuthCacheZone] = zoneView{ID: AuthCacheZone, AuthCache: true}
+	}
+	if e.Keepalive == nil {
+		return
+	}
+	_, hostPort, _, ok := features.AuthKeepaliveTarget(e.URL)
+	if !ok {
+		return // resolvePool refuses the location
+	}
+	id := authUpstreamID(l.Ingress, e)
+	zones[id] = zoneView{ID: id, Ingress: l.Ingress, AuthUpstream: &authUpstreamView{Server: hostPort,
+		Connections: e.Keepalive.Connections, Requests: e.Keepalive.Requests, Timeout: e.Keepalive.TimeoutSeconds}}
 }

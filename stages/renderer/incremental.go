@@ -289,7 +289,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 		r.setAuthFiles(key, nil, out)
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
-	r.zones.set(key, serverZones(s))
+	r.zones.set(key, serverZones(s, r.effectiveSettings()))
 	r.files[path] = true
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)

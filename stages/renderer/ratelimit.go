@@ -12,9 +12,9 @@ import (
 )
 
 // ZonesFile declares, at http level, the rate limit zones the servers'
-// locations use. It follows the servers, not the settings: nginx.conf
-// includes http.d/*.conf, and the file exists only while some location is
-// rate limited.
+// locations use, the auth cache and the keepalive upstreams of auth
+// services. It follows the servers: nginx.conf includes http.d/*.conf, and
+// the file exists only while some location needs one of them.
 const ZonesFile = "http.d/zones.conf"
 
 // zoneSize is the shared memory of each zone, as ingress-nginx: 5 MB hold
@@ -31,6 +31,11 @@ type zoneView struct {
 	Size        string
 	// Ingress declares the zones; Source is its attribution comment.
 	Ingress, Source string
+	// AuthCache declares the auth cache (AuthCacheZone) instead.
+	AuthCache bool
+	// AuthUpstream declares a keepalive upstream of an auth service
+	// instead.
+	AuthUpstream *authUpstreamView
 	// Key is the zones' key variable, resolved for the template with the
 	// allowlist quoted (Allow) by resolve.
 	Key   string
@@ -65,18 +70,23 @@ func (v *zoneView) resolve() error {
 // and two servers rendered from different generations never declare one
 // zone twice.
 func rateLimitID(ingress string, rl *bus.RateLimit) string {
+	parts := []string{strconv.Itoa(rl.RPS), strconv.Itoa(rl.RPM), strconv.Itoa(rl.Connections)}
+	return ingressID("rl_", ingress, append(parts, rl.Allowlist...)...)
+}
+
+// ingressID is a name valid in nginx.conf for something one Ingress
+// declares at http level: prefix, the Ingress (sanitized and cut short)
+// and a hash of the Ingress and parts.
+func ingressID(prefix, ingress string, parts ...string) string {
 	h := sha256.New()
 	h.Write([]byte(ingress))
-	for _, n := range []int{rl.RPS, rl.RPM, rl.Connections} {
-		h.Write([]byte("\x00" + strconv.Itoa(n)))
-	}
-	for _, c := range rl.Allowlist {
-		h.Write([]byte("\x00" + c))
+	for _, p := range parts {
+		h.Write([]byte("\x00" + p))
 	}
 	var b strings.Builder
-	b.WriteString("rl_")
+	b.WriteString(prefix)
 	for _, c := range strings.ToLower(ingress) {
-		if b.Len() >= 3+40 {
+		if b.Len() >= len(prefix)+40 {
 			break
 		}
 		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
@@ -99,11 +109,13 @@ func locationRateLimitID(l bus.Location) string {
 	return rateLimitID(l.Ingress, l.Features.RateLimit)
 }
 
-// serverZones are the zones the locations of s use, by ID. The caller has
-// validated the locations' features (renderServer did).
-func serverZones(s *bus.Server) map[string]zoneView {
+// serverZones are the zones the locations of s use, by ID, global auth
+// of settings included. The caller has validated the locations' features
+// (renderServer did).
+func serverZones(s *bus.Server, settings bus.Settings) map[string]zoneView {
 	zones := map[string]zoneView{}
 	for _, l := range s.Locations {
+		authZones(l, settings, zones)
 		id := locationRateLimitID(l)
 		if id == "" {
 			continue

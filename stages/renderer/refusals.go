@@ -231,6 +231,9 @@ func (r *Renderer) ingressHasRev(name, rev string) bool {
 				if id := locationRateLimitID(l); id != "" && zoneRev(id) == rev {
 					return true
 				}
+				if id := locationAuthUpstreamID(l); id != "" && zoneRev(id) == rev {
+					return true
+				}
 			}
 		}
 	}

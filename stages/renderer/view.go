@@ -293,7 +293,7 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	if v.Labels, err = newLabelsView(l.Ingress, l.labels); err != nil {
 		return locationView{}, fmt.Errorf("location %q: %w", l.Path, err)
 	}
-	if v.Auth, err = authFor(i, l.Features, c.settings); err != nil {
+	if v.Auth, err = authFor(i, l, c.host, c.settings); err != nil {
 		return locationView{}, err
 	}
 	if l.Features != nil && l.Features.RateLimit != nil {

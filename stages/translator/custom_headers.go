@@ -70,24 +70,37 @@ func (p *ingressPlan) addFastCGIParams(t *Translator, ing *networkingv1.Ingress)
 // it translates the Ingress again. ok is false when there is nothing to
 // read (no annotation, or rejected).
 func (p *ingressPlan) annotationConfigMap(t *Translator, ing *networkingv1.Ingress, key string) (data map[string]string, annotation, id string, ok bool) {
+	data, annotation, id, problem, set := p.lookupAnnotationConfigMap(t, ing, key)
+	if problem != nil {
+		p.info.Rejected = true
+		p.info.Problems = append(p.info.Problems, *problem)
+		return nil, "", "", false
+	}
+	return data, annotation, id, set
+}
+
+// lookupAnnotationConfigMap is annotationConfigMap leaving the choice to
+// the caller: problem says why the ConfigMap cannot be read; set is false
+// when the annotation is absent.
+func (p *ingressPlan) lookupAnnotationConfigMap(t *Translator, ing *networkingv1.Ingress, key string) (data map[string]string, annotation, id string, problem *bus.Problem, set bool) {
 	annotation = t.cfg.annotationsPrefix() + "/" + key
 	value, set := ing.Annotations[annotation]
 	if !set {
-		return nil, "", "", false
+		return nil, "", "", nil, false
 	}
 	field := annotationField(annotation)
 	id, valid := bus.ParseSecretRef(ing.Namespace, strings.TrimSpace(value)) // "name" or "namespace/name"
 	if !valid || !strings.HasPrefix(id, ing.Namespace+"/") {
-		p.reject(field, "InvalidAnnotation", "%s: %s is not the name of a ConfigMap of namespace %s", annotation, clipQuoted(value), ing.Namespace)
-		return nil, "", "", false
+		return nil, annotation, "", &bus.Problem{Field: field, Reason: "InvalidAnnotation",
+			Message: fmt.Sprintf("%s: %s is not the name of a ConfigMap of namespace %s", annotation, clipQuoted(value), ing.Namespace)}, true
 	}
 	p.configMaps = append(p.configMaps, id)
 	cm, found := t.objs.configMaps[id]
 	if !found {
-		p.reject(field, "ConfigMapNotFound", "%s: ConfigMap %s is not found; the Ingress is not served until it exists", annotation, id)
-		return nil, "", "", false
+		return nil, annotation, id, &bus.Problem{Field: field, Reason: "ConfigMapNotFound",
+			Message: fmt.Sprintf("%s: ConfigMap %s is not found; the Ingress is not served until it exists", annotation, id)}, true
 	}
-	return cm.Data, annotation, id, true
+	return cm.Data, annotation, id, nil, true
 }
 
 // annotationField is the Problem field of an annotation (with its prefix).
@@ -97,4 +110,49 @@ func annotationField(annotation string) string { return "metadata.annotations[" 
 func (p *ingressPlan) reject(field, reason, format string, args ...any) {
 	p.info.Rejected = true
 	p.info.Problems = append(p.info.Problems, bus.Problem{Field: field, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// authProxySetHeadersKey is the annotation, relative to the prefix,
+// naming a ConfigMap of the Ingress's namespace whose data are headers set
+// on the request to the auth service; the auth plugin owns the key.
+const authProxySetHeadersKey = "auth-proxy-set-headers"
+
+// addAuthProxySetHeaders resolves auth-proxy-set-headers into
+// p.info.AuthProxySetHeaders. A ConfigMap that cannot be used does not
+// reject the Ingress: its locations with external auth answer 503 (the
+// annotations stage denies them), as ingress-nginx denies them, so the
+// paths stay closed rather than fall to whatever else matches them.
+func (p *ingressPlan) addAuthProxySetHeaders(t *Translator, ing *networkingv1.Ingress) {
+	data, annotation, id, problem, set := p.lookupAnnotationConfigMap(t, ing, authProxySetHeadersKey)
+	if !set {
+		return
+	}
+	if problem == nil {
+		if err := checkAuthProxyHeaders(data); err != nil {
+			problem = &bus.Problem{Field: annotationField(annotation), Reason: "InvalidAnnotation",
+				Message: fmt.Sprintf("%s: ConfigMap %s: %v", annotation, id, err)}
+		}
+	}
+	if problem != nil {
+		if problem.Reason == "ConfigMapNotFound" {
+			problem.Message = fmt.Sprintf("%s: ConfigMap %s is not found", annotation, id)
+		}
+		problem.Message += "; its paths with external auth answer 503 until it is fixed"
+		p.info.Problems = append(p.info.Problems, *problem)
+		p.info.AuthProxySetHeadersUnusable = annotation + " unusable"
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(data)) {
+		p.info.AuthProxySetHeaders = append(p.info.AuthProxySetHeaders, bus.Header{Name: name, Value: data[name]})
+	}
+}
+
+// checkAuthProxyHeaders checks the headers for the auth request as every
+// header NGINX gets; errors name the header, never the value.
+func checkAuthProxyHeaders(data map[string]string) error {
+	headers := make([]bus.Header, 0, len(data))
+	for _, name := range slices.Sorted(maps.Keys(data)) {
+		headers = append(headers, bus.Header{Name: name, Value: data[name]})
+	}
+	return features.ValidAuthProxyHeaders(headers)
 }

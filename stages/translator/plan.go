@@ -95,6 +95,7 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	if p.addFastCGIParams(t, ing); p.info.Rejected {
 		return p
 	}
+	p.addAuthProxySetHeaders(t, ing)
 	p.addTLS(t, ing)
 	p.addAnnotationSecrets(t, ing)
 	p.addAnnotationDefaultBackend(t, ing)

@@ -24,6 +24,11 @@ var globalAuthSettings = map[string]settingParser{
 	"global-auth-request-redirect": patternSetting(func(s *bus.Settings) *string { return &s.GlobalAuthRequestRedirect },
 		boundedOptional(features.AuthRedirectPattern, 1000), "a URL or path (the auth-request-redirect variables allowed), or empty"),
 	"global-auth-always-set-cookie": boolSetting(func(s *bus.Settings) *bool { return &s.GlobalAuthAlwaysSetCookie }),
+	"global-auth-cache-key": patternSetting(func(s *bus.Settings) *string { return &s.GlobalAuthCacheKey },
+		boundedOptional(features.AuthCacheKeyPattern, features.MaxAuthCacheKey),
+		"a cache key: literal characters and the auth-cache-key variables ($remote_user, $http_NAME, $cookie_NAME, …), or empty for no cache"),
+	"global-auth-cache-duration": setting(func(s *bus.Settings) *[]string { return &s.GlobalAuthCacheDuration },
+		`comma-separated entries of status codes then one time, as proxy_cache_valid ("200 202 401 5m")`, parseAuthCacheDurations, joinWith(", ")),
 	"no-auth-locations": setting(func(s *bus.Settings) *[]string { return &s.NoAuthLocations },
 		"a comma-separated list of paths starting with /", parsePathPrefixes, joinWith(",")),
 }
@@ -59,4 +64,11 @@ var pathPrefixPattern = regexp.MustCompile(`^/[A-Za-z0-9._~!&()*+,=:@%/-]{0,1000
 
 func parsePathPrefixes(v string) ([]string, bool) {
 	return parseList(v, 64, pathPrefixPattern.MatchString)
+}
+
+// parseAuthCacheDurations reads global-auth-cache-duration as the
+// annotation auth-cache-duration is read.
+func parseAuthCacheDurations(v string) ([]string, bool) {
+	d, err := features.ParseAuthCacheDurations(v)
+	return d, err == nil
 }

@@ -38,6 +38,20 @@ var globalAuthSettingsCases = map[string]keyCases{
 		valid:   []valid{{"https://app.example.com$request_uri", setString(func(s *bus.Settings) *string { return &s.GlobalAuthRequestRedirect }, "https://app.example.com$request_uri")}},
 		invalid: []string{`"x"`, "$hostname"},
 	},
+	"global-auth-cache-key": {def: "",
+		valid: []valid{
+			{"$remote_user$http_authorization", setString(func(s *bus.Settings) *string { return &s.GlobalAuthCacheKey }, "$remote_user$http_authorization")},
+			{"$cookie__oauth2_proxy", setString(func(s *bus.Settings) *string { return &s.GlobalAuthCacheKey }, "$cookie__oauth2_proxy")},
+		},
+		invalid: []string{`"x"`, "$hostname", "a b", "$remote_userx", "${host}", "x;y", strings.Repeat("k", 513)},
+	},
+	"global-auth-cache-duration": {def: "200 202 401 5m",
+		valid: []valid{
+			{"200 1m, 401  30s", setStrings(func(s *bus.Settings) *[]string { return &s.GlobalAuthCacheDuration }, "200 1m", "401 30s")},
+			{"", setStrings(func(s *bus.Settings) *[]string { return &s.GlobalAuthCacheDuration }, "200 202 401 5m")},
+		},
+		invalid: []string{"200 1h 30m", "5x", "200 5m;", "20 5m"},
+	},
 	"global-auth-always-set-cookie": boolCases(false, func(s *bus.Settings) *bool { return &s.GlobalAuthAlwaysSetCookie }),
 	"no-auth-locations": {def: "/.well-known/acme-challenge",
 		valid: []valid{

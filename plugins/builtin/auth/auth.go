@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ const (
 	KeyProxySetHeaders     = "auth-proxy-set-headers"
 	KeyEnableGlobalAuth    = "enable-global-auth"
 	KeyAlwaysSetCookie     = "auth-always-set-cookie"
+	KeyKeepalive           = "auth-keepalive"
+	KeyKeepaliveRequests   = "auth-keepalive-requests"
+	KeyKeepaliveTimeout    = "auth-keepalive-timeout"
+	KeyKeepaliveShareVars  = "auth-keepalive-share-vars"
 )
 
 // DefaultRealm is ingress-nginx's realm when auth-realm is absent.
@@ -53,8 +58,9 @@ const (
 	methodPattern  = `GET|HEAD|POST|PUT|PATCH|DELETE|CONNECT|OPTIONS|TRACE`
 	paramPattern   = `[A-Za-z0-9_-]{1,64}`
 	redirectValue  = features.AuthRedirectSource
-	cacheKeyValue  = `[A-Za-z0-9._~%!&()*+,=:@/?$ -]{1,512}`
+	cacheKeyValue  = features.AuthCacheKeySource
 	durationsValue = `[0-9A-Za-z ,]{1,256}`
+	integerValue   = `-?[0-9]{1,10}`
 )
 
 type plugin struct{}
@@ -88,17 +94,25 @@ func (plugin) Describe() plugins.Description {
 			{Key: KeyRequestRedirect, Pattern: redirectValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
 				Doc: "Value of X-Auth-Request-Redirect sent to auth-url (default: the request URI). May hold the NGINX variables $host, $http_host, $best_http_host, $server_name, $server_port, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri, $uri, $args, $is_args, $request_method, $remote_addr (whole tokens, nothing else after a $)."},
 			{Key: KeyCacheKey, Pattern: cacheKeyValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
-				Doc: "Not supported: auth responses are not cached, and the Ingress is refused rather than served differently than asked."},
-			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
-				Doc: "Not supported, as auth-cache-key."},
+				Doc: "Caches the auth service's answers under this key (with the host and location), e.g. $remote_user$http_authorization. Literal characters (letters, digits and ._~%!&()*+,=:@/?|-) and the variables $remote_user, $remote_addr, $host, $http_host, $server_name, $scheme, $request_uri, $uri, $args, $request_method, $http_NAME, $cookie_NAME, $arg_NAME (whole tokens); at most 512 bytes. The key is hashed before it reaches the cache, so credentials are never written to disk."},
+			{Key: KeyCacheDuration, Pattern: durationsValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium, Default: features.DefaultAuthCacheDuration,
+				Doc: `With auth-cache-key: how long answers are cached, comma-separated entries of status codes (or "any") then one time, as proxy_cache_valid ("200 202 401 5m, 404 1m"). An answer with Cache-Control, Expires or Set-Cookie follows those headers, as in NGINX.`},
+			{Key: KeyKeepalive, Pattern: integerValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "0",
+				Doc: "Idle keepalive connections to the auth service each NGINX worker keeps; 0 opens a connection per auth request. Needs a literal host in auth-url (no variable), else it is 0 with a warning."},
+			{Key: KeyKeepaliveRequests, Pattern: integerValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "1000",
+				Doc: "With auth-keepalive: the most requests one connection carries; 0 or less turns keepalive off with a warning."},
+			{Key: KeyKeepaliveTimeout, Pattern: integerValue, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "60",
+				Doc: "With auth-keepalive: seconds an idle connection stays open; 0 or less turns keepalive off with a warning."},
+			{Key: KeyKeepaliveShareVars, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
+				Doc: "With auth-keepalive: true sends the auth service the request's own X-Request-ID (the backend's); false gives the auth request an X-Request-ID of its own, as ingress-nginx's separate subrequest does."},
 			{Key: KeyAlwaysSetCookie, Pattern: plugins.BoolPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskLow, Default: "false",
 				Doc: "true: the auth service's Set-Cookie reaches the client on every answer; by default only on successful ones."},
 			{Key: KeyEnableGlobalAuth, Pattern: plugins.BoolPattern, Scope: plugins.ScopeIngress, Risk: plugins.RiskLow, Default: "true",
 				Doc: `"false" keeps the ConfigMap's global-auth-url off the Ingress; an auth-url of its own replaces the global one anyway.`},
-			// Owned so that it is refused, never silently ignored: it names a
-			// ConfigMap of headers for the auth request (CVE-2025-15566).
+			// The translator reads the ConfigMap (CVE-2025-15566: its values
+			// are checked like every header and quoted where written).
 			{Key: KeyProxySetHeaders, Pattern: secretPattern, Scope: plugins.ScopeLocation, Risk: plugins.RiskMedium,
-				Doc: "Not supported: the Ingress is refused."},
+				Doc: "ConfigMap of the Ingress's namespace whose data are headers set on the request to auth-url (names HTTP tokens, values without quotes, backslash, $ or braces). A missing or invalid ConfigMap answers 503 until it is fixed."},
 		},
 	}
 }
@@ -107,15 +121,6 @@ func (plugin) Describe() plugins.Description {
 func (plugin) ApplyIngress(_ context.Context, in plugins.Ingress) (plugins.Features, []plugins.Error) {
 	var r plugins.Result
 	a := in.Annotations
-	for _, key := range []string{KeyCacheKey, KeyCacheDuration} {
-		if _, ok := a[key]; ok {
-			r.Errors = append(r.Errors, plugins.Errorf(key, "auth caching is not supported by Switchyard; remove the annotation"))
-		}
-	}
-	if _, ok := a[KeyProxySetHeaders]; ok {
-		r.Errors = append(r.Errors, plugins.Errorf(KeyProxySetHeaders,
-			"extra headers for the auth request are not supported by Switchyard; remove the annotation"))
-	}
 	auth := &features.Auth{}
 	basic, deny, errs := basicAuth(in)
 	r.Errors = append(r.Errors, errs...)
@@ -281,14 +286,16 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 	url, ok := a[KeyURL]
 	if !ok {
 		var errs []plugins.Error
-		for _, key := range []string{KeyMethod, KeySignin, KeySigninRedirectParam, KeyResponseHeaders, KeyRequestRedirect, KeyAlwaysSetCookie} {
+		for _, key := range []string{KeyMethod, KeySignin, KeySigninRedirectParam, KeyResponseHeaders, KeyRequestRedirect, KeyAlwaysSetCookie,
+			KeyCacheKey, KeyCacheDuration, KeyKeepalive, KeyKeepaliveRequests, KeyKeepaliveTimeout, KeyKeepaliveShareVars, KeyProxySetHeaders} {
 			if _, set := a[key]; set {
 				errs = append(errs, plugins.Error{Key: key, Warning: true, Message: "has no effect without auth-url"})
 			}
 		}
 		return nil, errs
 	}
-	e := &features.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect]}
+	e := &features.ExternalAuth{URL: url, Method: a[KeyMethod], SigninURL: a[KeySignin], RequestRedirect: a[KeyRequestRedirect],
+		CacheKey: a[KeyCacheKey]}
 	if v, ok := a[KeyAlwaysSetCookie]; ok {
 		always, err := strconv.ParseBool(v)
 		if err != nil {
@@ -310,7 +317,13 @@ func externalAuth(a map[string]string) (*features.ExternalAuth, []plugins.Error)
 		return nil, []plugins.Error{plugins.Errorf(KeyResponseHeaders, "%s", err)}
 	}
 	e.ResponseHeaders = headers
-	return e, nil
+	warnings := cache(a, e)
+	if slices.ContainsFunc(warnings, func(e plugins.Error) bool { return !e.Warning }) {
+		return nil, warnings
+	}
+	k, more := keepalive(a, e.URL)
+	e.Keepalive = k
+	return e, append(warnings, more...)
 }
 
 // checkLengths bounds the values the patterns leave unbounded.
@@ -319,7 +332,8 @@ func checkLengths(e *features.ExternalAuth) []plugins.Error {
 	for _, v := range []struct {
 		key, value string
 		max        int
-	}{{KeyURL, e.URL, 2048}, {KeySignin, e.SigninURL, 2048}, {KeyRequestRedirect, e.RequestRedirect, 1000}} {
+	}{{KeyURL, e.URL, 2048}, {KeySignin, e.SigninURL, 2048}, {KeyRequestRedirect, e.RequestRedirect, 1000},
+		{KeyCacheKey, e.CacheKey, features.MaxAuthCacheKey}} {
 		if len(v.value) > v.max {
 			errs = append(errs, plugins.Errorf(v.key, "is %d bytes, at most %d allowed", len(v.value), v.max))
 		}
@@ -329,3 +343,79 @@ func checkLengths(e *features.ExternalAuth) []plugins.Error {
 
 // ParseHeaderList is features.ParseHeaderList (auth-response-headers).
 func ParseHeaderList(v string) ([]string, string) { return features.ParseHeaderList(v) }
+
+// cache reads auth-cache-duration next to auth-cache-key (which
+// externalAuth took as it is: its pattern is the whole check).
+func cache(a map[string]string, e *features.ExternalAuth) []plugins.Error {
+	v, set := a[KeyCacheDuration]
+	if e.CacheKey == "" {
+		if set {
+			return []plugins.Error{{Key: KeyCacheDuration, Warning: true, Message: "has no effect without auth-cache-key"}}
+		}
+		return nil
+	}
+	durations, err := features.ParseAuthCacheDurations(v)
+	if err != nil {
+		return []plugins.Error{plugins.Errorf(KeyCacheDuration, "%v", err)}
+	}
+	e.CacheDurations = durations
+	return nil
+}
+
+// keepalive reads the auth-keepalive annotations as ingress-nginx does: a
+// negative or missing auth-keepalive is 0 (off), and keepalive stays off,
+// with a warning, when auth-url's host is a variable or the requests or
+// timeout are not positive.
+func keepalive(a map[string]string, url string) (*features.AuthKeepalive, []plugins.Error) {
+	k := &features.AuthKeepalive{Requests: features.DefaultAuthKeepaliveRequests, TimeoutSeconds: features.DefaultAuthKeepaliveTimeout}
+	var errs []plugins.Error
+	warn := func(key, msg string) { errs = append(errs, plugins.Error{Key: key, Warning: true, Message: msg}) }
+	for _, f := range []struct {
+		key      string
+		to       *int
+		min, max int
+	}{
+		{KeyKeepalive, &k.Connections, 0, features.MaxAuthKeepalive},
+		{KeyKeepaliveRequests, &k.Requests, 1, features.MaxAuthKeepaliveReqs},
+		{KeyKeepaliveTimeout, &k.TimeoutSeconds, 1, features.MaxAuthKeepaliveSecs},
+	} {
+		v, set := a[f.key]
+		if !set {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n > f.max:
+			warn(f.key, fmt.Sprintf("is not a number from %d to %d; keepalive to the auth service stays off", f.min, f.max))
+			k.Connections = 0
+		case n < f.min:
+			warn(f.key, fmt.Sprintf("is below %d; keepalive to the auth service stays off, as in ingress-nginx", f.min))
+			k.Connections = 0
+		default:
+			*f.to = n
+		}
+	}
+	if v, set := a[KeyKeepaliveShareVars]; set {
+		k.ShareVars, _ = strconv.ParseBool(v)
+	}
+	if k.Connections == 0 {
+		return nil, append(errs, unusedKeepalive(a, errs)...)
+	}
+	if _, _, _, ok := features.AuthKeepaliveTarget(url); !ok {
+		warn(KeyKeepalive, "needs a literal host in auth-url (an upstream block cannot name a variable); keepalive stays off, as in ingress-nginx")
+		return nil, errs
+	}
+	return k, errs
+}
+
+// unusedKeepalive warns about the keepalive options set while
+// auth-keepalive is off, unless said already.
+func unusedKeepalive(a map[string]string, said []plugins.Error) []plugins.Error {
+	var errs []plugins.Error
+	for _, key := range []string{KeyKeepaliveRequests, KeyKeepaliveTimeout, KeyKeepaliveShareVars} {
+		if _, set := a[key]; set && !slices.ContainsFunc(said, func(e plugins.Error) bool { return e.Key == key }) {
+			errs = append(errs, plugins.Error{Key: key, Warning: true, Message: "has no effect without a positive auth-keepalive"})
+		}
+	}
+	return errs
+}

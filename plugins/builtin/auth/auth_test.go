@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,9 +20,6 @@ func TestDescribePatternsCompileAndRefuseInjection(t *testing.T) {
 		re, err := regexp.Compile(`^(?:` + a.Pattern + `)$`)
 		if err != nil {
 			t.Fatalf("%s: %v", a.Key, err)
-		}
-		if a.Key == KeyCacheKey {
-			continue // refused by the plugin whatever its value
 		}
 		for _, h := range hostile {
 			if h == "x;y" && a.Key == KeyRealm {
@@ -77,10 +75,31 @@ func TestApply(t *testing.T) {
 		{name: "signin too long", annotations: map[string]string{KeyURL: "http://auth/x", KeySignin: "https://l/" + strings.Repeat("a", 2048)},
 			wantErrs: []string{KeySignin}},
 		{name: "external options without url", annotations: map[string]string{KeyMethod: "GET"}, wantWarn: []string{KeyMethod}},
-		{name: "cache", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "x", KeyCacheDuration: "200 1m"},
-			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyCacheDuration, KeyCacheKey}},
+		{name: "cache", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "$remote_user$http_authorization", KeyCacheDuration: "200  1m, 401 30s"},
+			wantExt: &bus.ExternalAuth{URL: "http://a", CacheKey: "$remote_user$http_authorization", CacheDurations: []string{"200 1m", "401 30s"}}},
+		{name: "cache default duration", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "k"},
+			wantExt: &bus.ExternalAuth{URL: "http://a", CacheKey: "k", CacheDurations: []string{"200 202 401 5m"}}},
+		{name: "cache duration of two times", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: "k", KeyCacheDuration: "200 1h 30m"},
+			wantErrs: []string{KeyCacheDuration}},
+		{name: "cache duration without key", annotations: map[string]string{KeyURL: "http://a", KeyCacheDuration: "200 1m"},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantWarn: []string{KeyCacheDuration}},
+		{name: "cache key too long", annotations: map[string]string{KeyURL: "http://a", KeyCacheKey: strings.Repeat("k", 513)},
+			wantErrs: []string{KeyCacheKey}},
+		{name: "keepalive", annotations: map[string]string{KeyURL: "http://auth:9000/x", KeyKeepalive: "8", KeyKeepaliveRequests: "5",
+			KeyKeepaliveTimeout: "7", KeyKeepaliveShareVars: "true"},
+			wantExt: &bus.ExternalAuth{URL: "http://auth:9000/x", Keepalive: &bus.AuthKeepalive{Connections: 8, Requests: 5, TimeoutSeconds: 7, ShareVars: true}}},
+		{name: "keepalive defaults", annotations: map[string]string{KeyURL: "https://auth", KeyKeepalive: "2"},
+			wantExt: &bus.ExternalAuth{URL: "https://auth", Keepalive: &bus.AuthKeepalive{Connections: 2, Requests: 1000, TimeoutSeconds: 60}}},
+		{name: "keepalive with a variable host", annotations: map[string]string{KeyURL: "https://$host/auth", KeyKeepalive: "2"},
+			wantExt: &bus.ExternalAuth{URL: "https://$host/auth"}, wantWarn: []string{KeyKeepalive}},
+		{name: "keepalive negative", annotations: map[string]string{KeyURL: "http://a", KeyKeepalive: "-1", KeyKeepaliveTimeout: "3"},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantWarn: []string{KeyKeepalive, KeyKeepaliveTimeout}},
+		{name: "keepalive zero requests", annotations: map[string]string{KeyURL: "http://a", KeyKeepalive: "4", KeyKeepaliveRequests: "0"},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantWarn: []string{KeyKeepaliveRequests}},
+		{name: "keepalive options without url", annotations: map[string]string{KeyKeepalive: "4", KeyCacheKey: "k", KeyProxySetHeaders: "h"},
+			wantWarn: []string{KeyCacheKey, KeyKeepalive, KeyProxySetHeaders}},
 		{name: "proxy set headers", annotations: map[string]string{KeyURL: "http://a", KeyProxySetHeaders: "ns/h"},
-			wantExt: &bus.ExternalAuth{URL: "http://a"}, wantErrs: []string{KeyProxySetHeaders}},
+			wantExt: &bus.ExternalAuth{URL: "http://a"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,7 +145,8 @@ func TestApply(t *testing.T) {
 
 func equalExt(a, b bus.ExternalAuth) bool {
 	return a.URL == b.URL && a.Method == b.Method && a.SigninURL == b.SigninURL && a.SigninRedirectParam == b.SigninRedirectParam &&
-		slices.Equal(a.ResponseHeaders, b.ResponseHeaders) && a.RequestRedirect == b.RequestRedirect
+		slices.Equal(a.ResponseHeaders, b.ResponseHeaders) && a.RequestRedirect == b.RequestRedirect &&
+		a.CacheKey == b.CacheKey && slices.Equal(a.CacheDurations, b.CacheDurations) && reflect.DeepEqual(a.Keepalive, b.Keepalive)
 }
 
 func TestParseHtpasswdHashes(t *testing.T) {
@@ -204,6 +224,35 @@ func FuzzParseHeaderList(f *testing.F) {
 		e := bus.Features{Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://a", ResponseHeaders: names}}}
 		if err := e.Validate(); err != nil {
 			t.Fatalf("%q: kept names the host refuses: %v", v, err)
+		}
+	})
+}
+
+// FuzzExternalAuthOptions: whatever the cache and keepalive annotations
+// hold (past the host's patterns), what the plugin returns passes the
+// host's check.
+func FuzzExternalAuthOptions(f *testing.F) {
+	f.Add("http://auth:9000/x", "$remote_user", "200 1m", "4", "10", "5")
+	f.Add("https://$host/x", "k", "200 1h 30m", "-1", "0", "x")
+	f.Fuzz(func(t *testing.T, url, key, durations, keepalive, requests, timeout string) {
+		a := map[string]string{KeyURL: url, KeyCacheKey: key, KeyCacheDuration: durations,
+			KeyKeepalive: keepalive, KeyKeepaliveRequests: requests, KeyKeepaliveTimeout: timeout}
+		for _, d := range New().Describe().Annotations {
+			if v, ok := a[d.Key]; ok && !regexp.MustCompile(`^(?:`+d.Pattern+`)$`).MatchString(v) {
+				return // the host refuses the value before the plugin sees it
+			}
+		}
+		e, errs := externalAuth(a)
+		if e == nil {
+			return
+		}
+		for _, err := range errs {
+			if !err.Warning {
+				t.Fatalf("%v: features returned with an error %v", a, err)
+			}
+		}
+		if err := (&bus.Features{Auth: &bus.Auth{External: e}}).Validate(); err != nil {
+			t.Fatalf("%v: features the host refuses: %v", a, err)
 		}
 	})
 }
