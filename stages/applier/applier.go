@@ -10,9 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -267,6 +271,7 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 	if len(errs) > 0 {
 		res.Error = errors.Join(errs...).Error()
 	}
+	res.ConfigHash = filesHash(s.running.files)
 	s.log.Info("applied", zap.Uint64("generation", meta.Generation), zap.Bool("reloaded", res.Reloaded),
 		zap.Bool("reloadPending", res.ReloadPending), zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
 	return res
@@ -431,4 +436,20 @@ func (m *mailbox) take() target {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.t
+}
+
+// filesHash is a 64-bit FNV-1a hash of the configuration files by path, as
+// ingress-nginx exports a hash of the configuration it runs; 0 for none.
+func filesHash(files map[string]string) uint64 {
+	if len(files) == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		_, _ = io.WriteString(h, path)
+		_, _ = h.Write([]byte{0})
+		_, _ = io.WriteString(h, files[path])
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
