@@ -14,6 +14,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/metrics"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // metricsDictSize is NGINX's shared dict of per-request metrics: a series
@@ -31,14 +32,14 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	// The stages of this process report to the pipeline's metrics.
+	pipeline := metrics.NewPipeline(labels)
+	telemetry.Set(pipeline)
+	model := metrics.NewModelCollector(labels)
+	collector.Register(pipeline, model)
+	ingresses := metrics.NewIngressSet()
+	go followModel(ctx, conn, model, ingresses, log)
 	if o.enableMetrics {
-		ingresses := metrics.NewIngressSet()
-		go func() {
-			_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
-				ingresses.Update(snap)
-				return nil
-			})
-		}()
 		if err := registerNginxMetrics(collector, labels, ingresses, o, log); err != nil {
 			conn.Close()
 			return err
@@ -73,6 +74,19 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 		}
 	}()
 	return nil
+}
+
+// followModel keeps the model's series (certificates, orphan Ingresses)
+// and the set of known Ingresses up to date with the annotations stage's
+// table.
+func followModel(ctx context.Context, conn *bus.Conn, model *metrics.ModelCollector, ingresses *metrics.IngressSet, log *zap.Logger) {
+	_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
+		ingresses.Update(snap)
+		if err := model.Update(snap); err != nil {
+			log.Warn("metrics", zap.Error(err))
+		}
+		return nil
+	})
 }
 
 // registerNginxMetrics adds what NGINX counts (--enable-metrics): the

@@ -22,6 +22,9 @@ type Observer interface {
 	PluginCall(plugin string, took time.Duration, failed bool)
 	// PluginRestart is a plugin process started again after it failed.
 	PluginRestart(plugin string)
+	// LeaderElection is this replica standing in (false) or leading (true)
+	// the election named electionID (the Lease).
+	LeaderElection(electionID string, leading bool)
 }
 
 type holder struct{ Observer }
@@ -51,3 +54,4 @@ func (discard) BusSent(string, string, int)                  {}
 func (discard) StageHandled(string, uint64, time.Time, bool) {}
 func (discard) PluginCall(string, time.Duration, bool)       {}
 func (discard) PluginRestart(string)                         {}
+func (discard) LeaderElection(string, bool)                  {}

@@ -25,6 +25,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/nginx"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // Config of the applier.
@@ -409,7 +410,13 @@ func (s *Stage) publishResult(meta bus.Meta, res bus.ApplyResult) {
 	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
 	if err := s.conn.NC.PublishMsg(msg); err != nil {
 		s.log.Warn("publish apply result", zap.Error(err))
+		return
 	}
+	// The applier's latency is to the generation fully applied: not while
+	// its reload waits for the slot, nor when it failed.
+	obs := telemetry.Get()
+	obs.BusSent(bus.StageApplier, "result", len(data))
+	obs.StageHandled(bus.StageApplier, meta.Generation, meta.Ingest, !res.ReloadPending && res.Error == "")
 }
 
 // mailbox holds only the newest target: a burst of generations that
