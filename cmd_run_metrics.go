@@ -25,10 +25,11 @@ const metricsDictSize = "32m"
 
 // serveMetrics serves /metrics, /healthz and /readyz on addr
 // (--metrics-addr) until ctx ends, fed by the applier's results on the bus.
-func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
-	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+// connect opens the process's bus connection for the metrics.
+func serveMetrics(ctx context.Context, o *options, connect func(name string) (*bus.Conn, error), log *zap.Logger) error {
+	labels := metricsLabels(o)
 	collector := metrics.New(labels)
-	conn, err := embedded.Connect("switchyard-metrics")
+	conn, err := connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -65,15 +66,39 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 			}
 		}
 	}()
-	srv := &http.Server{Addr: o.metricsAddr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
+	listenMetrics(ctx, o.metricsAddr, collector, log)
+	return nil
+}
+
+// serveStageMetrics serves the metrics of a process running one stage
+// other than the applier (`switchyard stage NAME --metrics-addr`): the
+// pipeline's series of that stage (its latency, bus traffic, generation,
+// and for the annotations stage its plugins; for the watcher the leader
+// election), with Go and process series. The applier's process serves
+// everything serveMetrics does.
+func serveStageMetrics(ctx context.Context, o *options, log *zap.Logger) {
+	labels := metricsLabels(o)
+	collector := metrics.NewStage(labels)
+	pipeline := metrics.NewPipeline(labels)
+	telemetry.Set(pipeline)
+	collector.Register(pipeline)
+	listenMetrics(ctx, o.metricsAddr, collector, log)
+}
+
+func metricsLabels(o *options) metrics.Labels {
+	return metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+}
+
+// listenMetrics serves the collector's handler on addr until ctx ends.
+func listenMetrics(ctx context.Context, addr string, collector *metrics.Collector, log *zap.Logger) {
+	srv := &http.Server{Addr: addr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	go func() {
-		log.Info("metrics", zap.String("addr", o.metricsAddr))
+		log.Info("metrics", zap.String("addr", addr))
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", zap.Error(err))
 		}
 	}()
-	return nil
 }
 
 // followModel keeps the model's series (certificates, orphan Ingresses)

@@ -64,12 +64,29 @@ func New(l Labels) *Collector {
 		lastGeneration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "switchyard", Name: "applied_generation",
 			Help: "The last generation the applier reported", ConstLabels: constLabels}),
 	}
+	c.registry.MustRegister(c.configHash, c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
+		c.lastGeneration)
+	c.registerProcess(constLabels)
+	return c
+}
+
+// NewStage is the collector of a process that runs one stage other than
+// the applier (`switchyard stage`): build, Go and process series only, to
+// which the pipeline's are added; the controller series are the applier's
+// process's alone, so that a sum over pods counts each reload once. Its
+// /readyz does not wait for an apply.
+func NewStage(l Labels) *Collector {
+	c := &Collector{registry: prometheus.NewRegistry()}
+	c.configApplied.Store(true)
+	c.registerProcess(prometheus.Labels{"controller_namespace": l.Namespace, "controller_class": l.Class, "controller_pod": l.Pod})
+	return c
+}
+
+func (c *Collector) registerProcess(constLabels prometheus.Labels) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: "build_info",
 		Help: "A metric with a constant '1' labeled with information about the build.", ConstLabels: mergeLabels(constLabels, buildLabels())})
 	info.Set(1)
-	c.registry.MustRegister(c.configHash, c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
-		c.lastGeneration, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return c
+	c.registry.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // Observe records one applier result (bus.ApplyResultSubject's payload).
