@@ -268,6 +268,14 @@ func checkControllerMetrics(t *testing.T, samples []metricSample, certPEM []byte
 	if v, ok := findSample(samples, "nginx_ingress_controller_config_hash", nil); !ok || v == 0 {
 		t.Errorf("config_hash = %v (exported: %v), want the running configuration's hash", v, ok)
 	}
+	// The dynamic configuration's dicts: their size, and some of it in use.
+	for _, dict := range []string{"switchyard_config", "switchyard_certs"} {
+		size, _ := findSample(samples, "switchyard_lua_dict_bytes", map[string]string{"dict": dict})
+		free, ok := findSample(samples, "switchyard_lua_dict_free_bytes", map[string]string{"dict": dict})
+		if size < 1<<16 || !ok || free >= size {
+			t.Errorf("%s: size %v, free %v (exported: %v)", dict, size, free, ok)
+		}
+	}
 	block, _ := pem.Decode(certPEM)
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
