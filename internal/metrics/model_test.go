@@ -153,6 +153,13 @@ func TestModelCollectorBadCertificate(t *testing.T) {
 
 // countSeries is how many series of name c exports.
 func countSeries(t *testing.T, c prometheus.Collector, name string) int {
+	n, _ := seriesOf(t, c, name)
+	return n
+}
+
+// seriesOf gathers c: how many series of name it exports, and the value
+// of the first if it is a gauge.
+func seriesOf(t *testing.T, c prometheus.Collector, name string) (n int, firstGauge float64) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -161,9 +168,9 @@ func countSeries(t *testing.T, c prometheus.Collector, name string) int {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return len(mf.GetMetric())
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return len(mf.GetMetric()), mf.GetMetric()[0].GetGauge().GetValue()
 		}
 	}
-	return 0
+	return 0, 0
 }

@@ -96,17 +96,9 @@ func TestPipeline(t *testing.T) {
 
 func gaugeValue(t *testing.T, c prometheus.Collector, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	n, v := seriesOf(t, c, name)
+	if n != 1 {
+		t.Fatalf("%d series %s, want 1", n, name)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no single series %s", name)
-	return 0
+	return v
 }
