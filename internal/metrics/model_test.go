@@ -174,3 +174,31 @@ func seriesOf(t *testing.T, c prometheus.Collector, name string) (n int, firstGa
 	}
 	return 0, 0
 }
+
+// FuzzModelCertificate: whatever a certificate's PEM holds, Update never
+// panics, an error never quotes the PEM, and a scrape still answers.
+func FuzzModelCertificate(f *testing.F) {
+	valid, _, err := nginx.SelfSignedCertificate("a.example.com", []string{"a.example.com"}, time.Unix(1700000000, 0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(valid))
+	f.Add("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, pemText string) {
+		data, err := json.Marshal(bus.Certificate{Namespace: "ns", Name: "c", PEM: pemText})
+		if err != nil {
+			return
+		}
+		server, _ := json.Marshal(bus.Server{Hostname: "a.example.com", TLS: &bus.ServerTLS{Certificate: "ns/c"}})
+		m := NewModelCollector(Labels{})
+		err = m.Update(bus.Snapshot{Full: true, Puts: map[string][]byte{
+			bus.Key(bus.KindCertificate, "ns", "c"): data, bus.Key(bus.KindServer, "a.example.com"): server}})
+		if err != nil && len(pemText) > 16 && strings.Contains(err.Error(), pemText) {
+			t.Fatalf("the error quotes the PEM: %v", err)
+		}
+		if n := countSeries(t, m, "nginx_ingress_controller_ssl_expire_time_seconds"); n > 1 || (err != nil && n != 0) {
+			t.Fatalf("%d expiry series (update error %v)", n, err)
+		}
+	})
+}
