@@ -138,3 +138,18 @@ func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, i
 	}))
 	return nil
 }
+
+// serveStageProcessMetrics serves --metrics-addr, if set, before the stage
+// runs, so that it reports from its first generation: the applier's
+// process exports all of run's metrics (it runs NGINX), any other stage
+// its own pipeline series.
+func serveStageProcessMetrics(ctx context.Context, o *options, name, natsURL string, log *zap.Logger) error {
+	if o.metricsAddr == "" {
+		return nil
+	}
+	if name == bus.StageApplier {
+		return serveMetrics(ctx, o, func(client string) (*bus.Conn, error) { return bus.Connect(natsURL, client) }, log)
+	}
+	serveStageMetrics(ctx, o, log)
+	return nil
+}

@@ -35,11 +35,6 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, log); err != nil {
-		return err
-	}
 	conn, err := bus.Connect(*natsURL, "switchyard-"+name)
 	if err != nil {
 		return err
@@ -49,24 +44,14 @@ func stageCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, log); err != nil {
+		return err
+	}
 	if o.profilingAddr != "" {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}
 	log.Info("stage running", zap.String("stage", name), zap.String("nats", *natsURL))
 	return stage.Run(ctx)
-}
-
-// serveStageProcessMetrics serves --metrics-addr, if set, before the stage
-// starts, so that it reports from its first generation: the applier's
-// process exports all of run's metrics (it runs NGINX), any other stage
-// its own pipeline series.
-func serveStageProcessMetrics(ctx context.Context, o *options, name, natsURL string, log *zap.Logger) error {
-	if o.metricsAddr == "" {
-		return nil
-	}
-	if name == bus.StageApplier {
-		return serveMetrics(ctx, o, func(client string) (*bus.Conn, error) { return bus.Connect(natsURL, client) }, log)
-	}
-	serveStageMetrics(ctx, o, log)
-	return nil
 }
