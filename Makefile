@@ -103,6 +103,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateBackendBalancing$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSafeRegex$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDump$$' -fuzztime $(FUZZTIME) ./internal/metrics
+	$(GO) test -run '^$$' -fuzz '^FuzzModelCertificate$$' -fuzztime $(FUZZTIME) ./internal/metrics
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMapMatchList$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCIDRList$$' -fuzztime $(FUZZTIME) ./bus/features
 

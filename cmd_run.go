@@ -57,7 +57,7 @@ func runCommand(args []string) error {
 	}
 	defer embedded.Shutdown()
 	if o.metricsAddr != "" {
-		if err := serveMetrics(ctx, &o, embedded, log); err != nil {
+		if err := serveMetrics(ctx, &o, embedded.Connect, log); err != nil {
 			return err
 		}
 	}

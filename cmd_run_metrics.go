@@ -14,6 +14,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/metrics"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // metricsDictSize is NGINX's shared dict of per-request metrics: a series
@@ -24,21 +25,22 @@ const metricsDictSize = "32m"
 
 // serveMetrics serves /metrics, /healthz and /readyz on addr
 // (--metrics-addr) until ctx ends, fed by the applier's results on the bus.
-func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *zap.Logger) error {
-	labels := metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+// connect opens the process's bus connection for the metrics.
+func serveMetrics(ctx context.Context, o *options, connect func(name string) (*bus.Conn, error), log *zap.Logger) error {
+	labels := metricsLabels(o)
 	collector := metrics.New(labels)
-	conn, err := embedded.Connect("switchyard-metrics")
+	conn, err := connect("switchyard-metrics")
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	// The stages of this process report to the pipeline's metrics.
+	pipeline := metrics.NewPipeline(labels)
+	telemetry.Set(pipeline)
+	model := metrics.NewModelCollector(labels)
+	collector.Register(pipeline, model)
+	ingresses := metrics.NewIngressSet()
+	go followModel(ctx, conn, model, ingresses, log)
 	if o.enableMetrics {
-		ingresses := metrics.NewIngressSet()
-		go func() {
-			_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
-				ingresses.Update(snap)
-				return nil
-			})
-		}()
 		if err := registerNginxMetrics(collector, labels, ingresses, o, log); err != nil {
 			conn.Close()
 			return err
@@ -64,15 +66,52 @@ func serveMetrics(ctx context.Context, o *options, embedded *bus.Embedded, log *
 			}
 		}
 	}()
-	srv := &http.Server{Addr: o.metricsAddr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
+	listenMetrics(ctx, o.metricsAddr, collector, log)
+	return nil
+}
+
+// serveStageMetrics serves the metrics of a process running one stage
+// other than the applier (`switchyard stage NAME --metrics-addr`): the
+// pipeline's series of that stage (its latency, bus traffic, generation,
+// and for the annotations stage its plugins; for the watcher the leader
+// election), with Go and process series. The applier's process serves
+// everything serveMetrics does.
+func serveStageMetrics(ctx context.Context, o *options, log *zap.Logger) {
+	labels := metricsLabels(o)
+	collector := metrics.NewStage(labels)
+	pipeline := metrics.NewPipeline(labels)
+	telemetry.Set(pipeline)
+	collector.Register(pipeline)
+	listenMetrics(ctx, o.metricsAddr, collector, log)
+}
+
+func metricsLabels(o *options) metrics.Labels {
+	return metrics.Labels{Namespace: podNamespace(), Class: o.ingressClass, Pod: os.Getenv("POD_NAME")}
+}
+
+// listenMetrics serves the collector's handler on addr until ctx ends.
+func listenMetrics(ctx context.Context, addr string, collector *metrics.Collector, log *zap.Logger) {
+	srv := &http.Server{Addr: addr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	go func() {
-		log.Info("metrics", zap.String("addr", o.metricsAddr))
+		log.Info("metrics", zap.String("addr", addr))
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", zap.Error(err))
 		}
 	}()
-	return nil
+}
+
+// followModel keeps the model's series (certificates, orphan Ingresses)
+// and the set of known Ingresses up to date with the annotations stage's
+// table.
+func followModel(ctx context.Context, conn *bus.Conn, model *metrics.ModelCollector, ingresses *metrics.IngressSet, log *zap.Logger) {
+	_ = bus.Follow(ctx, conn, bus.StageAnnotations, func(_ context.Context, snap bus.Snapshot) error {
+		ingresses.Update(snap)
+		if err := model.Update(snap); err != nil {
+			log.Warn("metrics", zap.Error(err))
+		}
+		return nil
+	})
 }
 
 // registerNginxMetrics adds what NGINX counts (--enable-metrics): the
@@ -97,5 +136,20 @@ func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, i
 	collector.RegisterProcess(metrics.NewProcessCollector(labels, socket, filepath.Join(prefix, "nginx.pid"), func(err error) {
 		log.Debug("nginx process metrics", zap.Error(err))
 	}))
+	return nil
+}
+
+// serveStageProcessMetrics serves --metrics-addr, if set, before the stage
+// runs, so that it reports from its first generation: the applier's
+// process exports all of run's metrics (it runs NGINX), any other stage
+// its own pipeline series.
+func serveStageProcessMetrics(ctx context.Context, o *options, name, natsURL string, log *zap.Logger) error {
+	if o.metricsAddr == "" {
+		return nil
+	}
+	if name == bus.StageApplier {
+		return serveMetrics(ctx, o, func(client string) (*bus.Conn, error) { return bus.Connect(natsURL, client) }, log)
+	}
+	serveStageMetrics(ctx, o, log)
 	return nil
 }

@@ -62,6 +62,9 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, log); err != nil {
+		return err
+	}
 	if o.profilingAddr != "" {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}

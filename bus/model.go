@@ -222,6 +222,9 @@ type ApplyResult struct {
 	// the generation is not fully applied yet.
 	ReloadPending bool   `json:"reloadPending,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// ConfigHash identifies the configuration files NGINX runs after this
+	// apply (nginx_ingress_controller_config_hash); 0 before NGINX runs.
+	ConfigHash uint64 `json:"configHash,omitempty"`
 }
 
 // Model is the whole model: what the translator publishes and the

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // A state table is what one stage publishes: a value per key, kept by
@@ -136,7 +138,11 @@ func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed 
 			return b.changed, nil, err
 		}
 	}
+	committed := b.changed > 0 || first
 	changed, err = b.commit(first, len(w.published))
+	if err == nil {
+		telemetry.Get().StageHandled(w.stage, meta.Generation, meta.Ingest, committed)
+	}
 	return changed, b.skipped, err
 }
 
@@ -202,7 +208,15 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
 	}
 	b.futures = append(b.futures, f)
+	telemetry.Get().BusSent(b.w.stage, keyKind(key), len(data))
 	return nil
+}
+
+// keyKind is the first token of a table key (its kind, or "commit"): a
+// bounded label for the bus metrics.
+func keyKind(key string) string {
+	kind, _, _ := strings.Cut(key, ".")
+	return kind
 }
 
 // put sends a value unless it equals the published one.

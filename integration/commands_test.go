@@ -16,7 +16,9 @@ import (
 
 // TestStagesAsSeparateProcesses runs each stage as its own process on an
 // external NATS, as a deployment with one stage per Deployment would, and
-// restarts one of them mid-way: it catches up from the bus.
+// restarts one of them mid-way: it catches up from the bus. With
+// --metrics-addr each stage process exports its own pipeline series, and
+// only the applier's the controller's.
 func TestStagesAsSeparateProcesses(t *testing.T) {
 	harness.Nginx(t)
 	bin := harness.Binary(t)
@@ -32,8 +34,14 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 	common := []string{"--nats", ns.ClientURL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
 		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
 	stages := map[string]*harness.Process{}
+	metricsAddrs := map[string]string{}
 	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
-		stages[name] = harness.Start(t, bin, append([]string{"stage", name}, common...)...)
+		args := append([]string{"stage", name}, common...)
+		if name == "applier" || name == "renderer" {
+			metricsAddrs[name] = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+			args = append(args, "--metrics-addr", metricsAddrs[name])
+		}
+		stages[name] = harness.Start(t, bin, args...)
 	}
 	client := harness.NewClient()
 	get := func(host string) func() error {
@@ -46,6 +54,7 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 		}
 	}
 	harness.WaitFor(t, 30*time.Second, "traffic through five stage processes", get("one.example.com"))
+	checkStageProcessMetrics(t, metricsAddrs)
 
 	stages["translator"].Stop(10 * time.Second)
 	harness.WriteFile(t, filepath.Join(dir, "two.yaml"), harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
@@ -54,6 +63,29 @@ func TestStagesAsSeparateProcesses(t *testing.T) {
 	if err := get("one.example.com")(); err != nil {
 		t.Fatalf("the first Ingress after the restart: %v", err)
 	}
+}
+
+// checkStageProcessMetrics: the renderer's process exports the renderer's
+// latency and no controller series; the applier's exports the applier's
+// latency and the controller series.
+func checkStageProcessMetrics(t *testing.T, addrs map[string]string) {
+	t.Helper()
+	harness.WaitFor(t, 30*time.Second, "each stage process's own metrics", func() error {
+		for stage, addr := range addrs {
+			samples, err := scrapeMetrics(addr)
+			if err != nil {
+				return err
+			}
+			if v, _ := findSample(samples, "switchyard_stage_latency_seconds_count", map[string]string{"stage": stage}); v < 1 {
+				return fmt.Errorf("%s: stage_latency_seconds_count = %v", stage, v)
+			}
+			_, controller := findSample(samples, "nginx_ingress_controller_config_last_reload_successful", nil)
+			if controller != (stage == "applier") {
+				return fmt.Errorf("%s process exports the controller series: %v", stage, controller)
+			}
+		}
+		return nil
+	})
 }
 
 // TestTraceShowsEveryStage follows one change through the graph.

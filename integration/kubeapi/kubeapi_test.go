@@ -7,7 +7,10 @@ package kubeapi
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -327,7 +330,8 @@ func TestNamespaceSelector(t *testing.T) {
 }
 
 // TestLeaderElection runs two replicas: one holds the Lease and writes
-// status; when it stops, the other takes over.
+// status; when it stops, the other takes over. Each exports
+// leader_election_status: 1 on the leader, 0 on the follower.
 func TestLeaderElection(t *testing.T) {
 	r := newRig(t)
 	pod := r.backend("le-a")
@@ -335,7 +339,9 @@ func TestLeaderElection(t *testing.T) {
 	r.endpoints("web", pod)
 	r.ingress("first", "switchyard", "first.example.com", "web")
 	args := []string{"--kubeconfig", r.cluster.Kubeconfig, "--publish-status-address", statusAddr}
-	replicas := []*harness.Switchyard{harness.StartSwitchyard(t, "", args...), harness.StartSwitchyard(t, "", args...)}
+	metricsAddrs := []string{fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
+	replicas := []*harness.Switchyard{harness.StartSwitchyard(t, "", append(args, "--metrics-addr", metricsAddrs[0])...),
+		harness.StartSwitchyard(t, "", append(args, "--metrics-addr", metricsAddrs[1])...)}
 	r.waitStatus("first")
 
 	lease, err := r.client.CoordinationV1().Leases("default").Get(r.ctx, "switchyard-leader", metav1.GetOptions{})
@@ -343,9 +349,13 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("no Lease holder: %v", err)
 	}
 	leader, follower := replicas[0], replicas[1]
+	leaderMetrics, followerMetrics := metricsAddrs[0], metricsAddrs[1]
 	if !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", leader.Cmd.Process.Pid)) {
 		leader, follower = follower, leader
+		leaderMetrics, followerMetrics = followerMetrics, leaderMetrics
 	}
+	waitLeaderStatus(t, leaderMetrics, 1)
+	waitLeaderStatus(t, followerMetrics, 0)
 	if !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", leader.Cmd.Process.Pid)) {
 		t.Fatalf("Lease holder %q is neither replica", *lease.Spec.HolderIdentity)
 	}
@@ -358,6 +368,29 @@ func TestLeaderElection(t *testing.T) {
 	if err != nil || !strings.HasSuffix(*lease.Spec.HolderIdentity, fmt.Sprintf("-%d", follower.Cmd.Process.Pid)) {
 		t.Fatalf("the remaining replica did not take the Lease: %v %v", err, lease.Spec.HolderIdentity)
 	}
+	waitLeaderStatus(t, followerMetrics, 1)
+}
+
+// waitLeaderStatus waits until the replica whose metrics are at addr
+// exports leader_election_status{name="switchyard-leader"} want.
+func waitLeaderStatus(t *testing.T, addr string, want int) {
+	t.Helper()
+	line := fmt.Sprintf(`nginx_ingress_controller_leader_election_status{controller_class="switchyard",controller_namespace="default",controller_pod="",name="switchyard-leader"} %d`, want)
+	harness.WaitFor(t, 30*time.Second, "leader_election_status "+strconv.Itoa(want)+" at "+addr, func() error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), line+"\n") {
+			return fmt.Errorf("no %s", line)
+		}
+		return nil
+	})
 }
 
 func (r *rig) waitStatus(name string) {

@@ -30,6 +30,7 @@ type Labels struct {
 type Collector struct {
 	registry *prometheus.Registry
 
+	configHash         prometheus.Gauge
 	lastReloadOK       prometheus.Gauge
 	lastReloadOKTime   prometheus.Gauge
 	reloads            prometheus.Counter
@@ -51,6 +52,7 @@ func New(l Labels) *Collector {
 	}
 	c := &Collector{
 		registry:         prometheus.NewRegistry(),
+		configHash:       gauge("config_hash", "Running configuration hash actually running"),
 		lastReloadOK:     gauge("config_last_reload_successful", "Whether the last configuration reload attempt was successful"),
 		lastReloadOKTime: gauge("config_last_reload_successful_timestamp_seconds", "Timestamp of the last successful configuration reload"),
 		reloads:          counter("success", "Cumulative number of Ingress controller reload operations"),
@@ -62,12 +64,29 @@ func New(l Labels) *Collector {
 		lastGeneration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "switchyard", Name: "applied_generation",
 			Help: "The last generation the applier reported", ConstLabels: constLabels}),
 	}
+	c.registry.MustRegister(c.configHash, c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
+		c.lastGeneration)
+	c.registerProcess(constLabels)
+	return c
+}
+
+// NewStage is the collector of a process that runs one stage other than
+// the applier (`switchyard stage`): build, Go and process series only, to
+// which the pipeline's are added; the controller series are the applier's
+// process's alone, so that a sum over pods counts each reload once. Its
+// /readyz does not wait for an apply.
+func NewStage(l Labels) *Collector {
+	c := &Collector{registry: prometheus.NewRegistry()}
+	c.configApplied.Store(true)
+	c.registerProcess(prometheus.Labels{"controller_namespace": l.Namespace, "controller_class": l.Class, "controller_pod": l.Pod})
+	return c
+}
+
+func (c *Collector) registerProcess(constLabels prometheus.Labels) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: "build_info",
 		Help: "A metric with a constant '1' labeled with information about the build.", ConstLabels: mergeLabels(constLabels, buildLabels())})
 	info.Set(1)
-	c.registry.MustRegister(c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
-		c.lastGeneration, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return c
+	c.registry.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // Observe records one applier result (bus.ApplyResultSubject's payload).
@@ -83,6 +102,7 @@ func (c *Collector) Observe(data []byte, now time.Time) error {
 	switch {
 	case res.Reloaded && res.Error == "":
 		c.reloads.Inc()
+		c.configHash.Set(float64(res.ConfigHash))
 		c.lastReloadOK.Set(1)
 		c.lastReloadOKTime.Set(float64(now.Unix()))
 		c.configApplied.Store(true)
@@ -91,16 +111,25 @@ func (c *Collector) Observe(data []byte, now time.Time) error {
 		// got nowhere: the configuration NGINX runs is not the one asked.
 		c.reloadErrors.Inc()
 		c.lastReloadOK.Set(0)
+		// As ingress-nginx: no hash while the last reload failed.
+		c.configHash.Set(0)
 	case res.DynamicUpdated && !res.ReloadPending:
 		c.dynamicOnlyApplies.Inc()
 		if res.Error == "" {
 			// NGINX's first start is reported this way too.
 			c.configApplied.Store(true)
 			c.lastReloadOK.Set(1)
+			if res.ConfigHash != 0 {
+				c.configHash.Set(float64(res.ConfigHash))
+			}
 		}
 	}
 	return nil
 }
+
+// Register adds collectors of other parts (the model's, the pipeline's)
+// to /metrics.
+func (c *Collector) Register(cs ...prometheus.Collector) { c.registry.MustRegister(cs...) }
 
 // Applied says whether a configuration has been applied since start.
 func (c *Collector) Applied() bool { return c.configApplied.Load() }

@@ -28,10 +28,19 @@ func TestObserve(t *testing.T) {
 	}
 	now := time.Unix(1700000000, 0)
 	for _, res := range []string{
-		`{"generation":1,"dynamicUpdated":true}`,           // NGINX started
-		`{"generation":2,"reloaded":true}`,                 // a reload
-		`{"generation":3,"dynamicUpdated":true}`,           // endpoints only
-		`{"generation":4,"error":"reload nginx: refused"}`, // a failed apply
+		`{"generation":1,"dynamicUpdated":true,"configHash":11}`, // NGINX started
+		`{"generation":2,"reloaded":true,"configHash":22}`,       // a reload
+		`{"generation":3,"dynamicUpdated":true,"configHash":22}`, // endpoints only
+	} {
+		if err := c.Observe([]byte(res), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, body := scrape(t, h, "/metrics"); !strings.Contains(body, `nginx_ingress_controller_config_hash{controller_class="nginx",controller_namespace="ns",controller_pod="p-1"} 22`) {
+		t.Errorf("config_hash is not the running configuration's after a reload")
+	}
+	for _, res := range []string{
+		`{"generation":4,"error":"reload nginx: refused","configHash":22}`, // a failed apply
 	} {
 		if err := c.Observe([]byte(res), now); err != nil {
 			t.Fatal(err)
@@ -49,6 +58,7 @@ func TestObserve(t *testing.T) {
 		`nginx_ingress_controller_success{` + labels + `} 1`,
 		`nginx_ingress_controller_errors{` + labels + `} 1`,
 		`nginx_ingress_controller_config_last_reload_successful{` + labels + `} 0`,
+		`nginx_ingress_controller_config_hash{` + labels + `} 0`, // as ingress-nginx after a failed reload
 		`nginx_ingress_controller_config_last_reload_successful_timestamp_seconds{` + labels + `} 1.7e+09`,
 		`switchyard_applies_without_reload_total{` + labels + `} 2`,
 		`switchyard_applied_generation{` + labels + `} 4`,

@@ -80,7 +80,9 @@ type RequestCollector struct {
 	dropped    *prometheus.Desc
 	dictBytes  *prometheus.Desc
 	dictFree   *prometheus.Desc
-	readErrors prometheus.Counter
+	// luaDictBytes and luaDictFree are the dynamic configuration's dicts.
+	luaDictBytes, luaDictFree *prometheus.Desc
+	readErrors                prometheus.Counter
 }
 
 // NewRequestCollector reads the aggregates from the configuration endpoint
@@ -116,6 +118,11 @@ func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), 
 			"Size of NGINX's shared dict of per-request metrics", nil, constLabels),
 		dictFree: prometheus.NewDesc("switchyard_request_metrics_dict_free_bytes",
 			"Free pages of NGINX's shared dict of per-request metrics, in bytes", nil, constLabels),
+		luaDictBytes: prometheus.NewDesc("switchyard_lua_dict_bytes",
+			"Size of an NGINX shared dict of the dynamic configuration (switchyard_config: backends, switchyard_certs: certificates)",
+			[]string{"dict"}, constLabels),
+		luaDictFree: prometheus.NewDesc("switchyard_lua_dict_free_bytes",
+			"Free pages of an NGINX shared dict of the dynamic configuration, in bytes", []string{"dict"}, constLabels),
 		readErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_request_metrics_read_errors_total",
 			Help: "Scrapes that could not read the per-request metrics from NGINX", ConstLabels: constLabels}),
 	}
@@ -135,6 +142,8 @@ func (c *RequestCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.dropped
 	ch <- c.dictBytes
 	ch <- c.dictFree
+	ch <- c.luaDictBytes
+	ch <- c.luaDictFree
 	c.readErrors.Describe(ch)
 }
 
@@ -165,6 +174,10 @@ func (c *RequestCollector) emit(ch chan<- prometheus.Metric, d dump) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, d.dropped)
 	ch <- prometheus.MustNewConstMetric(c.dictBytes, prometheus.GaugeValue, d.capacity)
 	ch <- prometheus.MustNewConstMetric(c.dictFree, prometheus.GaugeValue, d.free)
+	for name, use := range d.dicts {
+		ch <- prometheus.MustNewConstMetric(c.luaDictBytes, prometheus.GaugeValue, use.Capacity, name)
+		ch <- prometheus.MustNewConstMetric(c.luaDictFree, prometheus.GaugeValue, use.Free, name)
+	}
 	all := c.current(d.aggregate(c.perHost, c.statusClasses))
 	for _, s := range all {
 		if rd := s.hists[requestCountCode]; rd != nil && !c.excluded["requests"] {
@@ -244,6 +257,8 @@ type dump struct {
 	raw            map[string]*series
 	dropped        float64
 	capacity, free float64
+	// dicts is the use of the dynamic configuration's dicts.
+	dicts map[string]dictUse
 }
 
 // series is one label set and its histograms by code.
@@ -288,11 +303,18 @@ func parseDump(data []byte) (dump, error) {
 		Values   map[string]float64   `json:"values"`
 		Capacity float64              `json:"capacity"`
 		Free     float64              `json:"free"`
+		Dicts    map[string]dictUse   `json:"dicts"`
 	}
 	if err := json.Unmarshal(data, &in); err != nil {
 		return dump{}, fmt.Errorf("decode NGINX's request metrics: %w", err)
 	}
-	d := dump{buckets: map[string][]float64{}, raw: map[string]*series{}, capacity: in.Capacity, free: in.Free}
+	d := dump{buckets: map[string][]float64{}, raw: map[string]*series{}, capacity: in.Capacity, free: in.Free, dicts: map[string]dictUse{}}
+	for name, use := range in.Dicts {
+		// Only the dicts the configuration declares: a bounded label.
+		if slices.Contains(configDicts, name) {
+			d.dicts[name] = use
+		}
+	}
 	for _, h := range histograms {
 		b := in.Buckets[h.code]
 		if len(b) == 0 || len(b) > maxBuckets || !slices.IsSorted(b) {
@@ -448,4 +470,14 @@ func unixGetter(socket, path string) func(context.Context) ([]byte, error) {
 // RegisterRequests adds the per-request series to the scrape.
 func (c *Collector) RegisterRequests(r *RequestCollector) {
 	c.registry.MustRegister(r)
+}
+
+// configDicts are the dynamic configuration's dicts NGINX reports the use
+// of (lua/switchyard/metrics.lua's CONFIG_DICTS).
+var configDicts = []string{"switchyard_config", "switchyard_certs"}
+
+// dictUse is one shared dict's size and free space, in bytes.
+type dictUse struct {
+	Capacity float64 `json:"capacity"`
+	Free     float64 `json:"free"`
 }

@@ -20,6 +20,8 @@ func luaDump(t *testing.T, values map[string]float64) []byte {
 		"buckets":  map[string][]float64{"rd": time, "cd": time, "hd": time, "sd": time, "rq": length, "rs": length, "bs": size},
 		"values":   values,
 		"capacity": 1 << 20, "free": 1 << 19,
+		"dicts": map[string]any{"switchyard_config": map[string]int{"capacity": 1 << 20, "free": 1 << 18},
+			"some_other_dict": map[string]int{"capacity": 1, "free": 1}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +80,14 @@ func TestRequestCollector(t *testing.T) {
 		`switchyard_request_metrics_dropped_total{` + cl + `} 3`,
 		`switchyard_request_metrics_dict_bytes{` + cl + `} 1.048576e+06`,
 		`switchyard_request_metrics_read_errors_total{` + cl + `} 0`,
+		`switchyard_lua_dict_bytes{` + cl + `,dict="switchyard_config"} 1.048576e+06`,
+		`switchyard_lua_dict_free_bytes{` + cl + `,dict="switchyard_config"} 262144`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if strings.Contains(body, "zz") || strings.Contains(body, "header_duration_seconds_count") {
+	if strings.Contains(body, "zz") || strings.Contains(body, "header_duration_seconds_count") || strings.Contains(body, "some_other_dict") {
 		t.Errorf("series without observations or of unknown histograms exported:\n%s", body)
 	}
 

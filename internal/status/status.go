@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // Config says where Ingresses are reachable and how the replicas
@@ -77,17 +78,23 @@ func Run(ctx context.Context, conn *bus.Conn, client kubernetes.Interface, cfg C
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
+				telemetry.Get().LeaderElection(cfg.ElectionID, true)
 				log.Info("leading: writing Ingress status", zap.String("identity", cfg.Identity))
 				if err := w.run(ctx, conn); err != nil && ctx.Err() == nil {
 					log.Error("status writer stopped", zap.Error(err))
 				}
 			},
-			OnStoppedLeading: func() { log.Info("no longer leading", zap.String("identity", cfg.Identity)) },
+			OnStoppedLeading: func() {
+				telemetry.Get().LeaderElection(cfg.ElectionID, false)
+				log.Info("no longer leading", zap.String("identity", cfg.Identity))
+			},
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
+	// A follower exports 0, as a leader that stepped down does.
+	telemetry.Get().LeaderElection(cfg.ElectionID, false)
 	// Run returns when leadership is lost; stand again until ctx ends.
 	for ctx.Err() == nil {
 		elector.Run(ctx)

@@ -271,6 +271,9 @@ end
 
 -- Keys a scrape reads before it lets the worker's other requests run.
 local YIELD_EVERY = 2000
+-- CONFIG_DICTS are the dicts of the dynamic configuration (backends,
+-- certificates) whose use the scrape reports.
+local CONFIG_DICTS = { "switchyard_config", "switchyard_certs" }
 
 -- GET /metrics on the configuration endpoint: every key and its value,
 -- the bucket bounds and the dict's use, as JSON.
@@ -293,11 +296,21 @@ function _M.serve()
             ngx.sleep(0)
         end
     end
+    -- The dynamic configuration's dicts too: their use against their
+    -- size tells when the renderer's sizing falls short.
+    local dicts = {}
+    for _, name in ipairs(CONFIG_DICTS) do
+        local d = ngx.shared[name]
+        if d then
+            dicts[name] = { capacity = d:capacity(), free = d:free_space() }
+        end
+    end
     local body = cjson.encode({
         buckets = bounds(),
         values = values,
         capacity = dict:capacity(),
         free = dict:free_space(),
+        dicts = dicts,
     })
     ngx.status = 200
     ngx.print(body)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/internal/pluginhost"
+	"switchyard.dev/switchyard/internal/telemetry"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -287,6 +288,7 @@ func (h *Host) supervise(ctx context.Context, p *hosted) {
 			err := h.launch(ctx, p)
 			if err == nil {
 				h.log.Info("plugin restarted", zap.String("plugin", p.desc.Name), zap.Int("pid", p.client.Pid()))
+				telemetry.Get().PluginRestart(p.desc.Name)
 				select {
 				case h.recovered <- p.desc.Name:
 				default:
@@ -333,7 +335,9 @@ func (h *Host) apply(ctx context.Context, p *hosted, batch []plugins.Ingress) ([
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
+	start := time.Now()
 	results, err := client.Apply(ctx, batch)
+	telemetry.Get().PluginCall(p.desc.Name, time.Since(start), err != nil)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", p.desc.Name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // hostFixture is a Host running real plugin processes (this test binary,
@@ -317,8 +319,12 @@ func TestHostWarnsUnowned(t *testing.T) {
 
 // TestHostRestart: a plugin killed with SIGKILL fails its Ingresses closed
 // (503) while it is down, is restarted by the supervisor as a new process,
-// and the Ingresses that failed meanwhile are applied again.
+// and the Ingresses that failed meanwhile are applied again. The metrics
+// hear of the restart and of every call.
 func TestHostRestart(t *testing.T) {
+	rec := &pluginRecorder{restarts: map[string]int{}, calls: map[string]int{}}
+	telemetry.Set(rec)
+	t.Cleanup(func() { telemetry.Set(nil) })
 	f := startHost(t, HostConfig{HealthInterval: 200 * time.Millisecond}, "header")
 	out := update(t, f.ann, f.ctx, change{}.ingress("ns", "before", map[string]string{headerKey: "one"}))
 	if feats, _ := served(t, out, "before"); headerOf(feats, "X-header") != "one" {
@@ -372,6 +378,31 @@ func TestHostRestart(t *testing.T) {
 	if got := f.calls(t, "header"); !slices.Equal(got, []string{"1", "1"}) {
 		t.Fatalf("calls %v, want [1 1]: before the kill, and the retry", got)
 	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.restarts["header"] != 1 || rec.calls["header"] < 2 {
+		t.Fatalf("telemetry heard %d restarts and %d calls of header, want 1 and at least 2", rec.restarts["header"], rec.calls["header"])
+	}
+}
+
+// pluginRecorder is a telemetry.Observer that counts plugin reports.
+type pluginRecorder struct {
+	mu              sync.Mutex
+	restarts, calls map[string]int
+}
+
+func (r *pluginRecorder) BusSent(string, string, int)                  {}
+func (r *pluginRecorder) StageHandled(string, uint64, time.Time, bool) {}
+func (r *pluginRecorder) LeaderElection(string, bool)                  {}
+func (r *pluginRecorder) PluginCall(plugin string, _ time.Duration, _ bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[plugin]++
+}
+func (r *pluginRecorder) PluginRestart(plugin string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.restarts[plugin]++
 }
 
 // TestHostCallTimeout: a plugin that does not answer within CallTimeout

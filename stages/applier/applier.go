@@ -10,9 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +26,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/nginx"
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // Config of the applier.
@@ -273,6 +278,7 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 	if len(errs) > 0 {
 		res.Error = errors.Join(errs...).Error()
 	}
+	res.ConfigHash = filesHash(s.running.files)
 	s.log.Info("applied", zap.Uint64("generation", meta.Generation), zap.Bool("reloaded", res.Reloaded),
 		zap.Bool("reloadPending", res.ReloadPending), zap.Bool("started", fresh), zap.Bool("dynamicUpdated", res.DynamicUpdated), zap.String("error", res.Error))
 	return res
@@ -418,7 +424,13 @@ func (s *Stage) publishResult(meta bus.Meta, trace bus.TraceContext, res bus.App
 	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
 	if err := s.conn.NC.PublishMsg(msg); err != nil {
 		s.log.Warn("publish apply result", zap.Error(err))
+		return
 	}
+	// The applier's latency is to the generation fully applied: not while
+	// its reload waits for the slot, nor when it failed.
+	obs := telemetry.Get()
+	obs.BusSent(bus.StageApplier, "result", len(data))
+	obs.StageHandled(bus.StageApplier, meta.Generation, meta.Ingest, !res.ReloadPending && res.Error == "")
 }
 
 // mailbox holds only the newest target: a burst of generations that
@@ -445,4 +457,20 @@ func (m *mailbox) take() target {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.t
+}
+
+// filesHash is a 64-bit FNV-1a hash of the configuration files by path, as
+// ingress-nginx exports a hash of the configuration it runs; 0 for none.
+func filesHash(files map[string]string) uint64 {
+	if len(files) == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		_, _ = io.WriteString(h, path)
+		_, _ = h.Write([]byte{0})
+		_, _ = io.WriteString(h, files[path])
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
 }

@@ -190,9 +190,13 @@ func TestApplier(t *testing.T) {
 	backend := bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: "127.0.0.1", Port: "9"}}}
 
 	r.publish(map[string]string{"nginx.conf": r.config("one")}, backend)
-	if res := r.result(); res.Error != "" || !res.DynamicUpdated {
-		t.Fatalf("first apply: %+v", res)
+	first := r.result()
+	if first.Error != "" || !first.DynamicUpdated || first.ConfigHash == 0 {
+		t.Fatalf("first apply: %+v", first)
 	}
+	// The hash of the running files: a new one after each reload, the
+	// same while only the dynamic part or a refused configuration changes.
+	runningHash := first.ConfigHash
 	if got := r.get(); got != "one" {
 		t.Fatalf("served %q, want one", got)
 	}
@@ -203,9 +207,11 @@ func TestApplier(t *testing.T) {
 
 	t.Run("static change reloads", func(t *testing.T) {
 		r.publish(map[string]string{"nginx.conf": r.config("two")}, backend)
-		if res := r.result(); res.Error != "" || !res.Reloaded || res.DynamicUpdated {
-			t.Fatalf("apply: %+v", res)
+		res := r.result()
+		if res.Error != "" || !res.Reloaded || res.DynamicUpdated || res.ConfigHash == 0 || res.ConfigHash == runningHash {
+			t.Fatalf("apply: %+v (hash before %d)", res, runningHash)
 		}
+		runningHash = res.ConfigHash
 		harness.WaitFor(t, 10*time.Second, "the reloaded configuration", func() error {
 			if got := r.get(); got != "two" {
 				return fmt.Errorf("served %q", got)
@@ -218,8 +224,8 @@ func TestApplier(t *testing.T) {
 		moved := backend
 		moved.Endpoints = []bus.Endpoint{{Address: "127.0.0.2", Port: "9"}}
 		r.publish(map[string]string{"nginx.conf": r.config("two")}, moved)
-		if res := r.result(); res.Error != "" || res.Reloaded || !res.DynamicUpdated {
-			t.Fatalf("apply: %+v", res)
+		if res := r.result(); res.Error != "" || res.Reloaded || !res.DynamicUpdated || res.ConfigHash != runningHash {
+			t.Fatalf("apply: %+v (running hash %d)", res, runningHash)
 		}
 		if !strings.Contains(r.storedBackends(), "127.0.0.2") {
 			t.Fatalf("new endpoint not pushed: %s", r.storedBackends())
@@ -229,8 +235,8 @@ func TestApplier(t *testing.T) {
 	t.Run("rejected configuration keeps the last good one", func(t *testing.T) {
 		r.publish(map[string]string{"nginx.conf": r.config("three") + "this is not nginx;\n"}, backend)
 		res := r.result()
-		if !strings.Contains(res.Error, "nginx -t") || res.Reloaded {
-			t.Fatalf("apply: %+v", res)
+		if !strings.Contains(res.Error, "nginx -t") || res.Reloaded || res.ConfigHash != runningHash {
+			t.Fatalf("apply: %+v (running hash %d)", res, runningHash)
 		}
 		if got := r.get(); got != "two" {
 			t.Fatalf("served %q, want the last good configuration", got)
