@@ -143,12 +143,14 @@ func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, i
 // runs, so that it reports from its first generation: the applier's
 // process exports all of run's metrics (it runs NGINX), any other stage
 // its own pipeline series.
-func serveStageProcessMetrics(ctx context.Context, o *options, name, natsURL string, log *zap.Logger) error {
+func serveStageProcessMetrics(ctx context.Context, o *options, name, natsURL string, auth []nats.Option, log *zap.Logger) error {
 	if o.metricsAddr == "" {
 		return nil
 	}
 	if name == bus.StageApplier {
-		return serveMetrics(ctx, o, func(client string) (*bus.Conn, error) { return bus.Connect(natsURL, client) }, log)
+		// The applier's own identity: it may read the annotated table and
+		// its results (bus/auth.go).
+		return serveMetrics(ctx, o, func(client string) (*bus.Conn, error) { return bus.Connect(natsURL, client, auth...) }, log)
 	}
 	serveStageMetrics(ctx, o, log)
 	return nil

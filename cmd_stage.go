@@ -62,7 +62,7 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, log); err != nil {
+	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, auth, log); err != nil {
 		return err
 	}
 	if o.profilingAddr != "" {

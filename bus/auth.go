@@ -58,9 +58,12 @@ var accessOf = map[string]access{
 	StageTranslator:  {writes: []string{StageTranslator}, reads: []string{StageWatcher}},
 	StageAnnotations: {writes: []string{StageAnnotations}, reads: []string{StageTranslator}},
 	StageRenderer:    {writes: []string{StageRenderer}, reads: []string{StageAnnotations, TableRefusals}},
-	StageApplier:     {writes: []string{StageApplier, TableRefusals}, reads: []string{StageRenderer}},
-	StageWebhook:     {reads: []string{StageWatcher}},
-	IdentityTrace:    {subscribes: []string{TraceRoot + ".>"}},
+	// The applier's metrics (--metrics-addr) follow the annotated table
+	// (certificates, orphans) and the results it publishes.
+	StageApplier: {writes: []string{StageApplier, TableRefusals}, reads: []string{StageRenderer, StageAnnotations},
+		subscribes: []string{ApplyResultSubject}},
+	StageWebhook:  {reads: []string{StageWatcher}},
+	IdentityTrace: {subscribes: []string{TraceRoot + ".>"}},
 }
 
 // Permissions are what identity may publish and subscribe to on the bus.
