@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -79,9 +80,20 @@ func checkStageProcessMetrics(t *testing.T, addrs map[string]string) {
 			if v, _ := findSample(samples, "switchyard_stage_latency_seconds_count", map[string]string{"stage": stage}); v < 1 {
 				return fmt.Errorf("%s: stage_latency_seconds_count = %v", stage, v)
 			}
-			_, controller := findSample(samples, "nginx_ingress_controller_config_last_reload_successful", nil)
+			reloaded, controller := findSample(samples, "nginx_ingress_controller_config_last_reload_successful", nil)
 			if controller != (stage == "applier") {
 				return fmt.Errorf("%s process exports the controller series: %v", stage, controller)
+			}
+			if stage != "applier" {
+				continue
+			}
+			// Its bus connection, as the applier, reads the results and
+			// the annotated table.
+			if reloaded != 1 {
+				return fmt.Errorf("applier: config_last_reload_successful = %v", reloaded)
+			}
+			if _, ok := findSample(samples, "nginx_ingress_controller_orphan_ingress", map[string]string{"namespace": "default", "ingress": "one"}); !ok {
+				return errors.New("applier: no orphan_ingress series for default/one")
 			}
 		}
 		return nil
