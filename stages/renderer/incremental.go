@@ -49,6 +49,10 @@ type Renderer struct {
 	// streamDirty says StreamFile needs rendering (passthrough.go).
 	passBackends map[string]map[string]bool
 	streamDirty  bool
+	// streams are the TCP and UDP services, and servicesDirty says
+	// ServicesFile needs rendering (streams.go).
+	streams       *bus.StreamServices
+	servicesDirty bool
 }
 
 type renderDirty struct {
@@ -222,6 +226,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 		}
 	}
 	r.flushStream(d.main || d.mainFile, &out, &errs)
+	r.flushServices(d.main || d.mainFile, &out, &errs)
 	if err := r.flushZones(&out); err != nil {
 		errs = append(errs, fmt.Errorf("render %s: %w", ZonesFile, err))
 	}
@@ -456,6 +461,14 @@ func (r *Renderer) applyEntry(key string, data []byte) error {
 			}
 		}
 		r.SetSettings(s)
+	case bus.KindStream:
+		var s *bus.StreamServices
+		if !gone {
+			if s, err = decode[bus.StreamServices](key, data); err != nil {
+				return err
+			}
+		}
+		r.SetStreams(s)
 	}
 	return nil
 }
