@@ -183,10 +183,13 @@ func (t *Translator) streamServices(protocol, ref string, services map[string]bo
 			report(key, ReasonServiceNotFound, "Service %s does not exist; the entry is not served", svcKey)
 			continue
 		}
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			report(key, ReasonPortNotFound, "Service %s is of type ExternalName, which has no endpoints; the entry is not served", svcKey)
+			continue
+		}
 		sp, found := streamServicePort(svc, e.servicePort, protocol)
-		if !found || svc.Spec.Type == corev1.ServiceTypeExternalName {
-			report(key, ReasonPortNotFound, "Service %s has no %s port %s with endpoints (ExternalName Services have none); the entry is not served",
-				svcKey, protocol, e.servicePort)
+		if !found {
+			report(key, ReasonPortNotFound, "Service %s has no %s port %s; the entry is not served", svcKey, protocol, e.servicePort)
 			continue
 		}
 		s := bus.StreamService{Port: e.port, ConfigMap: ref, ProxyProtocolDecode: e.decode, ProxyProtocolEncode: e.encode,
