@@ -36,16 +36,6 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `, name, pname, protocol, port)
 }
 
-// streamConfigMapYAML is a TCP or UDP services ConfigMap default/name.
-func streamConfigMapYAML(name string, data map[string]string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: default}\ndata:\n", name)
-	for k, v := range data {
-		fmt.Fprintf(&b, "  %q: %q\n", k, v)
-	}
-	return b.String()
-}
-
 // startTCPEcho serves lines: each is answered with "<name> <line>". With
 // proxyHeader, the connection must start with a PROXY v1 header, and each
 // answer is "<name> <source address of the header>".
@@ -199,7 +189,7 @@ func TestTCPAndUDPServicesThroughNginx(t *testing.T) {
 			streamServiceYAML("svc-p", "TCP", p), streamServiceYAML("svc-u", "UDP", u)}, "---\n")
 	}
 	e.write("services.yaml", services(a1))
-	e.write("tcp.yaml", streamConfigMapYAML("tcp", map[string]string{
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{
 		fmt.Sprint(portA): "default/svc-a:7000",
 		fmt.Sprint(portB): "default/svc-b:tcp", // the port by name
 		fmt.Sprint(portP): "default/svc-p:7000:PROXY:PROXY",
@@ -207,7 +197,7 @@ func TestTCPAndUDPServicesThroughNginx(t *testing.T) {
 		"70000":           "default/svc-a:7000",
 		"19":              "default/svc-a:7000:TLS",
 	}))
-	e.write("udp.yaml", streamConfigMapYAML("udp", map[string]string{fmt.Sprint(portU): "default/svc-u:udp"}))
+	e.write("udp.yaml", defaultConfigMapYAML("udp", map[string]string{fmt.Sprint(portU): "default/svc-u:udp"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--tcp-services-configmap", "default/tcp", "--udp-services-configmap", "default/udp")
 
 	harness.WaitFor(t, changeTimeout, "TCP echo through the tcp-services ConfigMap", func() error {
@@ -261,7 +251,7 @@ func TestTCPAndUDPServicesThroughNginx(t *testing.T) {
 
 	// A port Switchyard itself uses is refused, the others keep serving.
 	_, httpPort, _ := net.SplitHostPort(e.sy.HTTPAddr)
-	e.write("tcp.yaml", streamConfigMapYAML("tcp", map[string]string{
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{
 		fmt.Sprint(portA): "default/svc-a:7000",
 		httpPort:          "default/svc-b:tcp",
 	}))
