@@ -69,6 +69,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzNearest$$' -fuzztime $(FUZZTIME) ./internal/catalog
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateIngress$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStreamEntry$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHTTPSettings$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckHeaders$$' -fuzztime $(FUZZTIME) ./stages/translator
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckDHParam$$' -fuzztime $(FUZZTIME) ./stages/translator

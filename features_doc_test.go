@@ -230,6 +230,17 @@ var features = []feature{
 			"integration.TestSSLPassthroughThroughNginx", "integration.TestSSLPassthroughBehindProxyProtocol"},
 	},
 	{
+		name: "TCP and UDP services", summary: "--tcp-services-configmap and --udp-services-configmap, ingress-nginx's \"<port>\": \"<namespace>/<service>:<port>[:PROXY][:PROXY]\": one stream server per entry on the HTTP listeners' hosts, to the ready endpoints of the Service port (by number or name, of the ConfigMap's protocol); the first PROXY decodes the client's header (address trusted from proxy-real-ip-cidr), the second sends one to the backend; the proxy-stream-* keys. Debian has no stream Lua: an endpoint change rewrites the file and reloads NGINX (coalesced), open connections stay with the old workers. A bad entry, a missing Service or port, or one of Switchyard's own ports is reported by ConfigMap key and left out.",
+		busTypes:   []string{"bus.StreamServices", "bus.StreamService", "bus.StreamSettings"},
+		tables:     []string{"translator.stream.services (passed through by the annotations stage)", "renderer.file.stream.d/services.conf"},
+		translator: []string{"stages/translator.parseStreamEntry", "stages/translator.Translator.refreshStreams", "stages/translator.Translator.streamServices"},
+		renderer:   []string{"stages/renderer.Renderer.flushServices", "stages/renderer.Renderer.serviceServer", "stages/renderer.listenHosts"},
+		templates:  []string{"templates/stream_services.conf.tmpl", "templates/nginx.conf.tmpl"},
+		testdata:   []string{"stages/translator/testdata/stream-services.yaml", "stages/renderer/testdata/stream-services.model.json"},
+		tests: []string{"stages/translator.TestParseStreamEntry", "stages/translator.FuzzParseStreamEntry", "stages/translator.TestStreamsFollowEndpoints",
+			"integration.TestTCPAndUDPServicesThroughNginx"},
+	},
+	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
 		plugin: "upstream", keys: []string{"backend-protocol", "fastcgi-index", "fastcgi-params-configmap", "proxy-ssl-secret", "proxy-ssl-verify", "proxy-ssl-verify-depth",
 			"proxy-ssl-ciphers", "proxy-ssl-protocols", "proxy-ssl-name", "proxy-ssl-server-name"},
@@ -430,7 +441,7 @@ func checkKeys(problems *[]string) {
 // or the refusals') and a kind the bus defines.
 func checkTables(tables []string, problems *[]string) {
 	kinds := []string{bus.KindObject, bus.KindServer, bus.KindBackend, bus.KindCertificate, bus.KindIngress,
-		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.RefusedIngress, bus.RefusedConfigMap}
+		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.RefusedIngress, bus.RefusedConfigMap}
 	for _, t := range tables {
 		table, rest, _ := strings.Cut(t, ".")
 		kind, _, _ := strings.Cut(rest, ".")

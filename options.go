@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -78,6 +79,8 @@ type options struct {
 	sslPassthrough    bool
 	otlpEndpoint      string
 	otelServiceName   string
+	tcpServices       string
+	udpServices       string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -125,6 +128,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send traces of the pipeline (one per change, one span per stage, the IDs switchyard trace shows) to this OpenTelemetry collector, HOST:PORT over OTLP/gRPC without TLS (e.g. otel-collector.monitoring:4317); off by default")
 	fs.StringVar(&o.otelServiceName, "otel-service-name", otelexport.DefaultServiceName, "service.name of the traces sent to --otlp-endpoint")
+	fs.StringVar(&o.tcpServices, "tcp-services-configmap", "", "ConfigMap NAMESPACE/NAME of TCP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT[:PROXY][:PROXY]")
+	fs.StringVar(&o.udpServices, "udp-services-configmap", "", "ConfigMap NAMESPACE/NAME of UDP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -179,9 +184,44 @@ func (o *options) translatorConfig() (translator.Config, error) {
 			return translator.Config{}, fmt.Errorf("--default-ssl-certificate %q: want NAMESPACE/NAME", o.defaultSSLCert)
 		}
 	}
+	for flag, v := range map[string]string{"tcp-services-configmap": o.tcpServices, "udp-services-configmap": o.udpServices} {
+		if v != "" && !namespacedNamePattern.MatchString(v) {
+			return translator.Config{}, fmt.Errorf("--%s %q: want NAMESPACE/NAME", flag, v)
+		}
+	}
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
 		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix,
-		HostOwnership: ownership, DefaultSSLCertificate: o.defaultSSLCert}, nil
+		HostOwnership: ownership, DefaultSSLCertificate: o.defaultSSLCert,
+		TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices, ReservedPorts: o.reservedPorts()}, nil
+}
+
+// reservedPorts are the ports Switchyard's own listeners use, which a TCP
+// or UDP service may not take (the Lua endpoint and the passthrough hops
+// are unix sockets).
+func (o *options) reservedPorts() map[int]string {
+	ports := map[int]string{}
+	for what, addr := range map[string]string{
+		"--http-addr": o.httpAddr, "--https-addr": o.httpsAddr, "--metrics-addr": o.metricsAddr,
+		"--validating-webhook": o.webhookAddr, "--profiling-addr": o.profilingAddr, "--nats-listen": o.natsListen,
+	} {
+		if _, port, err := net.SplitHostPort(addr); err == nil {
+			if n, err := strconv.Atoi(port); err == nil && n > 0 {
+				ports[n] = what
+			}
+		}
+	}
+	return ports
+}
+
+// streamConfigMaps are the TCP and UDP services ConfigMaps configured.
+func (o *options) streamConfigMaps() []string {
+	var refs []string
+	for _, ref := range []string{o.tcpServices, o.udpServices} {
+		if ref != "" {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
 }
 
 // testRefuseEnv names Ingresses ("namespace/name", comma-separated) whose
@@ -209,6 +249,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	if v := os.Getenv(testRefuseEnv); v != "" {
 		cfg.TestRefuseIngresses = splitList(v)
 	}
+	cfg.StreamServices = o.tcpServices != "" || o.udpServices != ""
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
 	if o.sslPassthrough {
@@ -344,6 +385,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		return watcher.New(conn, watcher.Config{
 			ManifestsDir: o.manifests, Kube: kube, WatchNamespace: o.watchNamespace, NamespaceSelector: o.namespaceSelector,
 			ConfigMap: o.configMap, AnnotationsPrefix: o.annotationsPrefix, DefaultSSLCertificate: o.defaultSSLCert,
+			StreamConfigMaps: o.streamConfigMaps(),
 			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,

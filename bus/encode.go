@@ -17,6 +17,9 @@ func (m Model) Values() map[string]any {
 	if m.Settings != nil {
 		values[SettingsKey] = m.Settings
 	}
+	if m.Streams != nil {
+		values[StreamServicesKey] = m.Streams
+	}
 	return values
 }
 
@@ -64,6 +67,10 @@ func ModelFromEntries(entries map[string][]byte) (Model, error) {
 			settings := map[string]*Settings{}
 			err = decodeInto(settings, key, data)
 			m.Settings = settings[SettingsKey]
+		case KindStream:
+			streams := map[string]*StreamServices{}
+			err = decodeInto(streams, key, data)
+			m.Streams = streams[StreamServicesKey]
 		default:
 			err = fmt.Errorf("model key %q: unknown kind %q", key, kind)
 		}

@@ -238,6 +238,9 @@ type Model struct {
 	Secrets map[string]*Secret `json:"secrets,omitempty"`
 	// Settings are the controller settings (key SettingsKey).
 	Settings *Settings `json:"settings,omitempty"`
+	// Streams are the TCP and UDP services (key StreamServicesKey); nil
+	// when neither ConfigMap is configured.
+	Streams *StreamServices `json:"streams,omitempty"`
 }
 
 // NewModel returns an empty model.

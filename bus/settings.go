@@ -58,6 +58,7 @@ type Settings struct {
 	AccessSettings        // global source ranges and block lists (settings_access.go)
 	GlobalAuthSettings    // global external auth (settings_globalauth.go)
 	RedirectSettings      // force-ssl-redirect and the like (settings_redirect.go)
+	StreamSettings        // the TCP and UDP services' proxy-stream-* keys (settings_stream.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -100,5 +101,6 @@ func DefaultSettings() Settings {
 	s.AccessSettings = defaultAccessSettings()
 	s.GlobalAuthSettings = defaultGlobalAuthSettings()
 	s.RedirectSettings = defaultRedirectSettings()
+	s.StreamSettings = defaultStreamSettings()
 	return s
 }

@@ -40,6 +40,7 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	translator.backend.<name>                  Backend
 //	translator.certificate.<namespace>.<name>  Certificate
 //	translator.ingress.<namespace>.<name>      IngressInfo
+//	translator.stream.services                 StreamServices (TCP and UDP services, streams.go)
 //	annotations.*                              as translator.*, with features filled in
 //	renderer.file.<name>                       RenderedFile (nginx.conf, servers/*.conf)
 //	renderer.filepart.<name>.<i>               FilePart: part i of a file too large for one message

@@ -94,12 +94,13 @@ func TestUnsupportedAnnotationsServedWithWarnings(t *testing.T) {
 	})
 }
 
-// headerConfigMapYAML is a ConfigMap of headers in namespace default.
-func headerConfigMapYAML(name string, headers map[string]string) string {
+// defaultConfigMapYAML is a ConfigMap in namespace default (of headers,
+// of TCP or UDP services); keys are quoted, so "9000" stays a string.
+func defaultConfigMapYAML(name string, headers map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: default}\ndata:\n", name)
 	for k, v := range headers {
-		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+		fmt.Fprintf(&b, "  %q: %q\n", k, v)
 	}
 	return b.String()
 }
@@ -112,8 +113,8 @@ func headerConfigMapYAML(name string, headers map[string]string) string {
 func TestAddAndProxySetHeaders(t *testing.T) {
 	e := newBackends(t)
 	e.write("ing.yaml", annotatedIngressYAML("hdr", nil))
-	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Served-By": "switchyard; v1"}))
-	e.write("proxy.yaml", headerConfigMapYAML("proxy", map[string]string{"X-Using-Switchyard": "yes"}))
+	e.write("add.yaml", defaultConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Served-By": "switchyard; v1"}))
+	e.write("proxy.yaml", defaultConfigMapYAML("proxy", map[string]string{"X-Using-Switchyard": "yes"}))
 	e.write("config.yaml", configMapYAML(map[string]string{
 		"add-headers": "default/add", "proxy-set-headers": "default/proxy"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
@@ -128,12 +129,12 @@ func TestAddAndProxySetHeaders(t *testing.T) {
 		t.Errorf("the backend got X-Using-Switchyard %v; headers %v", got, r.Echo.Headers)
 	}
 
-	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "SAMEORIGIN"}))
+	e.write("add.yaml", defaultConfigMapYAML("add", map[string]string{"X-Frame-Options": "SAMEORIGIN"}))
 	e.eventually("hdr.example.com", "/", "the changed header", func(r harness.Response) bool {
 		return r.Status == 200 && r.Header.Get("X-Frame-Options") == "SAMEORIGIN" && r.Header.Get("X-Served-By") == ""
 	})
 
-	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Evil": "a\r\nSet-Cookie: x=1"}))
+	e.write("add.yaml", defaultConfigMapYAML("add", map[string]string{"X-Frame-Options": "DENY", "X-Evil": "a\r\nSet-Cookie: x=1"}))
 	harness.WaitFor(t, changeTimeout, "the bad header reported", func() error {
 		if !strings.Contains(e.sy.Output.String(), "add-headers: ConfigMap default/add: header X-Evil") {
 			return fmt.Errorf("no problem logged yet")
@@ -151,9 +152,9 @@ func TestAddAndProxySetHeaders(t *testing.T) {
 // ConfigMap with a bad header is rejected while its neighbour is served.
 func TestCustomHeadersOnResponse(t *testing.T) {
 	e := newBackends(t)
-	e.write("custom.yaml", headerConfigMapYAML("custom", map[string]string{"X-Custom": "one", "Cache-Control": "no-store"}))
-	e.write("bad.yaml", headerConfigMapYAML("bad", map[string]string{"X-Evil": "x\r\nSet-Cookie: a=b"}))
-	e.write("add.yaml", headerConfigMapYAML("add", map[string]string{"X-Global": "g"}))
+	e.write("custom.yaml", defaultConfigMapYAML("custom", map[string]string{"X-Custom": "one", "Cache-Control": "no-store"}))
+	e.write("bad.yaml", defaultConfigMapYAML("bad", map[string]string{"X-Evil": "x\r\nSet-Cookie: a=b"}))
+	e.write("add.yaml", defaultConfigMapYAML("add", map[string]string{"X-Global": "g"}))
 	e.write("config.yaml", configMapYAML(map[string]string{"add-headers": "default/add"}))
 	e.write("ing.yaml", annotatedIngressYAML("custom", map[string]string{ann + "custom-headers": "custom"}))
 	e.write("ing-bad.yaml", annotatedIngressYAML("badheaders", map[string]string{ann + "custom-headers": "default/bad"}))
@@ -165,7 +166,7 @@ func TestCustomHeadersOnResponse(t *testing.T) {
 	if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("X-Global") != "g" {
 		t.Errorf("headers %v: want Cache-Control and the add-headers one too", r.Header)
 	}
-	e.write("custom.yaml", headerConfigMapYAML("custom", map[string]string{"X-Custom": "two"}))
+	e.write("custom.yaml", defaultConfigMapYAML("custom", map[string]string{"X-Custom": "two"}))
 	e.eventually("custom.example.com", "/", "the changed custom header", func(r harness.Response) bool {
 		return r.Status == 200 && r.Header.Get("X-Custom") == "two" && r.Header.Get("Cache-Control") == ""
 	})

@@ -178,7 +178,7 @@ func TestBackendProtocolThroughNginx(t *testing.T) {
 		harness.ServiceYAML("default", "grpcs", startGRPCBackend(t, backendCert, backendKey)),
 		harness.ServiceYAML("default", "fcgi", startFastCGIBackend(t)),
 	}, "---\n"))
-	e.write("fcgi-params.yaml", headerConfigMapYAML("fcgi-params", map[string]string{"APP_ENV": "production", "ORIGINAL_URI": "$request_uri"}))
+	e.write("fcgi-params.yaml", defaultConfigMapYAML("fcgi-params", map[string]string{"APP_ENV": "production", "ORIGINAL_URI": "$request_uri"}))
 	e.write("secrets.yaml", strings.Join([]string{
 		secretYAML("default", "backend-trust", map[string]string{"ca.crt": string(backendCert), "tls.crt": string(clientCert), "tls.key": string(clientKey)}),
 		secretYAML("default", "wrong-trust", map[string]string{"ca.crt": string(otherCA)}),

@@ -51,6 +51,10 @@ type Renderer struct {
 	streamDirty  bool
 	// dhParamFile is the ssl-dh-param file last published, or "".
 	dhParamFile string
+	// streams are the TCP and UDP services, and servicesDirty says
+	// ServicesFile needs rendering (streams.go).
+	streams       *bus.StreamServices
+	servicesDirty bool
 }
 
 type renderDirty struct {
@@ -226,6 +230,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 		}
 	}
 	r.flushStream(d.main || d.mainFile, &out, &errs)
+	r.flushServices(d.main || d.mainFile, &out, &errs)
 	if err := r.flushZones(&out); err != nil {
 		errs = append(errs, fmt.Errorf("render %s: %w", ZonesFile, err))
 	}
@@ -460,6 +465,14 @@ func (r *Renderer) applyEntry(key string, data []byte) error {
 			}
 		}
 		r.SetSettings(s)
+	case bus.KindStream:
+		var s *bus.StreamServices
+		if !gone {
+			if s, err = decode[bus.StreamServices](key, data); err != nil {
+				return err
+			}
+		}
+		r.SetStreams(s)
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// paths below the NGINX prefix.
 	SSLPassthrough               bool
 	TLSSocket, PassthroughSocket string
+	// StreamServices is set when --tcp-services-configmap or
+	// --udp-services-configmap is: the stream block holds ServicesFile.
+	StreamServices bool
 	// TestRefuseIngresses ("namespace/name") is for tests only (set from
 	// SWITCHYARD_TEST_REFUSE_INGRESS, which no flag or document offers):
 	// each location of these Ingresses gets TestRefusedDirective, which
@@ -120,6 +123,7 @@ func Render(cfg Config, m bus.Model) (Artifacts, []error) {
 func RenderRefused(cfg Config, m bus.Model, refusals map[string]*bus.Refusal) (Artifacts, []error) {
 	r := NewRenderer(cfg)
 	r.SetSettings(m.Settings)
+	r.SetStreams(m.Streams)
 	for key, ref := range refusals {
 		r.SetRefusal(key, ref)
 	}

@@ -37,6 +37,9 @@ func TestGolden(t *testing.T) {
 			if strings.HasPrefix(name, "passthrough") {
 				cfg = passthroughConfig()
 			}
+			if strings.HasPrefix(name, "stream-services") {
+				cfg.StreamServices = true
+			}
 			art, errs := Render(cfg, harness.ReadModel(t, in))
 			if len(errs) > 0 {
 				t.Fatalf("render: %v", errs)

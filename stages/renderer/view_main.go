@@ -74,7 +74,10 @@ type mainView struct {
 	// ServerPort is then $switchyard_server_port, the port of the client's
 	// connection also on the TLS listener's unix socket, else $server_port.
 	Passthrough bool
-	ServerPort  string
+	// Stream: the stream block is there, for passthrough or for the TCP
+	// and UDP services (streams.go).
+	Stream     bool
+	ServerPort string
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
 	// worker_rlimit_nofile's, 0 when not written.
 	WorkerConnections, WorkerOpenFiles int
@@ -139,8 +142,11 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	}
 	modules := []string{"ndk_http_module.so", "ngx_http_lua_module.so"}
 	v.Passthrough, v.ServerPort = cfg.SSLPassthrough, "$server_port"
-	if cfg.SSLPassthrough {
+	v.Stream = cfg.SSLPassthrough || cfg.StreamServices
+	if v.Stream {
 		modules = append(modules, streamModule)
+	}
+	if cfg.SSLPassthrough {
 		v.ServerPort = "$switchyard_server_port"
 	}
 	for _, m := range modules {

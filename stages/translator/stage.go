@@ -96,6 +96,15 @@ func (s *Stage) report(delta Delta) {
 				zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
 		}
 	}
+	if streams, ok := delta.Puts[bus.StreamServicesKey].(*bus.StreamServices); ok {
+		for _, p := range streams.Problems {
+			logAt := s.log.Warn
+			if p.Reason != ReasonNoEndpoints && p.Reason != ReasonProxyIgnored {
+				logAt = s.log.Error // the entry is not served
+			}
+			logAt("TCP/UDP services ConfigMap problem", zap.String("field", p.Field), zap.String("reason", p.Reason), zap.String("message", p.Message))
+		}
+	}
 	for _, key := range delta.Deletes {
 		s.problems.Forget(key)
 	}

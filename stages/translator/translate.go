@@ -46,6 +46,12 @@ type Config struct {
 	// the kubernetes.io/tls Secret served to a TLS client whose name no
 	// certificate covers (and to TLS hosts whose own Secret is missing).
 	DefaultSSLCertificate string
+	// TCPServicesConfigMap and UDPServicesConfigMap, "namespace/name", are
+	// --tcp-services-configmap and --udp-services-configmap (streams.go).
+	TCPServicesConfigMap, UDPServicesConfigMap string
+	// ReservedPorts are the ports Switchyard itself listens on, with what
+	// listens there: a TCP or UDP service may not take them.
+	ReservedPorts map[int]string
 }
 
 // The values of Config.HostOwnership (--host-ownership).
@@ -172,6 +178,9 @@ type Translator struct {
 	// headerConfigMaps are the ConfigMaps add-headers and proxy-set-headers
 	// name: a change of one of them re-reads the settings.
 	headerConfigMaps map[string]bool
+	// streamServiceKeys are the Services ("namespace/name") the TCP and UDP
+	// services ConfigMaps name: a change of one resolves them again.
+	streamServiceKeys map[string]bool
 }
 
 type dirtySet struct {
@@ -183,6 +192,7 @@ type dirtySet struct {
 	secrets   map[string]bool // annotation Secrets, "ns/name"
 	infos     map[string]bool
 	settings  bool
+	streams   bool // the TCP and UDP services (streams.go)
 }
 
 func newDirtySet() dirtySet {
@@ -203,6 +213,7 @@ func NewTranslator(cfg Config) *Translator {
 	}
 	t.dirty.hosts[bus.DefaultServerName] = true
 	t.dirty.settings = true
+	t.dirty.streams = true
 	if cfg.DefaultBackendService != "" {
 		t.dirty.backends[bus.DefaultBackendName] = true
 	}
@@ -231,10 +242,12 @@ func (t *Translator) change(obj any, deleted bool) {
 		t.objs.setService(o, deleted)
 		t.markUsers(t.svcUsers[key])
 		t.markDefaultBackend(key)
+		t.markStreams(key)
 	case *discoveryv1.EndpointSlice:
 		for _, svc := range t.objs.setSlice(o, deleted) {
 			t.markUsers(t.svcUsers[svc])
 			t.markDefaultBackend(svc)
+			t.markStreams(svc)
 		}
 	case *corev1.Secret:
 		key := objectName(o.Namespace, o.Name)
@@ -252,6 +265,9 @@ func (t *Translator) change(obj any, deleted bool) {
 		if key == t.cfg.ConfigMap || t.headerConfigMaps[key] {
 			t.dirty.settings = true
 		}
+		if t.isStreamConfigMap(key) {
+			t.dirty.streams = true
+		}
 		t.markUsers(t.configMapUsers[key])
 	}
 }
@@ -259,6 +275,13 @@ func (t *Translator) change(obj any, deleted bool) {
 func (t *Translator) markUsers(users ingressSet) {
 	for _, ing := range users {
 		t.dirty.ingresses[ing] = true
+	}
+}
+
+// markStreams marks the TCP and UDP services when they name svc.
+func (t *Translator) markStreams(svc string) {
+	if t.streamServiceKeys[svc] {
+		t.dirty.streams = true
 	}
 }
 
@@ -308,6 +331,9 @@ func (t *Translator) Flush() Delta {
 	}
 	for key := range d.infos {
 		t.refreshInfo(key, &delta)
+	}
+	if d.streams {
+		t.refreshStreams(&delta)
 	}
 	sort.Strings(delta.Deletes)
 	return delta

@@ -43,6 +43,10 @@ func TestGolden(t *testing.T) {
 			if name == "host-ownership-namespace" {
 				cfg.HostOwnership = HostOwnershipNamespace
 			}
+			if name == "stream-services" {
+				cfg.TCPServicesConfigMap, cfg.UDPServicesConfigMap = "ingress/tcp", "ingress/udp"
+				cfg.ReservedPorts = map[int]string{8080: "--http-addr"}
+			}
 			got := encodeModel(t, Translate(cfg, loadSnapshot(t, in)))
 			golden := strings.TrimSuffix(in, ".yaml") + ".golden.json"
 			if *update {

@@ -43,7 +43,10 @@ type kubeSource struct {
 	// defaultCert is --default-ssl-certificate, "namespace/name": that
 	// Secret is forwarded too.
 	defaultCert string
-	log         *zap.Logger
+	// streamConfigMaps are the TCP and UDP services ConfigMaps,
+	// "namespace/name", forwarded as the controller ConfigMap is.
+	streamConfigMaps []string
+	log              *zap.Logger
 
 	cmFactory informers.SharedInformerFactory
 
@@ -79,6 +82,13 @@ func (s *kubeSource) withNamespaceSelector(sel labels.Selector) *kubeSource {
 // the --default-ssl-certificate.
 func (s *kubeSource) withDefaultCertificate(ref string) *kubeSource {
 	s.defaultCert = ref
+	return s
+}
+
+// withStreamConfigMaps also forwards these ConfigMaps ("namespace/name"),
+// the TCP and UDP services.
+func (s *kubeSource) withStreamConfigMaps(refs []string) *kubeSource {
+	s.streamConfigMaps = refs
 	return s
 }
 
@@ -166,10 +176,9 @@ func (s *kubeSource) Run(ctx context.Context, out chan<- map[string][]byte) erro
 func (s *kubeSource) configMapFactory() informers.SharedInformerFactory {
 	if s.cmFactory == nil {
 		ns := s.namespace
-		if s.configMap != "" && ns != "" {
-			ns, _, _ = cutNamespacedName(s.configMap)
-			if ns != s.namespace {
-				ns = "" // both namespaces: watch all ConfigMaps, send only ours
+		for _, ref := range append([]string{s.configMap}, s.streamConfigMaps...) {
+			if refNS, _, _ := cutNamespacedName(ref); ref != "" && refNS != s.namespace {
+				ns = "" // other namespaces: watch all ConfigMaps, send only ours
 			}
 		}
 		s.cmFactory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
@@ -420,6 +429,12 @@ func (s *kubeSource) desired() map[string][]byte {
 	if data, ok := s.secrets[s.defaultCert]; ok && s.defaultCert != "" {
 		ns, name, _ := cutNamespacedName(s.defaultCert)
 		set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
+	}
+	for _, ref := range s.streamConfigMaps {
+		if data, ok := s.configs[ref]; ok {
+			ns, name, _ := cutNamespacedName(ref)
+			set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+		}
 	}
 	if data, ok := s.configs[s.configMap]; ok {
 		ns, name, _ := cutNamespacedName(s.configMap)

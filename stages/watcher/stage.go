@@ -34,6 +34,10 @@ type Config struct {
 	NamespaceSelector string
 	// ConfigMap is the controller ConfigMap, "namespace/name".
 	ConfigMap string
+	// StreamConfigMaps are --tcp-services-configmap and
+	// --udp-services-configmap, "namespace/name": published as the
+	// controller ConfigMap is.
+	StreamConfigMaps []string
 	// DefaultSSLCertificate is --default-ssl-certificate, "namespace/name":
 	// its Secret is published though no Ingress names it.
 	DefaultSSLCertificate string
@@ -66,7 +70,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	sources := map[string]source{}
 	if s.cfg.Kube != nil {
 		src := newKubeSource(s.cfg.Kube, s.cfg.WatchNamespace, s.cfg.ConfigMap, s.log).withAnnotationsPrefix(s.cfg.AnnotationsPrefix).
-			withDefaultCertificate(s.cfg.DefaultSSLCertificate)
+			withDefaultCertificate(s.cfg.DefaultSSLCertificate).withStreamConfigMaps(s.cfg.StreamConfigMaps)
 		if s.cfg.NamespaceSelector != "" {
 			sel, err := labels.Parse(s.cfg.NamespaceSelector)
 			if err != nil {
