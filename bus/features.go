@@ -35,6 +35,7 @@ type (
 	Mirror                = features.Mirror
 	GlobalAuth            = features.GlobalAuth
 	Passthrough           = features.Passthrough
+	ModSecurity           = features.ModSecurity
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity
