@@ -12,7 +12,8 @@ FUZZTIME  ?= 10000x
 REGEX_DIFF_N ?= 5000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
-                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl
+                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl \
+                libnginx-mod-http-modsecurity modsecurity-crs
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 

@@ -71,6 +71,7 @@ type options struct {
 	logFormat         string
 	workerProcesses   string
 	memoryLimit       string
+	modSecurityConfig string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
 	sslPassthrough    bool
@@ -94,6 +95,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.defaultSSLCert, "default-ssl-certificate", "", "kubernetes.io/tls Secret NAMESPACE/NAME served to TLS clients whose name no Ingress's certificate covers (default: a self-signed certificate)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
+	fs.StringVar(&o.modSecurityConfig, "modsecurity-config", "", "ModSecurity configuration file (absolute path) in place of the default, whose SecRuleEngine is DetectionOnly as in ingress-nginx; e.g. one that says SecRuleEngine On to block")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
 	fs.StringVar(&o.hostOwnership, "host-ownership", translator.HostOwnershipAny, "who may add rules to a host: any (every namespace, as ingress-nginx) or namespace (the namespace of the host's oldest Ingress; other namespaces' rules for it are refused)")
 	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", bus.DefaultAnnotationsPrefix, "prefix of the annotations the plugins read")
@@ -187,6 +189,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
+	var err error
 	if o.metricsAddr != "" && o.enableMetrics {
 		// NGINX counts requests only when something serves them.
 		cfg.MetricsDictSize = metricsDictSize
@@ -201,6 +204,9 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	// refusal end to end through a path every Ingress renders.
 	if v := os.Getenv(testRefuseEnv); v != "" {
 		cfg.TestRefuseIngresses = splitList(v)
+	}
+	if cfg.ModSecurity, err = o.modSecurity(cfg.ModulesDir); err != nil {
+		return cfg, err
 	}
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
@@ -429,3 +435,28 @@ func (o *options) annotationsConfig(log *zap.Logger) (annotations.Config, error)
 // namespacedNamePattern is a flag's NAMESPACE/NAME: a namespace (a DNS
 // label) and an object name (a DNS subdomain).
 var namespacedNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$`)
+
+// modSecurity finds out whether ModSecurity can run here: Debian's module
+// and Core Rule Set installed (else the Ingresses asking for it fail
+// closed), and --modsecurity-config readable.
+func (o *options) modSecurity(modulesDir string) (renderer.ModSecurityConfig, error) {
+	cfg := renderer.ModSecurityConfig{CoreRuleSet: renderer.DefaultCoreRuleSet, RulesFile: o.modSecurityConfig}
+	if cfg.RulesFile != "" {
+		if !filepath.IsAbs(cfg.RulesFile) {
+			return cfg, fmt.Errorf("--modsecurity-config %q is not an absolute path", cfg.RulesFile)
+		}
+		if _, err := os.Stat(cfg.RulesFile); err != nil {
+			return cfg, fmt.Errorf("--modsecurity-config: %w", err)
+		}
+	}
+	for _, need := range []struct{ path, pkg string }{
+		{filepath.Join(modulesDir, renderer.ModSecurityModule), "libnginx-mod-http-modsecurity"},
+		{cfg.CoreRuleSet, "modsecurity-crs"},
+	} {
+		if _, err := os.Stat(need.path); err != nil {
+			cfg.Unavailable = fmt.Sprintf("%s is missing (Debian package %s)", need.path, need.pkg)
+			break
+		}
+	}
+	return cfg, nil
+}

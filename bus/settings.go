@@ -58,6 +58,7 @@ type Settings struct {
 	AccessSettings        // global source ranges and block lists (settings_access.go)
 	GlobalAuthSettings    // global external auth (settings_globalauth.go)
 	RedirectSettings      // force-ssl-redirect and the like (settings_redirect.go)
+	ModSecuritySettings   // enable-modsecurity and the Core Rule Set (settings_modsecurity.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as

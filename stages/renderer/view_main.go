@@ -143,6 +143,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		modules = append(modules, streamModule)
 		v.ServerPort = "$switchyard_server_port"
 	}
+	if cfg.loadModSecurity {
+		modules = append(modules, ModSecurityModule)
+	}
 	for _, m := range modules {
 		q, err := quote(cfg.ModulesDir + "/" + m)
 		if err != nil {
