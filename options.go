@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -440,7 +442,7 @@ var namespacedNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9
 // and Core Rule Set installed (else the Ingresses asking for it fail
 // closed), and --modsecurity-config readable.
 func (o *options) modSecurity(modulesDir string) (renderer.ModSecurityConfig, error) {
-	cfg := renderer.ModSecurityConfig{CoreRuleSet: renderer.DefaultCoreRuleSet, RulesFile: o.modSecurityConfig}
+	cfg := renderer.ModSecurityConfig{RulesFile: o.modSecurityConfig}
 	if cfg.RulesFile != "" {
 		if !filepath.IsAbs(cfg.RulesFile) {
 			return cfg, fmt.Errorf("--modsecurity-config %q is not an absolute path", cfg.RulesFile)
@@ -449,12 +451,13 @@ func (o *options) modSecurity(modulesDir string) (renderer.ModSecurityConfig, er
 			return cfg, fmt.Errorf("--modsecurity-config: %w", err)
 		}
 	}
-	for _, need := range []struct{ path, pkg string }{
-		{filepath.Join(modulesDir, renderer.ModSecurityModule), "libnginx-mod-http-modsecurity"},
-		{cfg.CoreRuleSet, "modsecurity-crs"},
-	} {
-		if _, err := os.Stat(need.path); err != nil {
-			cfg.Unavailable = fmt.Sprintf("%s is missing (Debian package %s)", need.path, need.pkg)
+	need := map[string]string{filepath.Join(modulesDir, renderer.ModSecurityModule): "libnginx-mod-http-modsecurity"}
+	for _, f := range renderer.CoreRuleSetFiles {
+		need[f] = "modsecurity-crs"
+	}
+	for _, path := range slices.Sorted(maps.Keys(need)) {
+		if _, err := os.Stat(path); err != nil {
+			cfg.Unavailable = fmt.Sprintf("%s is missing (Debian package %s)", path, need[path])
 			break
 		}
 	}

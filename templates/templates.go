@@ -16,3 +16,8 @@ var FS embed.FS
 //
 //go:embed modsecurity_default.conf
 var ModSecurityDefault string
+
+// ModSecurityCoreRuleSet loads Debian's OWASP Core Rule Set.
+//
+//go:embed modsecurity_crs.conf
+var ModSecurityCoreRuleSet string

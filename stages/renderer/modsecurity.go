@@ -19,13 +19,11 @@ type ModSecurityConfig struct {
 	// configuration, an absolute path, in place of Switchyard's default
 	// (templates/modsecurity_default.conf, SecRuleEngine DetectionOnly).
 	RulesFile string
-	// CoreRuleSet is the file that loads the OWASP Core Rule Set.
-	CoreRuleSet string
 }
 
-// DefaultCoreRuleSet is where Debian's modsecurity-crs loads the OWASP
-// Core Rule Set from (its crs-setup.conf, then the rules).
-const DefaultCoreRuleSet = "/usr/share/modsecurity-crs/owasp-crs.load"
+// CoreRuleSetFiles are what the Core Rule Set needs of Debian's
+// modsecurity-crs (templates/modsecurity_crs.conf includes them).
+var CoreRuleSetFiles = []string{"/etc/modsecurity/crs/crs-setup.conf", "/usr/share/modsecurity-crs/rules"}
 
 // ModSecurityModule is Debian's libnginx-mod-http-modsecurity, loaded
 // only while some server runs ModSecurity.
@@ -39,12 +37,12 @@ type modSecurityView struct {
 	// Off: "modsecurity off" (enable-modsecurity: "false" under the
 	// ConfigMap's enable-modsecurity).
 	Off bool
-	// On: "modsecurity on" with Rules (the default configuration, quoted)
-	// or the RulesFiles; a location under the ConfigMap's
-	// enable-modsecurity only adds RulesFiles (the Core Rule Set).
-	On         bool
-	Rules      string
-	RulesFiles []string
+	// On: "modsecurity on" with the configuration in Rules; a location
+	// under the ConfigMap's enable-modsecurity only adds the Core Rule Set
+	// there. Each is a modsecurity_rules (Switchyard's text, quoted) or a
+	// modsecurity_rules_file (a quoted path) directive, without ";".
+	On    bool
+	Rules []string
 	// TransactionID is modsecurity_transaction_id's argument, quoted.
 	TransactionID string
 }
@@ -95,9 +93,7 @@ func newLocationModSecurity(cfg ModSecurityConfig, f *bus.Features, s bus.Settin
 			return nil, err
 		}
 	} else if m.OWASPRules && !s.EnableOWASPCoreRules {
-		if err := v.addCoreRuleSet(cfg); err != nil {
-			return nil, err
-		}
+		v.addCoreRuleSet()
 	}
 	if m.TransactionID != "" {
 		if err := (&bus.Features{ModSecurity: m}).Validate(); err != nil {
@@ -109,7 +105,7 @@ func newLocationModSecurity(cfg ModSecurityConfig, f *bus.Features, s bus.Settin
 		}
 		v.TransactionID = id
 	}
-	if !v.On && len(v.RulesFiles) == 0 && v.TransactionID == "" {
+	if !v.On && len(v.Rules) == 0 && v.TransactionID == "" {
 		return nil, nil
 	}
 	return v, nil
@@ -123,27 +119,18 @@ func (v *modSecurityView) addConfiguration(cfg ModSecurityConfig, crs bool) erro
 		if err != nil {
 			return fmt.Errorf("modsecurity config: %w", err)
 		}
-		v.RulesFiles = append(v.RulesFiles, q)
+		v.Rules = append(v.Rules, "modsecurity_rules_file "+q)
 	} else {
-		v.Rules = quoteStatic(templates.ModSecurityDefault)
+		v.Rules = append(v.Rules, "modsecurity_rules "+quoteStatic(templates.ModSecurityDefault))
 	}
 	if crs {
-		return v.addCoreRuleSet(cfg)
+		v.addCoreRuleSet()
 	}
 	return nil
 }
 
-func (v *modSecurityView) addCoreRuleSet(cfg ModSecurityConfig) error {
-	path := cfg.CoreRuleSet
-	if path == "" {
-		path = DefaultCoreRuleSet
-	}
-	q, err := quote(path)
-	if err != nil {
-		return fmt.Errorf("modsecurity core rule set: %w", err)
-	}
-	v.RulesFiles = append(v.RulesFiles, q)
-	return nil
+func (v *modSecurityView) addCoreRuleSet() {
+	v.Rules = append(v.Rules, "modsecurity_rules "+quoteStatic(templates.ModSecurityCoreRuleSet))
 }
 
 // quoteStatic quotes Switchyard's own text (never user input) for NGINX,

@@ -84,7 +84,6 @@ func DefaultConfig() Config {
 		ConfigDictSize: "64m",
 		CertDictSize:   "32m",
 		AccessLog:      true,
-		ModSecurity:    ModSecurityConfig{CoreRuleSet: DefaultCoreRuleSet},
 	}
 }
 
