@@ -29,12 +29,16 @@ func modSecurityIngresses() string {
 // mount over modsecurity.conf), the Core Rule Set answers a SQL injection
 // and an XSS probe with 403 on the Ingress that asks for it, lets a clean
 // request through, and the Ingress without the annotation is unaffected.
+// Then the ConfigMap's enable-modsecurity and enable-owasp-modsecurity-crs
+// put every Ingress behind it, except one that says enable-modsecurity:
+// "false".
 func TestModSecurityBlocksThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	config := filepath.Join(e.dir, "..", "modsecurity-on.conf")
 	harness.WriteFile(t, config, strings.Replace(templates.ModSecurityDefault, "SecRuleEngine DetectionOnly", "SecRuleEngine On", 1))
 	e.write("ingresses.yaml", modSecurityIngresses())
-	e.sy = harness.StartSwitchyard(t, e.dir, "--modsecurity-config", config)
+	e.write("unguarded.yaml", proxyIngress("unguarded", "unguarded.example.com", "echo-a", map[string]string{"enable-modsecurity": "false"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--modsecurity-config", config, "--configmap", configMapName)
 
 	e.eventually("waf.example.com", "/", "a clean request through ModSecurity", servedBy("a-1"))
 	e.eventually("plain.example.com", "/", "the Ingress without ModSecurity", servedBy("a-1"))
@@ -44,6 +48,18 @@ func TestModSecurityBlocksThroughNginx(t *testing.T) {
 		}
 		if r, err := e.send(http.MethodGet, "plain.example.com", probe, nil, nil); err != nil || r.Status != http.StatusOK {
 			t.Errorf("%s on the Ingress without ModSecurity: got %d %v, want 200", probe, r.Status, err)
+		}
+	}
+
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-modsecurity": "true", "enable-owasp-modsecurity-crs": "true"}))
+	e.eventually("plain.example.com", sqlInjectionPath, "the ConfigMap's ModSecurity on the Ingress without the annotation", status(http.StatusForbidden))
+	e.eventually("plain.example.com", "/", "a clean request under the ConfigMap's ModSecurity", servedBy("a-1"))
+	for _, probe := range []string{sqlInjectionPath, xssPath} {
+		if r, err := e.send(http.MethodGet, "waf.example.com", probe, nil, nil); err != nil || r.Status != http.StatusForbidden {
+			t.Errorf("%s on the firewalled Ingress under the ConfigMap: got %d %v, want 403", probe, r.Status, err)
+		}
+		if r, err := e.send(http.MethodGet, "unguarded.example.com", probe, nil, nil); err != nil || r.Status != http.StatusOK {
+			t.Errorf("%s on the Ingress that turns ModSecurity off: got %d %v, want 200", probe, r.Status, err)
 		}
 	}
 }
