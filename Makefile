@@ -84,6 +84,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseHeaderList$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/authtls
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/mirror
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/modsecurity
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/access
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/cors
 	$(GO) test -run '^$$' -fuzz '^FuzzParseErrorCodes$$' -fuzztime $(FUZZTIME) ./plugins/builtin/errors
