@@ -96,14 +96,14 @@ func newLocationModSecurity(cfg ModSecurityConfig, f *bus.Features, s bus.Settin
 		v.addCoreRuleSet()
 	}
 	if m.TransactionID != "" {
+		// Validate checks the whole value against its pattern (letters,
+		// digits, . _ : - and whole variables, ${name} included, which
+		// quoteVariables would refuse for the braces): nothing in it can
+		// end the quoted string.
 		if err := (&bus.Features{ModSecurity: m}).Validate(); err != nil {
 			return nil, err
 		}
-		id, err := quoteVariables(m.TransactionID)
-		if err != nil {
-			return nil, err
-		}
-		v.TransactionID = id
+		v.TransactionID = `"` + m.TransactionID + `"`
 	}
 	if !v.On && len(v.Rules) == 0 && v.TransactionID == "" {
 		return nil, nil
