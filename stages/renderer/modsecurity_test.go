@@ -106,4 +106,3 @@ func TestModSecurityModuleLoadedOnlyInUse(t *testing.T) {
 		t.Error("the other server is not served")
 	}
 }
-
