@@ -42,24 +42,23 @@ func TestModSecurityBlocksThroughNginx(t *testing.T) {
 
 	e.eventually("waf.example.com", "/", "a clean request through ModSecurity", servedBy("a-1"))
 	e.eventually("plain.example.com", "/", "the Ingress without ModSecurity", servedBy("a-1"))
-	for _, probe := range []string{sqlInjectionPath, xssPath} {
-		if r, err := e.send(http.MethodGet, "waf.example.com", probe, nil, nil); err != nil || r.Status != http.StatusForbidden {
-			t.Errorf("%s on the firewalled Ingress: got %d %v, want 403", probe, r.Status, err)
-		}
-		if r, err := e.send(http.MethodGet, "plain.example.com", probe, nil, nil); err != nil || r.Status != http.StatusOK {
-			t.Errorf("%s on the Ingress without ModSecurity: got %d %v, want 200", probe, r.Status, err)
-		}
-	}
+	e.expectProbes("waf.example.com", http.StatusForbidden, "the firewalled Ingress")
+	e.expectProbes("plain.example.com", http.StatusOK, "the Ingress without ModSecurity")
 
 	e.write("config.yaml", configMapYAML(map[string]string{"enable-modsecurity": "true", "enable-owasp-modsecurity-crs": "true"}))
 	e.eventually("plain.example.com", sqlInjectionPath, "the ConfigMap's ModSecurity on the Ingress without the annotation", status(http.StatusForbidden))
 	e.eventually("plain.example.com", "/", "a clean request under the ConfigMap's ModSecurity", servedBy("a-1"))
+	e.expectProbes("waf.example.com", http.StatusForbidden, "the firewalled Ingress under the ConfigMap")
+	e.expectProbes("unguarded.example.com", http.StatusOK, "the Ingress that turns ModSecurity off")
+}
+
+// expectProbes sends the SQL injection and XSS probes to host and expects
+// status for both.
+func (e *env) expectProbes(host string, status int, what string) {
+	e.t.Helper()
 	for _, probe := range []string{sqlInjectionPath, xssPath} {
-		if r, err := e.send(http.MethodGet, "waf.example.com", probe, nil, nil); err != nil || r.Status != http.StatusForbidden {
-			t.Errorf("%s on the firewalled Ingress under the ConfigMap: got %d %v, want 403", probe, r.Status, err)
-		}
-		if r, err := e.send(http.MethodGet, "unguarded.example.com", probe, nil, nil); err != nil || r.Status != http.StatusOK {
-			t.Errorf("%s on the Ingress that turns ModSecurity off: got %d %v, want 200", probe, r.Status, err)
+		if r, err := e.send(http.MethodGet, host, probe, nil, nil); err != nil || r.Status != status {
+			e.t.Errorf("%s on %s: got %d %v, want %d", probe, what, r.Status, err, status)
 		}
 	}
 }

@@ -52,9 +52,5 @@ func TestBenchModSecurity(t *testing.T) {
 	fmt.Fprintf(&rep, "throughput ratio ModSecurity+CRS / without: %.2f (no target); NGINX CPU per request without / with: %.2f\n",
 		runs[1].rps()/runs[0].rps(), ratio(runs[0].cpuPerRequest(), runs[1].cpuPerRequest()))
 	t.Log(rep.String())
-	for i, r := range runs {
-		if r.failed > 0 {
-			t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
-		}
-	}
+	expectNoFailures(t, targets, runs)
 }
