@@ -65,8 +65,7 @@ func (e *env) expectProbes(host string, status int, what string) {
 
 // TestModSecurityDetectsThroughNginx: with the default configuration
 // (SecRuleEngine DetectionOnly, as in ingress-nginx) the probe passes and
-// the match is logged; the ConfigMap's enable-modsecurity turns it on for
-// every Ingress, and enable-modsecurity: "false" turns it off for one.
+// the match is audit-logged (NGINX's stderr, in switchyard's log).
 func TestModSecurityDetectsThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	e.write("ingresses.yaml", modSecurityIngresses())
