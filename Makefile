@@ -12,7 +12,8 @@ FUZZTIME  ?= 10000x
 REGEX_DIFF_N ?= 5000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
-                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl
+                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl \
+                libnginx-mod-http-modsecurity modsecurity-crs
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 
@@ -88,6 +89,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthCacheValues$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/authtls
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/mirror
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/modsecurity
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/access
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/cors
 	$(GO) test -run '^$$' -fuzz '^FuzzParseErrorCodes$$' -fuzztime $(FUZZTIME) ./plugins/builtin/errors

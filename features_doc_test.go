@@ -262,6 +262,18 @@ var features = []feature{
 		tests:     []string{"plugins/builtin/mirror.TestParse", "integration.TestMirrorThroughNginx", "integration.TestCVEInjectionRejected"},
 	},
 	{
+		name: "ModSecurity and the OWASP Core Rule Set", summary: "enable-modsecurity, enable-owasp-core-rules, modsecurity-transaction-id and the ConfigMap's enable-modsecurity (every server) and enable-owasp-modsecurity-crs: Debian's ModSecurity v3 connector with Switchyard's default configuration (SecRuleEngine DetectionOnly as in ingress-nginx; matches audit-logged as JSON on NGINX's stderr) or the operator's --modsecurity-config, and Debian's modsecurity-crs; enable-modsecurity: false opts a location out. The module is loaded only while a server runs it; where it is not installed, a location asking for it answers 503 and is reported. modsecurity-snippet stays refused.",
+		plugin: "modsecurity", keys: []string{"enable-modsecurity", "enable-owasp-core-rules", "modsecurity-transaction-id"},
+		busTypes:   []string{"bus/features.ModSecurity", "bus.ModSecuritySettings"},
+		tables:     []string{"annotations.server.<host> (locations[].features.modSecurity)", "translator.config.controller (enable-modsecurity, enable-owasp-modsecurity-crs)"},
+		translator: []string{"stages/translator.modSecuritySettings"},
+		renderer:   []string{"stages/renderer.newLocationModSecurity", "stages/renderer.newServerModSecurity", "stages/renderer.withoutModSecurity"},
+		templates:  []string{"templates/server.conf.tmpl", "templates/modsecurity_default.conf", "templates/modsecurity_crs.conf"},
+		testdata:   []string{"stages/renderer/testdata/modsecurity.model.json", "stages/renderer/testdata/modsecurity-configmap.model.json"},
+		tests: []string{"plugins/builtin/modsecurity.TestParse", "stages/renderer.TestModSecurityModuleLoadedOnlyInUse",
+			"integration.TestModSecurityBlocksThroughNginx", "integration.TestModSecurityDetectsThroughNginx"},
+	},
+	{
 		name: "Bad annotations and fail closed", summary: "A value that does not match its pattern, a risk above annotations-risk-level or a snippet is a Problem on the Ingress; an annotation that must hold and cannot (plugin down, Secret missing) makes the location answer 503 (Deny).",
 		busTypes:    []string{"bus.Problem", "bus/features.Deny"},
 		tables:      []string{"annotations.ingress.<ns>.<name> (problems)", "annotations.server.<host> (locations[].features.deny)"},

@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +76,7 @@ type options struct {
 	logFormat         string
 	workerProcesses   string
 	memoryLimit       string
+	modSecurityConfig string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
 	sslPassthrough    bool
@@ -101,6 +104,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.defaultBackend, "default-backend-service", "", "Service NAMESPACE/NAME that answers requests no Ingress matches (default: a built-in 404)")
 	fs.StringVar(&o.defaultSSLCert, "default-ssl-certificate", "", "kubernetes.io/tls Secret NAMESPACE/NAME served to TLS clients whose name no Ingress's certificate covers (default: a self-signed certificate)")
 	fs.StringVar(&o.resolvers, "resolver", "", "DNS servers NGINX asks for ExternalName Services, comma-separated (default: the nameservers of /etc/resolv.conf)")
+	fs.StringVar(&o.modSecurityConfig, "modsecurity-config", "", "ModSecurity configuration file (absolute path) in place of the default, whose SecRuleEngine is DetectionOnly as in ingress-nginx; e.g. one that says SecRuleEngine On to block")
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "directory of third-party annotation plugins (every executable file in it is started)")
 	fs.StringVar(&o.hostOwnership, "host-ownership", translator.HostOwnershipAny, "who may add rules to a host: any (every namespace, as ingress-nginx) or namespace (the namespace of the host's oldest Ingress; other namespaces' rules for it are refused)")
 	fs.StringVar(&o.annotationsPrefix, "annotations-prefix", bus.DefaultAnnotationsPrefix, "prefix of the annotations the plugins read")
@@ -234,6 +238,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
+	var err error
 	if o.metricsAddr != "" && o.enableMetrics {
 		// NGINX counts requests only when something serves them.
 		cfg.MetricsDictSize = metricsDictSize
@@ -250,6 +255,9 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 		cfg.TestRefuseIngresses = splitList(v)
 	}
 	cfg.StreamServices = o.tcpServices != "" || o.udpServices != ""
+	if cfg.ModSecurity, err = o.modSecurity(cfg.ModulesDir); err != nil {
+		return cfg, err
+	}
 	socket, err := o.controlSocket()
 	cfg.ControlSocket = socket
 	if o.sslPassthrough {
@@ -497,4 +505,30 @@ func (o *options) startTracing(ctx context.Context, log *zap.Logger) (stop func(
 			log.Warn("sending the last pipeline spans", zap.Error(err))
 		}
 	}, nil
+}
+
+// modSecurity finds out whether ModSecurity can run here: Debian's module
+// and Core Rule Set installed (else the Ingresses asking for it fail
+// closed), and --modsecurity-config readable.
+func (o *options) modSecurity(modulesDir string) (renderer.ModSecurityConfig, error) {
+	cfg := renderer.ModSecurityConfig{RulesFile: o.modSecurityConfig}
+	if cfg.RulesFile != "" {
+		if !filepath.IsAbs(cfg.RulesFile) {
+			return cfg, fmt.Errorf("--modsecurity-config %q is not an absolute path", cfg.RulesFile)
+		}
+		if _, err := os.Stat(cfg.RulesFile); err != nil {
+			return cfg, fmt.Errorf("--modsecurity-config: %w", err)
+		}
+	}
+	need := map[string]string{filepath.Join(modulesDir, renderer.ModSecurityModule): "libnginx-mod-http-modsecurity"}
+	for _, f := range renderer.CoreRuleSetFiles {
+		need[f] = "modsecurity-crs"
+	}
+	for _, path := range slices.Sorted(maps.Keys(need)) {
+		if _, err := os.Stat(path); err != nil {
+			cfg.Unavailable = fmt.Sprintf("%s is missing (Debian package %s)", path, need[path])
+			break
+		}
+	}
+	return cfg, nil
 }

@@ -36,6 +36,7 @@ type (
 	Mirror                = features.Mirror
 	GlobalAuth            = features.GlobalAuth
 	Passthrough           = features.Passthrough
+	ModSecurity           = features.ModSecurity
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

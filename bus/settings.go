@@ -59,6 +59,7 @@ type Settings struct {
 	GlobalAuthSettings    // global external auth (settings_globalauth.go)
 	RedirectSettings      // force-ssl-redirect and the like (settings_redirect.go)
 	StreamSettings        // the TCP and UDP services' proxy-stream-* keys (settings_stream.go)
+	ModSecuritySettings   // enable-modsecurity and the Core Rule Set (settings_modsecurity.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as

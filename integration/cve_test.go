@@ -87,6 +87,23 @@ var injectionCases = []injectionCase{
 		reject:      "mirror-target: value",
 	},
 	{
+		// modsecurity-transaction-id is written into the location, quoted;
+		// only whole request variables may appear in it.
+		name: "modsecurity-transaction-id", cve: "CVE-2025-1098 class", marker: "pwn81",
+		annotations: map[string]string{ann + "enable-modsecurity": "true", ann + "modsecurity-transaction-id": `x"; load_module /tmp/pwn81.so; #`},
+		reject:      "modsecurity-transaction-id: value",
+	},
+	{
+		name: "modsecurity-transaction-id-brace", cve: "CVE-2025-1098 class", marker: "pwn82",
+		annotations: map[string]string{ann + "enable-modsecurity": "true", ann + "modsecurity-transaction-id": `${request_id}}; location /pwn82 {`},
+		reject:      "modsecurity-transaction-id: value",
+	},
+	{
+		name: "modsecurity-snippet", cve: "CVE-2021-25742 class", marker: "pwn83",
+		annotations: map[string]string{ann + "enable-modsecurity": "true", ann + "modsecurity-snippet": "SecRuleEngine Off\nInclude /etc/pwn83.conf"},
+		reject:      "modsecurity-snippet",
+	},
+	{
 		name: "configuration-snippet", cve: "CVE-2021-25742", marker: "pwn9",
 		annotations: map[string]string{ann + "configuration-snippet": `content_by_lua_block { ngx.say(io.open("/var/run/secrets/pwn9"):read("*a")) }`},
 		reject:      "configuration-snippet",

@@ -9,3 +9,15 @@ import "embed"
 //
 //go:embed *.tmpl
 var FS embed.FS
+
+// ModSecurityDefault is ModSecurity's configuration where the operator
+// gave none (--modsecurity-config): SecRuleEngine DetectionOnly, as in
+// ingress-nginx.
+//
+//go:embed modsecurity_default.conf
+var ModSecurityDefault string
+
+// ModSecurityCoreRuleSet loads Debian's OWASP Core Rule Set.
+//
+//go:embed modsecurity_crs.conf
+var ModSecurityCoreRuleSet string

@@ -54,6 +54,8 @@ type Features struct {
 	// Passthrough goes onto the server of the Ingress's hosts: TLS handed
 	// to the backend unterminated (passthrough.go).
 	Passthrough *Passthrough `json:"passthrough,omitempty"`
+	// ModSecurity is the web application firewall (modsecurity.go).
+	ModSecurity *ModSecurity `json:"modSecurity,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -140,6 +142,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.Mirror.validate(); err != nil {
 		return fmt.Errorf("mirror: %w", err)
+	}
+	if err := f.ModSecurity.validate(); err != nil {
+		return fmt.Errorf("modSecurity: %w", err)
 	}
 	if f.Passthrough != nil && !f.Passthrough.Enabled {
 		return fmt.Errorf("passthrough: a group that is not enabled")

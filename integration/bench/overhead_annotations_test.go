@@ -85,11 +85,7 @@ func TestBenchOverheadAnnotations(t *testing.T) {
 			r.name, throughput, met(throughput >= 0.95), ratio(plainRun.cpuPerRequest(), syRun.cpuPerRequest()))
 	}
 	t.Log(rep.String())
-	for i, r := range runs {
-		if r.failed > 0 {
-			t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
-		}
-	}
+	expectNoFailures(t, targets, runs)
 }
 
 // checkAnnotatedRoute makes sure the measured route does what its

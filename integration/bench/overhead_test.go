@@ -105,11 +105,7 @@ func TestBenchOverheadHooks(t *testing.T) {
 		fmt.Fprintf(&rep, "%-36s %s; ratio to plain %.2f%s\n", targets[i].name, r, r.rps()/plainRun.rps(), share)
 	}
 	t.Log(rep.String())
-	for i, r := range runs {
-		if r.failed > 0 {
-			t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
-		}
-	}
+	expectNoFailures(t, targets, runs)
 }
 
 // TestPlainConfig checks the benchmark's baseline itself (it runs without
@@ -174,6 +170,17 @@ type benchTarget struct {
 	master     int
 	host       string
 	origin     string
+}
+
+// expectNoFailures fails the test for each target a request failed
+// through: a ratio over failed requests measures nothing.
+func expectNoFailures(t *testing.T, targets []benchTarget, runs []closedLoop) {
+	t.Helper()
+	for i, r := range runs {
+		if r.failed > 0 {
+			t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
+		}
+	}
 }
 
 // alternate loads each target in turn, rounds times, so that a change of

@@ -24,6 +24,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/headers"
 	"switchyard.dev/switchyard/plugins/builtin/logs"
 	"switchyard.dev/switchyard/plugins/builtin/mirror"
+	"switchyard.dev/switchyard/plugins/builtin/modsecurity"
 	"switchyard.dev/switchyard/plugins/builtin/passthrough"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
@@ -41,6 +42,7 @@ var registry = map[string]func() plugins.Plugin{
 	"authtls":     authtls.New,
 	"cors":        cors.New,
 	"mirror":      mirror.New,
+	"modsecurity": modsecurity.New,
 	"errors":      errors.New,
 	"headers":     headers.New,
 	"logs":        logs.New,

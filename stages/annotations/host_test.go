@@ -237,7 +237,7 @@ func TestHostRejects(t *testing.T) {
 		{"unowned-snippet", map[string]string{bus.DefaultAnnotationsPrefix + "/configuration-snippet": "more_set_headers x;"},
 			bus.DefaultAnnotationsPrefix + "/configuration-snippet", "snippet annotations are off"},
 		{"catalog-refused", map[string]string{bus.DefaultAnnotationsPrefix + "/enable-modsecurity": "true"},
-			bus.DefaultAnnotationsPrefix + "/enable-modsecurity", "is refused: ModSecurity is not run by Switchyard"},
+			bus.DefaultAnnotationsPrefix + "/enable-modsecurity", "is refused: the ModSecurity firewall is not enforced without its plugin"},
 		{"plugin-error", map[string]string{headerKey: rejectValue}, headerKey, "the plugin says no"},
 		{"bad-features", map[string]string{headerKey: forgedValue}, "", "a plugin returned features the host refuses"},
 	}

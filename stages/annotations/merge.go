@@ -71,6 +71,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("passthrough", &f.Passthrough, other.Passthrough); err != nil {
 		return err
 	}
+	if err := mergeGroup("modSecurity", &f.ModSecurity, other.ModSecurity); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -55,6 +55,10 @@ type Renderer struct {
 	// ServicesFile needs rendering (streams.go).
 	streams       *bus.StreamServices
 	servicesDirty bool
+	// modSecurity are the servers that run ModSecurity, by model key, and
+	// mainModSecurity whether nginx.conf was rendered loading its module.
+	modSecurity     map[string]bool
+	mainModSecurity bool
 }
 
 type renderDirty struct {
@@ -84,6 +88,7 @@ func NewRenderer(cfg Config) *Renderer {
 		ref:   newRefusalState(),
 
 		passBackends: map[string]map[string]bool{},
+		modSecurity:  map[string]bool{},
 	}
 	r.dirty.main = true
 	return r
@@ -207,16 +212,9 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
 	}
 	if d.main || d.mainFile || resized {
-		cfg := r.cfg
-		cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
-		settings := r.effectiveSettings()
-		main, err := renderMain(cfg, settings, r.sources(""), r.refusedLines())
-		if err != nil {
-			return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
+		if err := r.flushMain(&out); err != nil {
+			return bus.Output{}, []error{err}
 		}
-		r.files[MainFile] = true
-		putFile(&out, MainFile, main)
-		r.flushDHParam(settings, &out)
 	}
 	if d.main {
 		// Server files depend on the settings too (redirects, HSTS, HTTP/2).
@@ -229,6 +227,13 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 			errs = append(errs, err)
 		}
 	}
+	if r.loadModSecurity() != r.mainModSecurity {
+		// The first or the last server with ModSecurity: nginx.conf loads
+		// its module only while one runs it.
+		if err := r.flushMain(&out); err != nil {
+			return bus.Output{}, []error{err}
+		}
+	}
 	r.flushStream(d.main || d.mainFile, &out, &errs)
 	r.flushServices(d.main || d.mainFile, &out, &errs)
 	if err := r.flushZones(&out); err != nil {
@@ -236,6 +241,33 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	}
 	slices.Sort(out.Deletes)
 	return out, errs
+}
+
+// flushMain renders nginx.conf.
+func (r *Renderer) flushMain(out *bus.Output) error {
+	cfg := r.cfg
+	cfg.ConfigDictSize, cfg.CertDictSize = r.dicts.config, r.dicts.certs
+	cfg.loadModSecurity = r.loadModSecurity()
+	settings := r.effectiveSettings()
+	main, err := renderMain(cfg, settings, r.sources(""), r.refusedLines())
+	if err != nil {
+		return fmt.Errorf("render %s: %w", MainFile, err)
+	}
+	r.files[MainFile] = true
+	r.mainModSecurity = cfg.loadModSecurity
+	putFile(out, MainFile, main)
+	r.flushDHParam(settings, out)
+	return nil
+}
+
+// loadModSecurity says whether nginx.conf must load ModSecurity's module:
+// the ConfigMap turns it on (a location may say "modsecurity off"), or a
+// server runs it.
+func (r *Renderer) loadModSecurity() bool {
+	if r.cfg.ModSecurity.Unavailable != "" {
+		return false
+	}
+	return r.effectiveSettings().EnableModSecurity || len(r.modSecurity) > 0
 }
 
 // sizeDicts grows the shared dicts to fit the payloads (never shrinking
@@ -271,6 +303,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	if s == nil {
 		// Deleted: its file went with it in SetServer.
 		r.zones.set(key, nil)
+		delete(r.modSecurity, key)
 		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
 		r.setAuthFiles(key, nil, out)
 		return nil
@@ -280,21 +313,31 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 		// Every location's Ingress is refused: the host goes to the
 		// catch-all server until one changes.
 		r.zones.set(key, nil)
+		delete(r.modSecurity, key)
 		delete(r.files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
 		r.setAuthFiles(key, nil, out)
 		return nil
 	}
 	s, leftOut := withoutForeignNested(s)
-	text, err := renderServer(r.cfg, r.effectiveSettings(), s, r.backendContext(), r.sources(key))
+	settings := r.effectiveSettings()
+	s, closed := withoutModSecurity(r.cfg.ModSecurity, settings, s)
+	leftOut = append(leftOut, closed...)
+	text, err := renderServer(r.cfg, settings, s, r.backendContext(), r.sources(key))
 	if err != nil {
 		r.zones.set(key, nil)
+		delete(r.modSecurity, key)
 		delete(r.files, path)
 		out.Deletes = append(out.Deletes, fileKey(path))
 		r.setAuthFiles(key, nil, out)
 		return fmt.Errorf("render server %s: %w", s.Hostname, err)
 	}
 	r.zones.set(key, serverZones(s, r.effectiveSettings()))
+	if r.cfg.ModSecurity.Unavailable == "" && usesModSecurity(s, settings) {
+		r.modSecurity[key] = true
+	} else {
+		delete(r.modSecurity, key)
+	}
 	r.files[path] = true
 	putFile(out, path, text)
 	r.setAuthFiles(key, authFiles(s), out)

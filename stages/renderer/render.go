@@ -59,6 +59,11 @@ type Config struct {
 	// NGINX refuses, so a test can see a refusal traced to its Ingress end
 	// to end through the real binary.
 	TestRefuseIngresses []string
+	// ModSecurity is how ModSecurity runs here (modsecurity.go).
+	ModSecurity ModSecurityConfig
+	// loadModSecurity: some server runs ModSecurity, so nginx.conf loads
+	// its module (set by the incremental renderer before nginx.conf).
+	loadModSecurity bool
 }
 
 func (c Config) testRefuse() map[string]bool {

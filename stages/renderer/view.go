@@ -56,6 +56,9 @@ type serverView struct {
 	SSLCiphers, SSLPreferServerCiphers, SSLSource string
 	// ClientAuth is the server's mutual TLS (clientauth.go), or nil.
 	ClientAuth *clientAuthView
+	// ModSecurity is the ConfigMap's enable-modsecurity (modsecurity.go),
+	// or nil.
+	ModSecurity *modSecurityView
 	// Blocks are the ConfigMap's block-user-agents and block-referers
 	// checks: a request that matches gets 403 (access.go).
 	Blocks []blockView
@@ -117,6 +120,8 @@ type locationView struct {
 	CORS *corsView
 	// Mirror is the location's mirror (mirror.go), or nil.
 	Mirror *mirrorView
+	// ModSecurity is the location's ModSecurity (modsecurity.go), or nil.
+	ModSecurity *modSecurityView
 	// IngressArgs are switchyard.ingress.rewrite's arguments (luaLocation);
 	// BalancerArg the backend's name as a Lua literal (proxy).
 	IngressArgs, BalancerArg string
@@ -170,6 +175,14 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	}
 	if view.ClientAuth, err = newClientAuthView(s, src); err != nil {
 		return serverView{}, err
+	}
+	if cfg.ModSecurity.Unavailable == "" && usesModSecurity(s, settings) {
+		if view.ModSecurity, err = newServerModSecurity(cfg.ModSecurity, settings); err != nil {
+			return serverView{}, err
+		}
+		if view.ModSecurity != nil {
+			view.ModSecurity.Source = src.configMapSource("enable-modsecurity")
+		}
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
 	view.Blocks = serverBlocks(settings.AccessSettings, src)
@@ -313,6 +326,11 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if v.Mirror, err = newMirrorView(i, l.Features); err != nil {
 		return locationView{}, err
+	}
+	if l.Ingress != "" && c.cfg.ModSecurity.Unavailable == "" {
+		if v.ModSecurity, err = newLocationModSecurity(c.cfg.ModSecurity, l.Features, c.settings); err != nil {
+			return locationView{}, fmt.Errorf("location %q: %w", l.Path, err)
+		}
 	}
 	v.AccessEnd = attributeAccess(v.Access, v.Source)
 	if l.Features != nil && l.Features.Logs != nil {

@@ -149,6 +149,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if cfg.SSLPassthrough {
 		v.ServerPort = "$switchyard_server_port"
 	}
+	if cfg.loadModSecurity {
+		modules = append(modules, ModSecurityModule)
+	}
 	for _, m := range modules {
 		q, err := quote(cfg.ModulesDir + "/" + m)
 		if err != nil {

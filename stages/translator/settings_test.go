@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases, modSecuritySettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
@@ -305,7 +305,6 @@ func TestParseSettingsUnparsedKeys(t *testing.T) {
 		{"main-snippet", ReasonRefused, "a snippet"},
 		{"stream-snippet", ReasonRefused, "a snippet"},
 		{"modsecurity-snippet", ReasonRefused, "a snippet"},
-		{"enable-modsecurity", ReasonRefused, "ModSecurity"},
 		{"enable-opentracing", ReasonNotSupported, "removed from ingress-nginx"},
 		{"datadog-collector-host", ReasonNotSupported, "is not supported by Switchyard and is ignored"},
 		{"ssl-redirekt", ReasonUnknownKey, "not a key of ingress-nginx or Switchyard"},

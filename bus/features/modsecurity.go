@@ -1,0 +1,60 @@
+package features
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// ModSecurity is the modsecurity plugin's group: the location runs the
+// ModSecurity web application firewall (Debian's ModSecurity v3 connector
+// for NGINX), as ingress-nginx's enable-modsecurity annotations ask.
+type ModSecurity struct {
+	// Enabled is enable-modsecurity: true turns ModSecurity on for the
+	// location with the default configuration (SecRuleEngine
+	// DetectionOnly unless the operator replaced it); false turns it off
+	// where the ConfigMap's enable-modsecurity turned it on.
+	Enabled bool `json:"enabled"`
+	// Inherit: enable-modsecurity is not set, so the ConfigMap's
+	// enable-modsecurity decides; OWASPRules and TransactionID then apply
+	// only where it is true (as in ingress-nginx).
+	Inherit bool `json:"inherit,omitempty"`
+	// OWASPRules is enable-owasp-core-rules: the OWASP Core Rule Set too.
+	OWASPRules bool `json:"owaspRules,omitempty"`
+	// TransactionID is modsecurity-transaction-id: the ID ModSecurity
+	// gives each request ("$request_id" ties it to the access log).
+	TransactionID string `json:"transactionID,omitempty"`
+}
+
+// ModSecurityTransactionIDSource is modsecurity-transaction-id: letters,
+// digits and . _ : -, and the variables of modSecurityIDVariables, each
+// written ${name} or as $name at the end or before one of . : -, so the
+// name is always whole (no $request_id_x that NGINX would read as another
+// variable). Nothing that could end the quoted string it is written in.
+const ModSecurityTransactionIDSource = `(?:[A-Za-z0-9._:-]|\$\{(?:` + modSecurityIDVariables + `)\}|\$(?:` + modSecurityIDVariables + `)(?:[.:-]|$))+`
+
+// modSecurityIDVariables are the NGINX variables a transaction ID may
+// hold: request and connection identifiers, nothing that holds spaces.
+const modSecurityIDVariables = `request_id|http_x_request_id|connection|connection_requests|msec|pid|hostname|remote_addr|remote_port|server_addr|server_port|time_iso8601`
+
+// ModSecurityTransactionIDPattern is ModSecurityTransactionIDSource as a
+// whole-string pattern.
+var ModSecurityTransactionIDPattern = regexp.MustCompile(`^(?:` + ModSecurityTransactionIDSource + `)$`)
+
+// MaxModSecurityTransactionID bounds modsecurity-transaction-id's length.
+const MaxModSecurityTransactionID = 256
+
+func (m *ModSecurity) validate() error {
+	if m == nil {
+		return nil
+	}
+	if m.Enabled && m.Inherit {
+		return fmt.Errorf("enabled and inherit at once")
+	}
+	if m.TransactionID == "" {
+		return nil
+	}
+	if len(m.TransactionID) > MaxModSecurityTransactionID || !ModSecurityTransactionIDPattern.MatchString(m.TransactionID) {
+		return fmt.Errorf("transaction ID %q is not letters, digits, . _ : - and whole variables such as $request_id", m.TransactionID)
+	}
+	return nil
+}
