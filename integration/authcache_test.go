@@ -92,7 +92,7 @@ func TestAuthCacheKeepaliveAndHeadersThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	e.write("configmap.yaml", configMapYAML(map[string]string{"global-auth-url": global.url + "/global",
 		"global-auth-cache-key": "$http_authorization", "global-auth-cache-duration": "200 401 10m"}))
-	e.write("headers.yaml", headerConfigMapYAML("auth-headers", map[string]string{"X-Tenant": "blue", "X-Auth-Scope": "read write"}))
+	e.write("headers.yaml", defaultConfigMapYAML("auth-headers", map[string]string{"X-Tenant": "blue", "X-Auth-Scope": "read write"}))
 	e.write("ingresses.yaml", strings.Join([]string{
 		ing("cached", map[string]string{"auth-url": cached.url + "/check", "auth-cache-key": "$http_authorization",
 			"auth-cache-duration": "200 10m, 401 10m"}),
