@@ -1,0 +1,355 @@
+-- Backends in the switchyard_config shared dict, one key per backend, so a
+-- change of one backend is written, and read by each worker, on its own.
+--
+-- Keys:
+--   backends_version          version of the last publish, full or delta
+--   backends_rev:<name>       the version whose value of <name> is current
+--   backends:<rev>:b:<name>   the backend's JSON as published in <rev>
+--   backends:<v>:changes      JSON array of the names delta <v> added,
+--                             changed or removed; a full publish has none
+--
+-- A worker at version L that finds version V reads the change lists of
+-- L+1..V and reloads only those names; when one is missing (a full publish
+-- in between, or it was pruned) it loads everything.
+--
+-- Why values are written under their version, as in snapshot.lua: when a
+-- new value has a different size, ngx.shared.DICT:set frees the old value
+-- before allocating the new one, so a "no memory" failure would lose the
+-- backend in use. A publish writes every new value (and every new pointer)
+-- first, with safe_set, and rolls them back on failure; only then does it
+-- switch the existing pointers, numbers rewritten in place, which cannot
+-- fail, and last the version. Superseded values are deleted afterwards.
+--
+-- A reader that meets a pointer newer than the version it read is racing a
+-- publish: it gives up this round and tries again (see balancer.lua).
+
+local cjson = require("cjson.safe")
+local snapshot = require("switchyard.util.snapshot")
+
+local pairs = pairs
+local ipairs = ipairs
+local type = type
+local tonumber = tonumber
+local str_sub = string.sub
+local str_match = string.match
+local tbl_sort = table.sort
+local tbl_concat = table.concat
+local json_decode = cjson.decode
+local json_encode = cjson.encode
+
+local _M = {}
+
+local KIND = "backends"
+local VERSION_KEY = snapshot.version_key(KIND)
+local REV_PREFIX = "backends_rev:"
+local REV_PREFIX_LEN = #REV_PREFIX
+-- Change lists kept: a worker further behind than this loads everything.
+_M.CHANGES_KEPT = 256
+
+_M.ERR_STALE = "stale"
+_M.ERR_RACING = "racing"
+
+local function value_key(rev, name)
+    return KIND .. ":" .. rev .. ":b:" .. name
+end
+
+local function changes_key(version)
+    return KIND .. ":" .. version .. ":changes"
+end
+
+-- Current version, or nil when nothing was published yet.
+function _M.version(dict)
+    return dict:get(VERSION_KEY)
+end
+
+-- Every backend name with its current revision, from the pointers.
+-- get_keys(0) locks the dict while it lists it: only full publishes and
+-- workers that load everything (start, reload, far behind) call this.
+local function pointers(dict)
+    local revs = {}
+    for _, key in ipairs(dict:get_keys(0)) do
+        if str_sub(key, 1, REV_PREFIX_LEN) == REV_PREFIX then
+            local rev = dict:get(key)
+            if rev then
+                revs[str_sub(key, REV_PREFIX_LEN + 1)] = rev
+            end
+        end
+    end
+    return revs
+end
+
+-- The publish in progress: what was written, so it can be rolled back.
+local function new_publish(dict, version)
+    return { dict = dict, version = version, values = {}, pointers = {}, changes = false }
+end
+
+local function rollback(p)
+    local dict = p.dict
+    for _, name in ipairs(p.pointers) do
+        dict:delete(REV_PREFIX .. name)
+    end
+    for _, name in ipairs(p.values) do
+        dict:delete(value_key(p.version, name))
+    end
+    if p.changes then
+        dict:delete(changes_key(p.version))
+    end
+end
+
+-- Stores the new values, and the pointers of names that have none yet
+-- (safe_set: they allocate). Returns nil and the error after a rollback.
+local function write_new(p, set, current)
+    local dict = p.dict
+    for name, json in pairs(set) do
+        local ok, err = dict:safe_set(value_key(p.version, name), json)
+        if not ok then
+            rollback(p)
+            return nil, err
+        end
+        p.values[#p.values + 1] = name
+    end
+    for name in pairs(set) do
+        if not current[name] then
+            local ok, err = dict:safe_set(REV_PREFIX .. name, p.version)
+            if not ok then
+                rollback(p)
+                return nil, err
+            end
+            p.pointers[#p.pointers + 1] = name
+        end
+    end
+    return true
+end
+
+-- Points every name of set at the new version, deletes the pointers and
+-- values of removed names, then makes the version visible, and finally
+-- frees the values it superseded. Nothing here allocates.
+local function switch(p, set, removed, current)
+    local dict = p.dict
+    local old = {}
+    for name in pairs(set) do
+        local rev = current[name]
+        if rev then
+            dict:set(REV_PREFIX .. name, p.version)
+            old[#old + 1] = value_key(rev, name)
+        end
+    end
+    for name in pairs(removed) do
+        local rev = current[name]
+        dict:delete(REV_PREFIX .. name)
+        if rev then
+            old[#old + 1] = value_key(rev, name)
+        end
+    end
+    dict:set(VERSION_KEY, p.version)
+    for _, key in ipairs(old) do
+        dict:delete(key)
+    end
+end
+
+-- The version key must exist before a publish starts, so that making the
+-- version visible is an in-place write that cannot fail.
+local function ensure_version(dict)
+    local version = dict:get(VERSION_KEY)
+    if version then
+        return version
+    end
+    local ok, err = dict:safe_add(VERSION_KEY, 0)
+    if not ok and err ~= "exists" then
+        return nil, err
+    end
+    return dict:get(VERSION_KEY) or 0
+end
+
+-- Deletes values and change lists no pointer or worker will need: what a
+-- publish that died half way, or a pruned version, left behind.
+local function prune(dict, version, revs, keep_changes_from)
+    for _, key in ipairs(dict:get_keys(0)) do
+        local rev, rest = str_match(key, "^backends:(%d+):(.*)$")
+        rev = tonumber(rev)
+        if rev then
+            if rest == "changes" then
+                if rev < keep_changes_from then
+                    dict:delete(key)
+                end
+            elseif str_sub(rest, 1, 2) == "b:" then
+                if revs[str_sub(rest, 3)] ~= rev and rev ~= version then
+                    dict:delete(key)
+                end
+            end
+        end
+    end
+end
+
+local function publish_full_locked(dict, set)
+    local current_version, err = ensure_version(dict)
+    if not current_version then
+        return nil, err
+    end
+    local current = pointers(dict)
+    local version = current_version + 1
+    local p = new_publish(dict, version)
+    local ok, werr = write_new(p, set, current)
+    if not ok then
+        return nil, werr
+    end
+    local removed = {}
+    for name in pairs(current) do
+        if not set[name] then
+            removed[name] = true
+        end
+    end
+    switch(p, set, removed, current)
+    -- No delta can follow an older version past this one: drop every
+    -- change list and every value nothing points at.
+    local revs = {}
+    for name in pairs(set) do
+        revs[name] = version
+    end
+    prune(dict, version, revs, version + 1)
+    return version
+end
+
+local function publish_delta_locked(dict, base, set, removed)
+    local current_version = dict:get(VERSION_KEY)
+    if not current_version or current_version == 0 or current_version ~= base then
+        return nil, _M.ERR_STALE, current_version or 0
+    end
+    local current = {}
+    for name in pairs(set) do
+        current[name] = dict:get(REV_PREFIX .. name)
+    end
+    for name in pairs(removed) do
+        local rev = dict:get(REV_PREFIX .. name)
+        if not rev then
+            -- The sender believes in a backend this dict does not have.
+            return nil, _M.ERR_STALE, current_version
+        end
+        current[name] = rev
+    end
+
+    local version = current_version + 1
+    local p = new_publish(dict, version)
+    local names = {}
+    for name in pairs(set) do
+        names[#names + 1] = name
+    end
+    for name in pairs(removed) do
+        names[#names + 1] = name
+    end
+    local ok, err = dict:safe_set(changes_key(version), json_encode(names))
+    if not ok then
+        return nil, err
+    end
+    p.changes = true
+    ok, err = write_new(p, set, current)
+    if not ok then
+        return nil, err
+    end
+    switch(p, set, removed, current)
+    dict:delete(changes_key(version - _M.CHANGES_KEPT))
+    return version
+end
+
+-- Publishes set (name -> backend JSON) as every backend there is. Returns
+-- the new version, or nil and an error as snapshot.publish.
+function _M.publish_full(dict, set)
+    return snapshot.locked(dict, KIND, publish_full_locked, dict, set)
+end
+
+-- Publishes a delta on top of version base: set (name -> JSON) is added
+-- or replaced, removed (name -> true) deleted. Returns the new version, or
+-- nil, an error and the stored version: ERR_STALE when base is not the
+-- stored version or a removed name is not stored.
+function _M.publish_delta(dict, base, set, removed)
+    return snapshot.locked(dict, KIND, publish_delta_locked, dict, base, set, removed)
+end
+
+-- Names changed by the deltas after version from up to version to, as a
+-- set, or nil when a worker at from must load everything instead.
+function _M.changes(dict, from, to)
+    if not from or to <= from or to - from > _M.CHANGES_KEPT then
+        return nil
+    end
+    local names = {}
+    for v = from + 1, to do
+        local data = dict:get(changes_key(v))
+        local list = data and json_decode(data)
+        if type(list) ~= "table" then
+            return nil
+        end
+        for _, name in ipairs(list) do
+            names[name] = true
+        end
+    end
+    return names
+end
+
+-- The JSON of name as of version, or false when it has no backend; nil and
+-- ERR_RACING when a publish after version is under way.
+function _M.read(dict, version, name)
+    for _ = 1, 3 do
+        local rev = dict:get(REV_PREFIX .. name)
+        if not rev then
+            return false
+        end
+        if rev > version then
+            return nil, _M.ERR_RACING
+        end
+        local json = dict:get(value_key(rev, name))
+        if json then
+            return json
+        end
+        -- Superseded and freed between the two reads: read the pointer
+        -- again.
+    end
+    return nil, _M.ERR_RACING
+end
+
+-- Every backend as of version (name -> JSON), or nil and ERR_RACING.
+function _M.read_all(dict, version)
+    local all = {}
+    for name, rev in pairs(pointers(dict)) do
+        if rev > version then
+            return nil, _M.ERR_RACING
+        end
+        local json = dict:get(value_key(rev, name))
+        if not json then
+            json = _M.read(dict, version, name)
+            if json == nil then
+                return nil, _M.ERR_RACING
+            end
+        end
+        if json then
+            all[name] = json
+        end
+    end
+    return all
+end
+
+-- The stored backends as one JSON array sorted by name (GET).
+function _M.dump(dict)
+    local version = _M.version(dict)
+    if not version then
+        return "[]"
+    end
+    for _ = 1, 3 do
+        local all = _M.read_all(dict, version)
+        if all then
+            local names = {}
+            for name in pairs(all) do
+                names[#names + 1] = name
+            end
+            tbl_sort(names)
+            local parts = {}
+            for i, name in ipairs(names) do
+                parts[i] = all[name]
+            end
+            return "[" .. tbl_concat(parts, ",") .. "]"
+        end
+        version = _M.version(dict)
+    end
+    return nil, _M.ERR_RACING
+end
+
+return _M
