@@ -73,6 +73,7 @@ type options struct {
 	memoryLimit       string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
+	fullBackendPosts  bool
 	sslPassthrough    bool
 }
 
@@ -118,6 +119,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+")")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
 	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")
+	fs.BoolVar(&o.fullBackendPosts, "full-backend-posts", false, "post every backend to NGINX on each endpoint change instead of only the changed ones (for comparing the two)")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -374,6 +376,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		return applier.New(conn, applier.Config{
 			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, InternalSockets: internal, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
+			FullBackendPosts:  o.fullBackendPosts,
 		}, log), nil
 	}
 	if name == bus.StageWebhook {

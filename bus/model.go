@@ -215,6 +215,11 @@ type ApplyResult struct {
 	// the generation is not fully applied yet.
 	ReloadPending bool   `json:"reloadPending,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// BackendsPost says how the backends went to the Lua endpoint, when
+	// they did: "full" (all of them) or "delta" (only what changed).
+	BackendsPost string `json:"backendsPost,omitempty"`
+	// BackendsBytes is what that took, a delta refused as stale included.
+	BackendsBytes int `json:"backendsBytes,omitempty"`
 }
 
 // Model is the whole model: what the translator publishes and the

@@ -38,6 +38,10 @@ type Collector struct {
 	applyErrors        prometheus.Counter
 	configApplied      atomic.Bool
 	lastGeneration     prometheus.Gauge
+	// backendsPosts and backendsBytes count the backends posts to the Lua
+	// endpoint by mode (full, delta) and what they sent.
+	backendsPosts *prometheus.CounterVec
+	backendsBytes *prometheus.CounterVec
 }
 
 // New registers the controller metrics with their constant labels.
@@ -62,11 +66,15 @@ func New(l Labels) *Collector {
 		lastGeneration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "switchyard", Name: "applied_generation",
 			Help: "The last generation the applier reported", ConstLabels: constLabels}),
 	}
+	c.backendsPosts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "switchyard", Name: "backends_posts_total",
+		Help: "Backends posts to the Lua endpoint: mode full (every backend) or delta (only the changed ones)", ConstLabels: constLabels}, []string{"mode"})
+	c.backendsBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "switchyard", Name: "backends_posted_bytes_total",
+		Help: "Bytes of backends posted to the Lua endpoint, by mode", ConstLabels: constLabels}, []string{"mode"})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nginx", Subsystem: "ingress_controller", Name: "build_info",
 		Help: "A metric with a constant '1' labeled with information about the build.", ConstLabels: mergeLabels(constLabels, buildLabels())})
 	info.Set(1)
 	c.registry.MustRegister(c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
-		c.lastGeneration, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		c.lastGeneration, c.backendsPosts, c.backendsBytes, info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return c
 }
 
@@ -77,6 +85,10 @@ func (c *Collector) Observe(data []byte, now time.Time) error {
 		return fmt.Errorf("decode apply result: %w", err)
 	}
 	c.lastGeneration.Set(float64(res.Generation))
+	if res.BackendsPost != "" && res.BackendsBytes > 0 {
+		c.backendsPosts.WithLabelValues(res.BackendsPost).Inc()
+		c.backendsBytes.WithLabelValues(res.BackendsPost).Add(float64(res.BackendsBytes))
+	}
 	if res.Error != "" {
 		c.applyErrors.Inc()
 	}
