@@ -83,7 +83,7 @@ func (dp *dataPlane) testDeltaApply(t *testing.T) {
 	v := dp.postFull(a, b, keep)
 	dp.expect("/", "delta-a", ids[0], 200)
 	// A worker still before this full post would load everything.
-	dp.waitLoaded(t, v, regexp.MustCompile(`\(3 backends\)`))
+	dp.waitLoaded(t, v, regexp.MustCompile(`backends\)`))
 
 	a.Endpoints = eps[2:3]
 	c := backend{Name: "delta-c", Endpoints: eps[1:2]}
@@ -108,6 +108,13 @@ func (dp *dataPlane) testDeltaApply(t *testing.T) {
 	a.Endpoints = eps[0:1]
 	next = dp.version(dp.postDelta(delta{Base: next, Backends: []backend{a}}))
 	dp.expect("/", "delta-a", ids[0], 200)
+	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed of 3 backends\)`))
+
+	// A full post stores and lists only what differs from the stored
+	// backends: the workers reload that one alone too.
+	keep.Endpoints = eps[0:1]
+	next = dp.postFull(a, c, keep)
+	dp.expect("/", "delta-keep", ids[0], 200)
 	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed of 3 backends\)`))
 }
 

@@ -5,12 +5,14 @@
 --   backends_version          version of the last publish, full or delta
 --   backends_rev:<name>       the version whose value of <name> is current
 --   backends:<rev>:b:<name>   the backend's JSON as published in <rev>
---   backends:<v>:changes      JSON array of the names delta <v> added,
---                             changed or removed; a full publish has none
+--   backends:<v>:changes      JSON array of the names version <v> added,
+--                             changed or removed
 --
 -- A worker at version L that finds version V reads the change lists of
--- L+1..V and reloads only those names; when one is missing (a full publish
--- in between, or it was pruned) it loads everything.
+-- L+1..V and reloads only those names; when one is missing (pruned, or the
+-- worker has loaded nothing yet, or the version changed too many to list)
+-- it loads everything. A full publish writes, and lists, only the backends
+-- that differ from the stored ones.
 --
 -- Why values are written under their version, as in snapshot.lua: when a
 -- new value has a different size, ngx.shared.DICT:set frees the old value
@@ -45,6 +47,10 @@ local REV_PREFIX = "backends_rev:"
 local REV_PREFIX_LEN = #REV_PREFIX
 -- Change lists kept: a worker further behind than this loads everything.
 _M.CHANGES_KEPT = 256
+-- A version that changes more backends than this has no change list:
+-- workers load everything, about as fast, and the dict is spared a list of
+-- every name (a start, a resync that found much changed).
+_M.CHANGES_MAX = 1000
 
 _M.ERR_STALE = "stale"
 _M.ERR_RACING = "racing"
@@ -62,12 +68,13 @@ function _M.version(dict)
     return dict:get(VERSION_KEY)
 end
 
--- Every backend name with its current revision, from the pointers.
--- get_keys(0) locks the dict while it lists it: only full publishes and
--- workers that load everything (start, reload, far behind) call this.
-local function pointers(dict)
+-- Every backend name with its current revision, from the pointers in
+-- keys (a dict:get_keys(0) listing). get_keys(0) locks the dict while it
+-- lists it: only full publishes and workers that load everything (start,
+-- reload, far behind) list it.
+local function pointers(dict, keys)
     local revs = {}
-    for _, key in ipairs(dict:get_keys(0)) do
+    for _, key in ipairs(keys) do
         if str_sub(key, 1, REV_PREFIX_LEN) == REV_PREFIX then
             local rev = dict:get(key)
             if rev then
@@ -161,52 +168,84 @@ local function ensure_version(dict)
     return dict:get(VERSION_KEY) or 0
 end
 
--- Deletes values and change lists no pointer or worker will need: what a
--- publish that died half way, or a pruned version, left behind.
-local function prune(dict, version, revs, keep_changes_from)
-    for _, key in ipairs(dict:get_keys(0)) do
-        local rev, rest = str_match(key, "^backends:(%d+):(.*)$")
-        rev = tonumber(rev)
-        if rev then
-            if rest == "changes" then
-                if rev < keep_changes_from then
-                    dict:delete(key)
-                end
-            elseif str_sub(rest, 1, 2) == "b:" then
-                if revs[str_sub(rest, 3)] ~= rev and rev ~= version then
-                    dict:delete(key)
-                end
-            end
+-- Deletes the values in keys (listed before the publish) that no pointer
+-- names: what a publish that died half way left behind.
+local function prune(dict, keys, final)
+    for _, key in ipairs(keys) do
+        local rev, name = str_match(key, "^backends:(%d+):b:(.*)$")
+        if rev and final[name] ~= tonumber(rev) then
+            dict:delete(key)
         end
     end
 end
 
+-- Makes version current_version + 1 of changed (name -> JSON, added or
+-- replaced) and removed (name -> true), current being the revisions
+-- stored now of every name in them. The change list goes first, so a
+-- worker at an older version reloads only these names.
+local function commit(dict, current_version, changed, removed, current)
+    local version = current_version + 1
+    local names = {}
+    for name in pairs(changed) do
+        names[#names + 1] = name
+    end
+    for name in pairs(removed) do
+        names[#names + 1] = name
+    end
+    local p = new_publish(dict, version)
+    -- A leftover of a publish of this version that died half way.
+    dict:delete(changes_key(version))
+    if #names <= _M.CHANGES_MAX then
+        local ok, err = dict:safe_set(changes_key(version), json_encode(names))
+        if not ok then
+            return nil, err
+        end
+        p.changes = true
+    end
+    local ok, err = write_new(p, changed, current)
+    if not ok then
+        return nil, err
+    end
+    switch(p, changed, removed, current)
+    dict:delete(changes_key(version - _M.CHANGES_KEPT))
+    return version
+end
+
+-- A full publish writes only the backends whose JSON differs from the
+-- stored one and removes the ones set lacks: workers then reload only
+-- those, as after a delta, and a resync that finds everything in place
+-- costs them nothing.
 local function publish_full_locked(dict, set)
     local current_version, err = ensure_version(dict)
     if not current_version then
         return nil, err
     end
-    local current = pointers(dict)
-    local version = current_version + 1
-    local p = new_publish(dict, version)
-    local ok, werr = write_new(p, set, current)
-    if not ok then
-        return nil, werr
+    local keys = dict:get_keys(0)
+    local current = pointers(dict, keys)
+    local changed, removed = {}, {}
+    for name, json in pairs(set) do
+        local rev = current[name]
+        if not rev or dict:get(value_key(rev, name)) ~= json then
+            changed[name] = json
+        end
     end
-    local removed = {}
     for name in pairs(current) do
         if not set[name] then
             removed[name] = true
         end
     end
-    switch(p, set, removed, current)
-    -- No delta can follow an older version past this one: drop every
-    -- change list and every value nothing points at.
-    local revs = {}
-    for name in pairs(set) do
-        revs[name] = version
+    local version, cerr = commit(dict, current_version, changed, removed, current)
+    if not version then
+        return nil, cerr
     end
-    prune(dict, version, revs, version + 1)
+    local final = current
+    for name in pairs(changed) do
+        final[name] = version
+    end
+    for name in pairs(removed) do
+        final[name] = nil
+    end
+    prune(dict, keys, final)
     return version
 end
 
@@ -227,28 +266,7 @@ local function publish_delta_locked(dict, base, set, removed)
         end
         current[name] = rev
     end
-
-    local version = current_version + 1
-    local p = new_publish(dict, version)
-    local names = {}
-    for name in pairs(set) do
-        names[#names + 1] = name
-    end
-    for name in pairs(removed) do
-        names[#names + 1] = name
-    end
-    local ok, err = dict:safe_set(changes_key(version), json_encode(names))
-    if not ok then
-        return nil, err
-    end
-    p.changes = true
-    ok, err = write_new(p, set, current)
-    if not ok then
-        return nil, err
-    end
-    switch(p, set, removed, current)
-    dict:delete(changes_key(version - _M.CHANGES_KEPT))
-    return version
+    return commit(dict, current_version, set, removed, current)
 end
 
 -- Publishes set (name -> backend JSON) as every backend there is. Returns
@@ -309,7 +327,7 @@ end
 -- Every backend as of version (name -> JSON), or nil and ERR_RACING.
 function _M.read_all(dict, version)
     local all = {}
-    for name, rev in pairs(pointers(dict)) do
+    for name, rev in pairs(pointers(dict, dict:get_keys(0))) do
         if rev > version then
             return nil, _M.ERR_RACING
         end
