@@ -167,4 +167,3 @@ func backendPosts(addr string) (map[string]float64, error) {
 	}
 	return out, scanner.Err()
 }
-
