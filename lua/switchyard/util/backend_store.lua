@@ -136,7 +136,9 @@ local function switch(p, set, removed, current)
     local old = {}
     for name in pairs(set) do
         local rev = current[name]
-        if rev then
+        -- rev is the new version itself only for a pointer a publish that
+        -- died half way left: its value is the one just written.
+        if rev and rev ~= p.version then
             dict:set(REV_PREFIX .. name, p.version)
             old[#old + 1] = value_key(rev, name)
         end
