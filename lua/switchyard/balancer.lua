@@ -212,10 +212,10 @@ local function survey(instances)
     return count, header_filter, log
 end
 
--- Builds every stored backend of version. Returns false when a publish
--- raced the read.
+-- Builds every stored backend; version is the one read before. Returns
+-- false when publishes kept freeing a value before it was read.
 local function load_all(dict, version)
-    local all = backend_store.read_all(dict, version)
+    local all = backend_store.read_all(dict)
     if not all then
         return false
     end
@@ -233,13 +233,13 @@ local function load_all(dict, version)
     return true
 end
 
--- Rebuilds only the named backends, as of version; the others keep their
--- instances untouched. Returns false when a publish raced the read; then
--- nothing was changed.
+-- Rebuilds only the named backends, with their newest values; the others
+-- keep their instances untouched. Returns false, having changed nothing,
+-- when publishes kept freeing a value before it was read.
 local function load_changes(dict, version, names)
     local changed, removed, count = {}, {}, 0
     for name in pairs(names) do
-        local json = backend_store.read(dict, version, name)
+        local json = backend_store.read(dict, name)
         if json == nil then
             return false
         end
@@ -271,8 +271,10 @@ local retry_at = 0
 
 -- Loads the published backends when their version differs from the loaded
 -- one: only the changed ones when the change lists since the loaded
--- version are there, else all. The common case is a single shared dict
--- read.
+-- version are there, else all. Values newer than the version read may be
+-- taken; loaded_version stays the version read first, so the next sync
+-- reloads whatever changed after it. The common case is a single shared
+-- dict read.
 local function sync()
     local dict = ngx_shared.switchyard_config
     local version = backend_store.version(dict)

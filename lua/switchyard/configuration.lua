@@ -212,11 +212,18 @@ end
 
 -- Reads the body and decodes it, requiring it to start with open (cjson
 -- cannot tell [] from {}, the first character can). Returns the value, or
--- nil after answering 400.
-local function read_json(open, shape)
+-- nil after answering 400 (or 507 for a body larger than dict).
+local function read_json(open, shape, dict)
     local body, err = read_body()
     if not body then
         respond(400, err .. "\n")
+        return nil
+    end
+    -- Backends stored take at least the bytes they were sent in: a body
+    -- larger than the whole dict cannot fit, and is refused before the
+    -- work of decoding it.
+    if dict and #body > dict:capacity() then
+        respond(507, "shared dict is full, backends not applied\n")
         return nil
     end
     if not str_find(body, "^%s*%" .. open) then
@@ -257,7 +264,7 @@ end
 
 -- POST /configuration/backends: every backend there is.
 local function post_backends()
-    local backends = read_json("[", "array of backends")
+    local backends = read_json("[", "array of backends", ngx.shared.switchyard_config)
     if backends == nil then
         return
     end
@@ -313,7 +320,7 @@ end
 
 -- POST /configuration/backends/delta: only the backends that changed.
 local function post_backends_delta()
-    local delta = read_json("{", "object")
+    local delta = read_json("{", "object", ngx.shared.switchyard_config)
     if delta == nil then
         return
     end

@@ -22,8 +22,8 @@
 -- switch the existing pointers, numbers rewritten in place, which cannot
 -- fail, and last the version. Superseded values are deleted afterwards.
 --
--- A reader that meets a pointer newer than the version it read is racing a
--- publish: it gives up this round and tries again (see balancer.lua).
+-- A reader reads the version first, then the values, which may already be
+-- newer; the change lists after the version it read bring it up to date.
 
 local cjson = require("cjson.safe")
 local snapshot = require("switchyard.util.snapshot")
@@ -305,16 +305,13 @@ function _M.changes(dict, from, to)
     return names
 end
 
--- The JSON of name as of version, or false when it has no backend; nil and
--- ERR_RACING when a publish after version is under way.
-function _M.read(dict, version, name)
+-- The newest JSON of name, or false when it has no backend; nil and
+-- ERR_RACING when publishes kept freeing the value before it was read.
+function _M.read(dict, name)
     for _ = 1, 3 do
         local rev = dict:get(REV_PREFIX .. name)
         if not rev then
             return false
-        end
-        if rev > version then
-            return nil, _M.ERR_RACING
         end
         local json = dict:get(value_key(rev, name))
         if json then
@@ -326,18 +323,20 @@ function _M.read(dict, version, name)
     return nil, _M.ERR_RACING
 end
 
--- Every backend as of version (name -> JSON), or nil and ERR_RACING.
-function _M.read_all(dict, version)
+-- Every backend (name -> JSON), or nil and ERR_RACING. What a publish
+-- running meanwhile changed may be read new or old: a reader records the
+-- version it read before, so the change lists from there bring it to the
+-- newest values (see balancer.lua). Never waiting for a quiet moment
+-- keeps a worker from starving while publishes keep coming.
+function _M.read_all(dict)
     local all = {}
     for name, rev in pairs(pointers(dict, dict:get_keys(0))) do
-        if rev > version then
-            return nil, _M.ERR_RACING
-        end
         local json = dict:get(value_key(rev, name))
         if not json then
-            json = _M.read(dict, version, name)
+            local err
+            json, err = _M.read(dict, name)
             if json == nil then
-                return nil, _M.ERR_RACING
+                return nil, err
             end
         end
         if json then
@@ -349,12 +348,11 @@ end
 
 -- The stored backends as one JSON array sorted by name (GET).
 function _M.dump(dict)
-    local version = _M.version(dict)
-    if not version then
+    if not _M.version(dict) then
         return "[]"
     end
     for _ = 1, 3 do
-        local all = _M.read_all(dict, version)
+        local all = _M.read_all(dict)
         if all then
             local names = {}
             for name in pairs(all) do
@@ -367,7 +365,6 @@ function _M.dump(dict)
             end
             return "[" .. tbl_concat(parts, ",") .. "]"
         end
-        version = _M.version(dict)
     end
     return nil, _M.ERR_RACING
 end
