@@ -215,6 +215,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("stale delta is refused", dp.testDeltaStale)
 	t.Run("malformed delta is refused whole", dp.testDeltaInvalid)
 	t.Run("delta too big for the dict answers 507", dp.testDeltaDictFull)
+	t.Run("workers load while deltas keep coming", dp.testLoadWhileDeltasKeepComing)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
 	t.Run("backend name passed to the rewrite hook", dp.testNamedRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)

@@ -238,3 +238,61 @@ func (dp *dataPlane) testDeltaDictFull(t *testing.T) {
 	dp.version(dp.postDelta(delta{Base: v, Backends: []backend{{Name: "fulldelta-b", Endpoints: eps}}}))
 	dp.expect("/", "fulldelta-b", ids[0], 200)
 }
+
+var storedVersionRE = regexp.MustCompile(`stored backends are version (\d+)`)
+
+// A worker that must load everything (a full post of more backends than a
+// change list holds) does so while deltas keep coming: it takes values
+// newer than the version it read instead of waiting for a quiet moment.
+func (dp *dataPlane) testLoadWhileDeltasKeepComing(t *testing.T) {
+	eps, ids := startBackends(t, "steady", 1)
+	spam := backend{Name: "steady-spam", Endpoints: eps}
+	v := dp.postFull(spam)
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		deltas := 0
+		for {
+			select {
+			case <-stop:
+				done <- deltas
+				return
+			default:
+			}
+			status, text := dp.postDelta(delta{Base: v, Backends: []backend{spam}})
+			switch m := storedVersionRE.FindStringSubmatch(text); {
+			case status == 201:
+				v, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(text, "backends version ")))
+				deltas++
+			case status == 412 && m != nil:
+				v, _ = strconv.Atoi(m[1])
+			}
+		}
+	}()
+	var many []backend
+	for i := range 1500 { // more than a change list holds
+		many = append(many, backend{Name: fmt.Sprintf("steady-%d", i), Endpoints: []endpoint{{"10.1.2.3", "8080"}}})
+	}
+	many[len(many)-1].Endpoints = eps
+	many = append(many, spam)
+	body, err := json.Marshal(many)
+	must(t, err)
+	status, text := dp.configRequest("POST", "/configuration/backends", string(body))
+	if status != 201 {
+		t.Fatalf("full post: %d %q", status, text)
+	}
+	last := many[len(many)-2].Name
+	deadline := time.Now().Add(5 * time.Second)
+	for served := map[string]bool{}; len(served) < len(dp.workers()); {
+		if time.Now().After(deadline) {
+			close(stop)
+			t.Fatalf("workers serving %s while deltas kept coming: %v (%d deltas)", last, served, <-done)
+		}
+		if r := dp.get("/", last); r.status == 200 && r.backend == ids[0] {
+			served[r.worker] = true
+		}
+	}
+	close(stop)
+	if n := <-done; n == 0 {
+		t.Errorf("no delta was taken meanwhile")
+	}
+}
