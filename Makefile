@@ -118,7 +118,7 @@ lint:
 ## bench: side-by-side measurements: pipeline latencies, incremental vs full
 ## translate+render, 10k Ingresses end to end, the Kubernetes API path.
 bench: test-deps kube-apiserver build
-	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 90m ./integration/bench
+	SWITCHYARD_BENCH=1 SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 90m ./integration/bench ./lua
 
 ## proto: regenerate the plugin wire code (needs protoc, protoc-gen-go and
 ## protoc-gen-go-grpc; the generated code is committed, so builds never do).

@@ -79,6 +79,7 @@ type options struct {
 	modSecurityConfig string
 	shutdownGrace     time.Duration
 	minReloadInterval time.Duration
+	fullBackendPosts  bool
 	sslPassthrough    bool
 	otlpEndpoint      string
 	otelServiceName   string
@@ -134,6 +135,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.otelServiceName, "otel-service-name", otelexport.DefaultServiceName, "service.name of the traces sent to --otlp-endpoint")
 	fs.StringVar(&o.tcpServices, "tcp-services-configmap", "", "ConfigMap NAMESPACE/NAME of TCP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT[:PROXY][:PROXY]")
 	fs.StringVar(&o.udpServices, "udp-services-configmap", "", "ConfigMap NAMESPACE/NAME of UDP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT")
+	fs.BoolVar(&o.fullBackendPosts, "full-backend-posts", false, "post every backend to NGINX on each endpoint change instead of only the changed ones (for comparing the two)")
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -431,6 +433,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		return applier.New(conn, applier.Config{
 			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, InternalSockets: internal, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
+			FullBackendPosts:  o.fullBackendPosts,
 		}, log), nil
 	}
 	if name == bus.StageWebhook {

@@ -225,6 +225,11 @@ type ApplyResult struct {
 	// ConfigHash identifies the configuration files NGINX runs after this
 	// apply (nginx_ingress_controller_config_hash); 0 before NGINX runs.
 	ConfigHash uint64 `json:"configHash,omitempty"`
+	// BackendsPost says how the backends went to the Lua endpoint, when
+	// they did: "full" (all of them) or "delta" (only what changed).
+	BackendsPost string `json:"backendsPost,omitempty"`
+	// BackendsBytes is what that took, a delta refused as stale included.
+	BackendsBytes int `json:"backendsBytes,omitempty"`
 }
 
 // Model is the whole model: what the translator publishes and the

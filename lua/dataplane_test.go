@@ -54,7 +54,7 @@ http {
     scgi_temp_path {{.Dir}}/tmp/scgi;
 
     lua_package_path "$prefix/lua/?.lua;;";
-    lua_shared_dict switchyard_config 4m;
+    lua_shared_dict switchyard_config {{.ConfigDict}};
     lua_shared_dict switchyard_certs 1m;
     lua_shared_dict switchyard_metrics 256k;
 
@@ -211,6 +211,11 @@ func TestDataPlane(t *testing.T) {
 	t.Run("invalid backends are rejected", dp.testInvalidBackends)
 	t.Run("large body through temp file", dp.testLargeBody)
 	t.Run("dict full answers 507", dp.testBackendsDictFull)
+	t.Run("delta adds, changes and removes backends", dp.testDeltaApply)
+	t.Run("stale delta is refused", dp.testDeltaStale)
+	t.Run("malformed delta is refused whole", dp.testDeltaInvalid)
+	t.Run("delta too big for the dict answers 507", dp.testDeltaDictFull)
+	t.Run("workers load while deltas keep coming", dp.testLoadWhileDeltasKeepComing)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
 	t.Run("backend name passed to the rewrite hook", dp.testNamedRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)
@@ -237,6 +242,12 @@ func TestDataPlane(t *testing.T) {
 
 func startDataPlane(t *testing.T) *dataPlane {
 	t.Helper()
+	return startDataPlaneWith(t, "4m")
+}
+
+// startDataPlaneWith starts NGINX with a backends dict of configDict.
+func startDataPlaneWith(t *testing.T, configDict string) *dataPlane {
+	t.Helper()
 	dir := t.TempDir()
 	dp := &dataPlane{t: t, dir: dir}
 
@@ -255,11 +266,12 @@ func startDataPlane(t *testing.T) *dataPlane {
 
 	var conf bytes.Buffer
 	must(t, template.Must(template.New("nginx.conf").Parse(nginxConfTemplate)).Execute(&conf, map[string]any{
-		"Root":      os.Geteuid() == 0, // workers must read the 0700 temp dir
-		"Modules":   modulesDir,
-		"Dir":       dir,
-		"HTTPPort":  httpPort,
-		"HTTPSPort": httpsPort,
+		"Root":       os.Geteuid() == 0, // workers must read the 0700 temp dir
+		"Modules":    modulesDir,
+		"Dir":        dir,
+		"HTTPPort":   httpPort,
+		"HTTPSPort":  httpsPort,
+		"ConfigDict": configDict,
 	}))
 	confPath := filepath.Join(dir, "nginx.conf")
 	must(t, os.WriteFile(confPath, conf.Bytes(), 0o644))

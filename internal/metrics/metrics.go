@@ -39,6 +39,10 @@ type Collector struct {
 	applyErrors        prometheus.Counter
 	configApplied      atomic.Bool
 	lastGeneration     prometheus.Gauge
+	// backendsPosts and backendsBytes count the backends posts to the Lua
+	// endpoint by mode (full, delta) and what they sent.
+	backendsPosts *prometheus.CounterVec
+	backendsBytes *prometheus.CounterVec
 }
 
 // New registers the controller metrics with their constant labels.
@@ -64,8 +68,12 @@ func New(l Labels) *Collector {
 		lastGeneration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "switchyard", Name: "applied_generation",
 			Help: "The last generation the applier reported", ConstLabels: constLabels}),
 	}
+	c.backendsPosts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "switchyard", Name: "backends_posts_total",
+		Help: "Backends posts to the Lua endpoint: mode full (every backend) or delta (only the changed ones)", ConstLabels: constLabels}, []string{"mode"})
+	c.backendsBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "switchyard", Name: "backends_posted_bytes_total",
+		Help: "Bytes of backends posted to the Lua endpoint, by mode", ConstLabels: constLabels}, []string{"mode"})
 	c.registry.MustRegister(c.configHash, c.lastReloadOK, c.lastReloadOKTime, c.reloads, c.reloadErrors, c.dynamicOnlyApplies, c.applyErrors,
-		c.lastGeneration)
+		c.lastGeneration, c.backendsPosts, c.backendsBytes)
 	c.registerProcess(constLabels)
 	return c
 }
@@ -96,6 +104,10 @@ func (c *Collector) Observe(data []byte, now time.Time) error {
 		return fmt.Errorf("decode apply result: %w", err)
 	}
 	c.lastGeneration.Set(float64(res.Generation))
+	if res.BackendsPost != "" && res.BackendsBytes > 0 {
+		c.backendsPosts.WithLabelValues(res.BackendsPost).Inc()
+		c.backendsBytes.WithLabelValues(res.BackendsPost).Add(float64(res.BackendsBytes))
+	}
 	if res.Error != "" {
 		c.applyErrors.Inc()
 	}

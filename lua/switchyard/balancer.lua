@@ -1,15 +1,16 @@
 -- Per-worker backend registry and upstream balancer.
 --
--- The controller publishes the backends JSON into the switchyard_config shared
--- dict (see switchyard.configuration). Each worker keeps a decoded copy and a
--- balancer instance per backend, and rebuilds them only when the published
--- version changes: from a timer, so idle workers stay current, and at the
--- start of every proxied request, so a worker never serves a request with
--- configuration older than the last successful POST.
+-- The controller publishes the backends into the switchyard_config shared
+-- dict, one key per backend (see switchyard.util.backend_store). Each worker
+-- keeps a balancer instance per backend, and rebuilds the ones a new
+-- version changed when the published version changes: from a timer, so
+-- idle workers stay current, and at the start of every proxied request, so
+-- a worker never serves a request with configuration older than the last
+-- successful POST. The others keep their instances and state.
 
 local cjson = require("cjson.safe")
 local ngx_balancer = require("ngx.balancer")
-local snapshot = require("switchyard.util.snapshot")
+local backend_store = require("switchyard.util.backend_store")
 
 local ngx = ngx
 local ngx_log = ngx.log
@@ -30,6 +31,7 @@ local math_floor = math.floor
 local str_lower = string.lower
 local str_gsub = string.gsub
 local type = type
+local pairs = pairs
 local ipairs = ipairs
 local tonumber = tonumber
 local tostring = tostring
@@ -38,8 +40,6 @@ local pcall = pcall
 local _M = {}
 
 local SYNC_INTERVAL = 0.1 -- seconds
-local KIND = "backends"
-local VERSION_KEY = snapshot.version_key(KIND)
 local DEFAULT_ALGORITHM = "round_robin"
 
 -- Balancer implementations by the backend's "load-balance" value. New ones
@@ -164,74 +164,139 @@ local function set_canary(instance, backend)
     instance.canary_policies = by_ingress
 end
 
--- Returns the instances by name, their count and whether any of them has a
--- header_filter and a log hook.
-local function build(list)
-    local result = {}
-    local count = 0
-    local header_filter, log = false, false
-    for _, backend in ipairs(list) do
-        local name = type(backend) == "table" and backend.name
-        if type(name) == "string" then
-            local algorithm = algorithm_for(backend)
-            local prepared = {
-                name = name,
-                endpoints = prepare_endpoints(backend),
-                -- Read (and checked again) by the algorithms that use them.
-                upstreamHashByConfig = backend.upstreamHashByConfig,
-                sessionAffinityConfig = backend.sessionAffinityConfig,
-            }
-            local instance = backends[name]
-            if instance and instance.algorithm == algorithm then
-                -- Same backend, same algorithm: keep its state (rotation
-                -- position, EWMA scores, ...).
-                instance:sync(prepared)
-            else
-                instance = algorithms[algorithm].new(prepared)
-                instance.algorithm = algorithm
-            end
-            set_canary(instance, backend)
-            -- custom-http-errors send the Service to the error backend.
-            instance.service = type(backend.service) == "table" and backend.service or nil
-            result[name] = instance
-            count = count + 1
-            if instance.header_filter then
-                header_filter = true
-            end
-            if instance.log then
-                log = true
-            end
-        end
+-- Builds the instance of one decoded backend, reusing the current one
+-- when the algorithm stays, so it keeps its state (rotation position, EWMA
+-- scores, ...).
+local function build_one(backend)
+    local name = backend.name
+    local algorithm = algorithm_for(backend)
+    local prepared = {
+        name = name,
+        endpoints = prepare_endpoints(backend),
+        -- Read (and checked again) by the algorithms that use them.
+        upstreamHashByConfig = backend.upstreamHashByConfig,
+        sessionAffinityConfig = backend.sessionAffinityConfig,
+    }
+    local instance = backends[name]
+    if instance and instance.algorithm == algorithm then
+        instance:sync(prepared)
+    else
+        instance = algorithms[algorithm].new(prepared)
+        instance.algorithm = algorithm
     end
-    return result, count, header_filter, log
+    set_canary(instance, backend)
+    -- custom-http-errors send the Service to the error backend.
+    instance.service = type(backend.service) == "table" and backend.service or nil
+    return instance
 end
 
+-- Decodes one stored backend; nil (logged) when it cannot be used, which
+-- the configuration endpoint's validation makes unexpected.
+local function decode(name, json)
+    local backend, err = json_decode(json)
+    if type(backend) ~= "table" or backend.name ~= name then
+        ngx_log(ERR, "switchyard: cannot decode backend ", name, ": ", tostring(err))
+        return nil
+    end
+    return backend
+end
+
+-- Whether any instance has a header_filter or log hook, and their count.
+local function survey(instances)
+    local count, header_filter, log = 0, false, false
+    for _, instance in pairs(instances) do
+        count = count + 1
+        header_filter = header_filter or instance.header_filter ~= nil
+        log = log or instance.log ~= nil
+    end
+    return count, header_filter, log
+end
+
+-- Builds every stored backend; version is the one read before. Returns
+-- false when publishes kept freeing a value before it was read.
+local function load_all(dict, version)
+    local all = backend_store.read_all(dict)
+    if not all then
+        return false
+    end
+    local result = {}
+    for name, json in pairs(all) do
+        local backend = decode(name, json)
+        if backend then
+            result[name] = build_one(backend)
+        end
+    end
+    local count
+    backends = result
+    count, any_header_filter, any_log = survey(backends)
+    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " backends)")
+    return true
+end
+
+-- Rebuilds only the named backends, with their newest values; the others
+-- keep their instances untouched. Returns false, having changed nothing,
+-- when publishes kept freeing a value before it was read.
+local function load_changes(dict, version, names)
+    local changed, removed, count = {}, {}, 0
+    for name in pairs(names) do
+        local json = backend_store.read(dict, name)
+        if json == nil then
+            return false
+        end
+        local backend = json and decode(name, json)
+        if backend then
+            changed[name] = build_one(backend)
+        else
+            removed[#removed + 1] = name
+        end
+        count = count + 1
+    end
+    for name, instance in pairs(changed) do
+        backends[name] = instance
+    end
+    for _, name in ipairs(removed) do
+        backends[name] = nil
+    end
+    local total
+    total, any_header_filter, any_log = survey(backends)
+    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " changed of ", total,
+            " backends)")
+    return true
+end
+
+-- After a read that raced a publish, the next try waits this long, so
+-- requests during a big publish do not each scan the dict.
+local RACE_BACKOFF = 0.005
+local retry_at = 0
+
 -- Loads the published backends when their version differs from the loaded
--- one. The common case is a single shared dict read.
+-- one: only the changed ones when the change lists since the loaded
+-- version are there, else all. Values newer than the version read may be
+-- taken; loaded_version stays the version read first, so the next sync
+-- reloads whatever changed after it. The common case is a single shared
+-- dict read.
 local function sync()
     local dict = ngx_shared.switchyard_config
-    local version = dict:get(VERSION_KEY)
-    if version == loaded_version then
+    local version = backend_store.version(dict)
+    if version == loaded_version or not version or version == 0 then
         return
     end
-    -- Recorded first: a snapshot that cannot be used is reported once, not
-    -- decoded again on every request; the worker keeps its previous backends.
-    loaded_version = version
-
-    local data = dict:get(snapshot.key(KIND, version, "data"))
-    if not data then
-        ngx_log(ERR, "switchyard: backends version ", version, " has no data")
+    local now = ngx.now()
+    if now < retry_at then
         return
     end
-    local list, err = json_decode(data)
-    if type(list) ~= "table" then
-        ngx_log(ERR, "switchyard: cannot decode backends version ", version, ": ", err)
-        return
+    local names = backend_store.changes(dict, loaded_version, version)
+    local done
+    if names then
+        done = load_changes(dict, version, names)
+    else
+        done = load_all(dict, version)
     end
-
-    local count
-    backends, count, any_header_filter, any_log = build(list)
-    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " backends)")
+    if done then
+        loaded_version = version
+    else
+        retry_at = now + RACE_BACKOFF
+    end
 end
 
 local function on_timer(premature)

@@ -1,12 +1,17 @@
 -- Configuration endpoint of the data plane.
 --
 -- Served by content_by_lua_block in a server that listens only on a unix
--- socket, so proxied traffic can never reach it. Every POST is a full
--- replacement that is validated, then published as a new snapshot (see
--- switchyard.util.snapshot); workers pick it up by its version.
+-- socket, so proxied traffic can never reach it. A POST of certificates is a
+-- full replacement that is validated, then published as a new snapshot (see
+-- switchyard.util.snapshot); workers pick it up by its version. Backends are
+-- stored one key each (switchyard.util.backend_store): a POST to
+-- /configuration/backends replaces them all, one to
+-- /configuration/backends/delta only the ones it names, on top of the
+-- version it says it applies to (412 when that is not the stored one).
 
 local cjson = require("cjson.safe")
 local snapshot = require("switchyard.util.snapshot")
+local backend_store = require("switchyard.util.backend_store")
 
 local ngx = ngx
 local ngx_log = ngx.log
@@ -205,38 +210,138 @@ local function publish_failed(kind, err)
     return respond(500, "storing " .. kind .. " failed: " .. tostring(err) .. "\n")
 end
 
-local function post_backends()
+-- Reads the body and decodes it, requiring it to start with open (cjson
+-- cannot tell [] from {}, the first character can). Returns the value, or
+-- nil after answering 400 (or 507 for a body larger than dict).
+local function read_json(open, shape, dict)
     local body, err = read_body()
     if not body then
-        return respond(400, err .. "\n")
+        respond(400, err .. "\n")
+        return nil
     end
-    -- cjson cannot distinguish [] from {}, the first character can.
-    if not str_find(body, "^%s*%[") then
-        return respond(400, "body must be a JSON array of backends\n")
+    -- Backends stored take at least the bytes they were sent in: a body
+    -- larger than the whole dict cannot fit, and is refused before the
+    -- work of decoding it.
+    if dict and #body > dict:capacity() then
+        respond(507, "shared dict is full, backends not applied\n")
+        return nil
     end
-    local backends, derr = json_decode(body)
+    if not str_find(body, "^%s*%" .. open) then
+        respond(400, "body must be a JSON " .. shape .. "\n")
+        return nil
+    end
+    local value, derr = json_decode(body)
+    if value == nil then
+        respond(400, "invalid JSON: " .. tostring(derr) .. "\n")
+        return nil
+    end
+    return value
+end
+
+-- Each backend's JSON by name, for backend_store.
+local function by_name(backends)
+    local set = {}
+    for _, backend in ipairs(backends) do
+        set[backend.name] = json_encode(backend)
+    end
+    return set
+end
+
+local function published(version, err, stored)
+    if not version then
+        if err == backend_store.ERR_STALE then
+            -- The applier's idea of the stored backends is not what is
+            -- stored: it must send them all.
+            ngx.header["X-Switchyard-Backends-Version"] = tostring(stored)
+            return respond(412, "stale delta: the stored backends are version " .. tostring(stored)
+                .. ", send them all\n")
+        end
+        return publish_failed("backends", err)
+    end
+    ngx.header["X-Switchyard-Backends-Version"] = tostring(version)
+    return respond(201, "backends version " .. version .. "\n")
+end
+
+-- POST /configuration/backends: every backend there is.
+local function post_backends()
+    local backends = read_json("[", "array of backends", ngx.shared.switchyard_config)
     if backends == nil then
-        return respond(400, "invalid JSON: " .. tostring(derr) .. "\n")
+        return
     end
     local verr = validate_backends(backends)
     if verr then
         return respond(400, verr .. "\n")
     end
+    return published(backend_store.publish_full(ngx.shared.switchyard_config, by_name(backends)))
+end
 
-    -- The raw body is stored: workers decode it once per version anyway.
-    local version, perr = snapshot.publish(ngx.shared.switchyard_config, "backends",
-                                           { data = body })
-    if not version then
-        return publish_failed("backends", perr)
+-- A delta: {"base": <version it applies to>, "backends": [added or
+-- changed backends], "removed": [names]}. Refused as a whole when any part
+-- is malformed.
+local function validate_delta(delta)
+    if not is_object(delta) then
+        return "body must be a JSON object"
     end
-    return respond(201, "backends version " .. version .. "\n")
+    local base = delta.base
+    if type(base) ~= "number" or base < 1 or base % 1 ~= 0 then
+        return "base must be a whole number >= 1"
+    end
+    local backends = delta.backends
+    if backends == nil then
+        delta.backends = {}
+    else
+        local err = validate_backends(backends)
+        if err then
+            return err
+        end
+    end
+    local removed = delta.removed
+    if removed == nil then
+        delta.removed = {}
+        return nil
+    end
+    if not is_array(removed) then
+        return "removed must be an array of backend names"
+    end
+    local changed = {}
+    for _, backend in ipairs(delta.backends) do
+        changed[backend.name] = true
+    end
+    for _, name in ipairs(removed) do
+        if type(name) ~= "string" or name == "" then
+            return "removed must be an array of backend names"
+        end
+        if changed[name] then
+            return "backend " .. name .. " is both changed and removed"
+        end
+        changed[name] = true
+    end
+end
+
+-- POST /configuration/backends/delta: only the backends that changed.
+local function post_backends_delta()
+    local delta = read_json("{", "object", ngx.shared.switchyard_config)
+    if delta == nil then
+        return
+    end
+    local verr = validate_delta(delta)
+    if verr then
+        return respond(400, verr .. "\n")
+    end
+    local removed = {}
+    for _, name in ipairs(delta.removed) do
+        removed[name] = true
+    end
+    return published(backend_store.publish_delta(ngx.shared.switchyard_config, delta.base,
+                                                 by_name(delta.backends), removed))
 end
 
 local function get_backends()
-    local dict = ngx.shared.switchyard_config
-    local version = snapshot.version(dict, "backends")
-    local data = version and dict:get(snapshot.key("backends", version, "data"))
-    return respond(200, data or "[]", "application/json")
+    local data, err = backend_store.dump(ngx.shared.switchyard_config)
+    if not data then
+        return publish_failed("backends", err == backend_store.ERR_RACING and snapshot.ERR_BUSY or err)
+    end
+    return respond(200, data, "application/json")
 end
 
 local function validate_certificates(config)
@@ -297,16 +402,9 @@ local function certificate_parts(config)
 end
 
 local function post_certificates()
-    local body, err = read_body()
-    if not body then
-        return respond(400, err .. "\n")
-    end
-    if not str_find(body, "^%s*{") then
-        return respond(400, "body must be a JSON object\n")
-    end
-    local config, derr = json_decode(body)
+    local config = read_json("{", "object")
     if config == nil then
-        return respond(400, "invalid JSON: " .. tostring(derr) .. "\n")
+        return
     end
     local verr = validate_certificates(config)
     if verr then
@@ -323,6 +421,7 @@ end
 
 local routes = {
     ["/configuration/backends"] = { GET = get_backends, POST = post_backends },
+    ["/configuration/backends/delta"] = { POST = post_backends_delta },
     ["/configuration/certificates"] = { POST = post_certificates },
     ["/healthz"] = { GET = function() return respond(200, "ok") end },
     -- The per-request metrics, read by the controller on scrape.

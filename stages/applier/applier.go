@@ -53,6 +53,9 @@ type Config struct {
 	// The first change of a quiet period reloads at once. Zero means
 	// DefaultMinReloadInterval; a negative value never holds a reload back.
 	MinReloadInterval time.Duration
+	// FullBackendPosts sends every backend on every change instead of
+	// the ones that changed (a delta): for comparing the two in benchmarks.
+	FullBackendPosts bool
 }
 
 // DefaultMinReloadInterval bounds a burst of Ingress changes to about one
@@ -74,7 +77,11 @@ type Stage struct {
 	nginx *nginx.Process
 	// lastReload is when NGINX last reloaded (or started).
 	lastReload time.Time
-	running    struct {
+	// backendsVersion is the version the Lua endpoint answered to the last
+	// successful backends post; zero when the applier cannot be sure what
+	// the data plane holds, which makes the next push a full one.
+	backendsVersion uint64
+	running         struct {
 		files        map[string]string
 		backends     map[string]json.RawMessage
 		certificates map[string]luaCertificate
@@ -239,13 +246,17 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		if configReady {
 			s.running.files = d.Files
 		}
+		// A new NGINX has empty dicts.
+		s.backendsVersion = 0
 		plan.PushBackends, plan.PushCertificates = true, true
 	}
 	// Push before reloading: the new workers then find every backend a new
 	// location names from their first request.
 	if plan.PushBackends {
-		if err := s.control.post(ctx, "/configuration/backends", d.backendsPayload()); err != nil {
-			errs = append(errs, fmt.Errorf("push backends: %w", err))
+		push, err := s.pushBackends(ctx, d, "")
+		res.BackendsPost, res.BackendsBytes = push.mode, push.bytes
+		if err != nil {
+			errs = append(errs, err)
 		} else {
 			s.running.backends = d.Backends
 			res.DynamicUpdated = true
@@ -288,12 +299,14 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 // the Lua dicts, making sure the workers with the new dicts took it.
 func (s *Stage) repush(ctx context.Context, d desiredState, dicts string) []error {
 	var errs []error
-	if err := s.control.postTo(ctx, "/configuration/backends", d.backendsPayload(), dicts); err != nil {
-		errs = append(errs, fmt.Errorf("push backends after resizing the dicts: %w", err))
+	// New dicts are empty: the version the old ones answered means nothing.
+	s.backendsVersion = 0
+	if _, err := s.pushBackends(ctx, d, dicts); err != nil {
+		errs = append(errs, fmt.Errorf("after resizing the dicts: %w", err))
 	}
 	body, err := d.certificatesPayload()
 	if err == nil {
-		err = s.control.postTo(ctx, "/configuration/certificates", body, dicts)
+		_, err = s.control.postTo(ctx, "/configuration/certificates", body, dicts)
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("push certificates after resizing the dicts: %w", err))
@@ -393,7 +406,7 @@ func (s *Stage) startNginx(ctx context.Context) error {
 func (s *Stage) pushCertificates(ctx context.Context, d desiredState) error {
 	body, err := d.certificatesPayload()
 	if err == nil {
-		err = s.control.post(ctx, "/configuration/certificates", body)
+		_, err = s.control.post(ctx, "/configuration/certificates", body)
 	}
 	if err != nil {
 		return fmt.Errorf("push certificates: %w", err)

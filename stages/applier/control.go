@@ -3,12 +3,19 @@ package applier
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
+
+// errStale is the Lua endpoint's answer to a backends delta made against
+// another version than the one it stores (412): the data plane's state is
+// not what the applier believes, so everything must be sent.
+var errStale = errors.New("stale delta")
 
 // controlClient talks to the Lua configuration endpoint over its unix socket.
 type controlClient struct {
@@ -31,7 +38,7 @@ func newControlClient(socket string) *controlClient {
 // post sends a payload, retrying briefly: right after a start or reload a
 // worker may not accept yet. The error never quotes the body (it may hold
 // private keys), only NGINX's short answer.
-func (c *controlClient) post(ctx context.Context, path string, body []byte) error {
+func (c *controlClient) post(ctx context.Context, path string, body []byte) (uint64, error) {
 	return c.postTo(ctx, path, body, "")
 }
 
@@ -39,8 +46,10 @@ func (c *controlClient) post(ctx context.Context, path string, body []byte) erro
 // ("<config bytes>,<certs bytes>", as nginx.conf declares them) counts:
 // after a reload that resized them, an old worker may still answer, and
 // what it stores goes to dicts the new workers do not see. Empty dicts
-// takes any worker.
-func (c *controlClient) postTo(ctx context.Context, path string, body []byte, dicts string) error {
+// takes any worker. It returns the stored backends version the endpoint
+// answered (X-Switchyard-Backends-Version), zero for other payloads. A
+// stale delta is not retried: the same body would be refused again.
+func (c *controlClient) postTo(ctx context.Context, path string, body []byte, dicts string) (uint64, error) {
 	var last error
 	attempts := 6
 	if dicts != "" {
@@ -50,40 +59,48 @@ func (c *controlClient) postTo(ctx context.Context, path string, body []byte, di
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return 0, ctx.Err()
 			case <-time.After(wait):
 			}
 		}
 		var got string
-		got, last = c.postOnce(ctx, path, body)
+		var version uint64
+		got, version, last = c.postOnce(ctx, path, body)
 		if last == nil && dicts != "" && got != dicts {
 			last = fmt.Errorf("POST %s: answered by a worker with dicts of %s bytes, want %s", path, got, dicts)
 		}
 		if last == nil {
-			return nil
+			return version, nil
+		}
+		if errors.Is(last, errStale) {
+			return 0, last
 		}
 	}
-	return last
+	return 0, last
 }
 
 // postOnce sends the payload once and returns the answering worker's dict
-// sizes.
-func (c *controlClient) postOnce(ctx context.Context, path string, body []byte) (string, error) {
+// sizes and the backends version it stored.
+func (c *controlClient) postOnce(ctx context.Context, path string, body []byte) (string, uint64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://switchyard"+path, bytes.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
+	if resp.StatusCode == http.StatusPreconditionFailed {
+		return "", 0, fmt.Errorf("POST %s: %w: %s", path, errStale, bytes.TrimSpace(answer))
 	}
-	return resp.Header.Get("X-Switchyard-Dicts"), nil
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return "", 0, fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
+	}
+	version, _ := strconv.ParseUint(resp.Header.Get("X-Switchyard-Backends-Version"), 10, 64)
+	return resp.Header.Get("X-Switchyard-Dicts"), version, nil
 }
 
 // waitReady polls /healthz until the endpoint answers, NGINX exits, or the

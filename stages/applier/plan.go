@@ -182,6 +182,42 @@ func (d desiredState) backendsPayload() []byte {
 	return append(buf, ']')
 }
 
+// backendsDelta is the body of POST /configuration/backends/delta: the
+// backends of d that are new or differ from running, and the names of
+// running's that d no longer has, on top of the stored version base.
+// Sorted by name, so equal changes give equal bodies; nil when nothing
+// changed.
+func (d desiredState) backendsDelta(running map[string]json.RawMessage, base uint64) []byte {
+	var changed, removed []string
+	for _, name := range slices.Sorted(maps.Keys(d.Backends)) {
+		if old, ok := running[name]; !ok || !jsonEqual(old, d.Backends[name]) {
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(running)) {
+		if _, ok := d.Backends[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	if len(changed) == 0 && len(removed) == 0 {
+		return nil
+	}
+	buf := fmt.Appendf(nil, `{"base":%d,"backends":[`, base)
+	for i, name := range changed {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, d.Backends[name]...)
+	}
+	buf = append(buf, `],"removed":`...)
+	names, _ := json.Marshal(removed) // strings: cannot fail
+	if removed == nil {
+		names = []byte("[]")
+	}
+	buf = append(buf, names...)
+	return append(buf, '}')
+}
+
 // certificatesPayload is the body of POST /configuration/certificates.
 func (d desiredState) certificatesPayload() ([]byte, error) {
 	body := struct {

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -166,4 +167,37 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestBackendsDelta: the delta body carries only the backends that are new
+// or changed and the names of the ones gone, on top of the given version.
+func TestBackendsDelta(t *testing.T) {
+	running := map[string]json.RawMessage{
+		"a": json.RawMessage(`{"name":"a","endpoints":[1]}`),
+		"b": json.RawMessage(`{"name":"b"}`),
+		"c": json.RawMessage(`{"name":"c"}`),
+	}
+	tests := []struct {
+		name string
+		next map[string]json.RawMessage
+		want string
+	}{
+		{"nothing changed", maps.Clone(running), ""},
+		{"one endpoint", map[string]json.RawMessage{"a": json.RawMessage(`{"name":"a","endpoints":[2]}`), "b": running["b"], "c": running["c"]},
+			`{"base":7,"backends":[{"name":"a","endpoints":[2]}],"removed":[]}`},
+		{"added and removed", map[string]json.RawMessage{"a": running["a"], "d": json.RawMessage(`{"name":"d"}`), "0": json.RawMessage(`{"name":"0"}`)},
+			`{"base":7,"backends":[{"name":"0"},{"name":"d"}],"removed":["b","c"]}`},
+		{"all removed", map[string]json.RawMessage{}, `{"base":7,"backends":[],"removed":["a","b","c"]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := desiredState{Backends: tt.next}.backendsDelta(running, 7)
+			if string(got) != tt.want {
+				t.Errorf("delta %s, want %s", got, tt.want)
+			}
+			if got != nil && !json.Valid(got) {
+				t.Errorf("delta is not JSON: %s", got)
+			}
+		})
+	}
 }

@@ -8,7 +8,10 @@ import (
 
 // The Lua shared dicts hold the dynamic payloads (backends, certificates)
 // as versioned snapshots: during a publish the previous, the current and
-// the new snapshot are all there (lua/switchyard/util/snapshot.lua). A dict too
+// the new snapshot are all there (lua/switchyard/util/snapshot.lua).
+// Backends are stored one key each with a pointer key beside it
+// (lua/switchyard/util/backend_store.lua): a full post holds the old and
+// the new values at once, and every backend costs two keys' overhead. A dict too
 // small for that answers 507 and keeps the running snapshot, which the
 // applier reports; sizing the dicts from the data keeps it from happening.
 // Sizes grow in powers of two and never shrink, so a resize (a reload,

@@ -89,11 +89,10 @@ local function publish_locked(dict, kind, parts)
     return version
 end
 
--- Publishes parts (a table part name -> string) as the next version of kind.
--- Returns the new version, or nil and an error: ERR_BUSY when another publish
--- of the same kind is running (possibly in another worker), "no memory" when
--- the dict is full, anything else for unexpected failures.
-function _M.publish(dict, kind, parts)
+-- Runs fn(...) holding kind's publish lock, which is shared by every
+-- worker. Returns what fn returns, or nil and ERR_BUSY when another
+-- publish of kind is running, or nil and "internal error" when fn raised.
+function _M.locked(dict, kind, fn, ...)
     local lock = kind .. "_lock"
     local ok, err = dict:safe_add(lock, true, LOCK_TTL)
     if not ok then
@@ -103,13 +102,21 @@ function _M.publish(dict, kind, parts)
         return nil, err
     end
 
-    local pok, version, perr = pcall(publish_locked, dict, kind, parts)
+    local pok, a, b, c = pcall(fn, ...)
     dict:delete(lock)
     if not pok then
-        ngx_log(ERR, "switchyard: publishing ", kind, " failed: ", version)
+        ngx_log(ERR, "switchyard: publishing ", kind, " failed: ", a)
         return nil, "internal error"
     end
-    return version, perr
+    return a, b, c
+end
+
+-- Publishes parts (a table part name -> string) as the next version of kind.
+-- Returns the new version, or nil and an error: ERR_BUSY when another publish
+-- of the same kind is running (possibly in another worker), "no memory" when
+-- the dict is full, anything else for unexpected failures.
+function _M.publish(dict, kind, parts)
+    return _M.locked(dict, kind, publish_locked, dict, kind, parts)
 end
 
 return _M

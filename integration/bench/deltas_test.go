@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestBenchEndpointDeltas reports, at SWITCHYARD_SCALE_N Ingresses (10,000
+// by default; each with its own host, Service and EndpointSlice), a
+// one-endpoint change to traffic on it and the bytes posted to the Lua
+// endpoint per change, once with every backend posted on each change
+// (--full-backend-posts, as before deltas) and once with only the changed
+// backend posted (a delta), each on its own fresh switchyard, same run.
+// Timings are reported, never asserted; it fails only when a change is
+// never served.
+func TestBenchEndpointDeltas(t *testing.T) {
+	requireBench(t)
+	harness.Nginx(t)
+	n := scaleN(t)
+	bin := harness.Binary(t)
+	portA := harness.StartEcho(t, bin, "echo", "pod-a")
+	portB := harness.StartEcho(t, bin, "echo", "pod-b")
+
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "\n%s\nendpoint deltas: %d Ingresses, each with its own host, Service and EndpointSlice; %d one-endpoint changes per mode\n",
+		strings.Repeat("=", 100), n, changes)
+	defer func() { t.Log(rep.String()) }()
+	modes := []struct {
+		name  string
+		flags []string
+	}{
+		{"full posts (--full-backend-posts)", []string{"--full-backend-posts"}},
+		{"deltas", nil},
+	}
+	for _, mode := range modes {
+		fmt.Fprintf(&rep, "-- %s\n", mode.name)
+		if err := endpointChangesAtScale(t, &rep, bin, n, portA, portB, mode.flags); err != nil {
+			fmt.Fprintf(&rep, "FAILED: %v\n", err)
+			t.Errorf("%s: %v", mode.name, err)
+		}
+	}
+}
+
+// endpointChangesAtScale starts switchyard with n Ingresses, changes
+// Ingress 0's endpoint back and forth and reports what it took.
+func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, portA, portB int, flags []string) error {
+	dir := t.TempDir()
+	writeScaleManifests(t, dir, n, portA)
+	sy := &harness.Switchyard{
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		StateDir:  harness.StateDir(t),
+		Manifests: dir,
+	}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	args := append([]string{"run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
+		"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s",
+		"--log-level", "warn", "--metrics-addr", metricsAddr, "--enable-metrics=false"}, flags...)
+	begin := time.Now()
+	sy.Process = harness.Start(t, bin, args...)
+	// The next mode starts on an idle machine.
+	defer sy.Stop(20 * time.Second)
+	last := scaleHost(n - 1)
+	_, _, served, lastSeen := startup(t, sy, last, map[int]bool{})
+	if served.IsZero() {
+		return fmt.Errorf("%s not served within %s: %s", last, startupTimeout, lastSeen)
+	}
+	fmt.Fprintf(rep, "%-42s %s\n", "start to last host 200", served.Sub(begin).Round(10*time.Millisecond))
+	if _, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", "pod-a", changePoll, changeTimeout); err != nil {
+		return fmt.Errorf("first host: %w", err)
+	}
+	before, err := backendPosts(metricsAddr)
+	if err != nil {
+		return err
+	}
+	workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
+	change := series{name: "one-endpoint change to traffic on it"}
+	for i := range changes {
+		if !budget(rep, t, change) {
+			break
+		}
+		port, pod := portB, "pod-b"
+		if i%2 == 1 {
+			port, pod = portA, "pod-a"
+		}
+		begin := time.Now()
+		setScaleEndpoint(t, dir, port)
+		at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
+		if err != nil {
+			return fmt.Errorf("one-endpoint change %d: %w", i, err)
+		}
+		change.samples = append(change.samples, at.Sub(begin))
+	}
+	// The apply result that feeds the metrics is published after the
+	// post; give the last one a moment to arrive.
+	var after map[string]float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if after, err = backendPosts(metricsAddr); err != nil {
+			return err
+		}
+		if posts(after)-posts(before) >= float64(len(change.samples)) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Fprintln(rep, change)
+	for _, mode := range []string{"full", "delta"} {
+		count := after["posts "+mode] - before["posts "+mode]
+		if count == 0 {
+			continue
+		}
+		bytes := after["bytes "+mode] - before["bytes "+mode]
+		fmt.Fprintf(rep, "%-42s %.0f posts, %.0f bytes per post, %.0f bytes per change\n", mode+" posts during the changes", count,
+			bytes/count, bytes/float64(len(change.samples)))
+	}
+	newWorkers := slices.DeleteFunc(harness.ChildPIDs(t, mustMasterPID(t, sy)), func(p int) bool { return slices.Contains(workers, p) })
+	fmt.Fprintf(rep, "%-42s %v\n", "NGINX reloaded during endpoint changes", len(newWorkers) > 0)
+	if testing.Verbose() {
+		fmt.Fprintf(rep, "samples: %v\n", round(change.samples))
+	}
+	return nil
+}
+
+func posts(m map[string]float64) float64 { return m["posts full"] + m["posts delta"] }
+
+// backendPosts scrapes switchyard_backends_posts_total and
+// switchyard_backends_posted_bytes_total as "posts <mode>" and
+// "bytes <mode>".
+func backendPosts(addr string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scrape metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 64*1024), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		var kind string
+		switch {
+		case strings.HasPrefix(line, "switchyard_backends_posts_total{"):
+			kind = "posts"
+		case strings.HasPrefix(line, "switchyard_backends_posted_bytes_total{"):
+			kind = "bytes"
+		default:
+			continue
+		}
+		for _, mode := range []string{"full", "delta"} {
+			if strings.Contains(line, `mode="`+mode+`"`) {
+				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				if err != nil {
+					return nil, fmt.Errorf("metrics line %q: %w", line, err)
+				}
+				out[kind+" "+mode] = v
+			}
+		}
+	}
+	return out, scanner.Err()
+}
