@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// lockedBus starts an embedded bus listening on loopback with a key for
-// every identity; it returns the server and the keys' directory.
-func lockedBus(t *testing.T) (*Embedded, string) {
+// newKeys makes a key for every identity in a new directory, and returns
+// it with the public keys.
+func newKeys(t *testing.T) (string, map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := GenerateKeys(dir); err != nil {
@@ -27,6 +27,14 @@ func lockedBus(t *testing.T) (*Embedded, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, keys
+}
+
+// lockedBus starts an embedded bus listening on loopback with a key for
+// every identity; it returns the server and the keys' directory.
+func lockedBus(t *testing.T) (*Embedded, string) {
+	t.Helper()
+	dir, keys := newKeys(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -212,14 +220,7 @@ func TestTraceSeesHeadersOnly(t *testing.T) {
 // TestServerConfigMatchesEmbedded: the authorization buskeys writes for
 // an external nats-server grants exactly what the embedded server does.
 func TestServerConfigMatchesEmbedded(t *testing.T) {
-	dir := t.TempDir()
-	if err := GenerateKeys(dir); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := PublicKeys(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, keys := newKeys(t)
 	conf, err := ServerConfig(keys)
 	if err != nil {
 		t.Fatal(err)
