@@ -275,3 +275,41 @@ func TestTCPAndUDPServicesThroughNginx(t *testing.T) {
 		t.Fatalf("the open connection to B after its entry was removed (old workers keep it): %q %v", got, err)
 	}
 }
+
+// TestHeldServicesPortIsReported: a services entry on a port another
+// process holds passes nginx -t, but the master cannot bind it and keeps
+// its previous configuration. The applier confirms every reload, so the
+// failure is reported with NGINX's reason instead of counted as applied;
+// once the entry goes, the next change is applied again.
+func TestHeldServicesPortIsReported(t *testing.T) {
+	e := newBackends(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	a := startTCPEcho(t, "a", false)
+	e.write("stream-services.yaml", streamServiceYAML("svc-a", "TCP", a))
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--tcp-services-configmap", "default/tcp")
+	e.write("one.yaml", harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	waitStatus(t, e.sy, "one.example.com", 200)
+
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{fmt.Sprint(heldPort): "default/svc-a:7000"}))
+	harness.WaitFor(t, changeTimeout, "the failed reload reported", func() error {
+		out := e.sy.Output.String()
+		if !strings.Contains(out, "nginx kept its previous configuration") || !strings.Contains(out, "bind()") {
+			return errors.New("no report of the reload NGINX refused")
+		}
+		return nil
+	})
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{}))
+	e.write("two.yaml", harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	defer func() {
+		if t.Failed() {
+			t.Log(e.sy.Output.String())
+		}
+	}()
+	waitStatus(t, e.sy, "two.example.com", 200)
+}

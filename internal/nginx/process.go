@@ -2,6 +2,7 @@ package nginx
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +25,9 @@ type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the master exits
 	err  error         // why it exited; read after done
+	// emerg is the last [emerg] line NGINX logged (a reload that failed
+	// says why there).
+	emerg atomic.Pointer[string]
 }
 
 func nginxArgs(prefix string, extra ...string) []string {
@@ -49,7 +54,7 @@ func Start(bin, prefix string, log *zap.Logger) (*Process, error) {
 	if err := startOnLockedThread(cmd, func(err error) { p.err = err; close(p.done) }); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
 	}
-	go forwardLog(stderr, log)
+	go forwardLog(stderr, log, func(line string) { p.emerg.Store(&line) })
 	return p, nil
 }
 
@@ -142,6 +147,82 @@ func (p *Process) Reload() error {
 	return p.cmd.Process.Signal(syscall.SIGHUP)
 }
 
+// ReloadConfirmed reloads and waits until the master runs the new
+// configuration: a new worker appears. A reload the master refuses after
+// nginx -t passed (a listen port another process holds, a file it cannot
+// open) leaves the old workers and logs an [emerg] line: that line is the
+// error. Past timeout the reload counts as failed too.
+func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) error {
+	before := p.children()
+	p.emerg.Store(nil)
+	if err := p.Reload(); err != nil {
+		return err
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for pid := range p.children() {
+			if !before[pid] {
+				return nil
+			}
+		}
+		if line := p.emerg.Load(); line != nil {
+			return fmt.Errorf("nginx kept its previous configuration: %s", *line)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.done:
+			return errors.New("nginx exited during the reload")
+		case <-deadline.C:
+			return fmt.Errorf("nginx started no worker with the new configuration within %s", timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// children are the processes whose parent is the master (workers, cache
+// manager and loader), from /proc.
+func (p *Process) children() map[int]bool {
+	kids := map[int]bool{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return kids
+	}
+	master := p.PID()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if parentOf(pid) == master {
+			kids[pid] = true
+		}
+	}
+	return kids
+}
+
+// parentOf reads the parent pid from /proc/PID/stat ("pid (comm) state
+// ppid ..."; comm may hold spaces and parentheses), or 0.
+func parentOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	rest := string(data)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
 // Stop shuts NGINX down gracefully: SIGQUIT lets workers finish their
 // requests (bounded by worker_shutdown_timeout); past grace it is
 // terminated, then killed.
@@ -182,13 +263,16 @@ func (p *Process) ReapOrphans() {
 }
 
 // forwardLog turns NGINX's error log lines into structured log entries.
-func forwardLog(r io.Reader, log *zap.Logger) {
+func forwardLog(r io.Reader, log *zap.Logger, emerg func(string)) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case strings.Contains(line, "[emerg]"), strings.Contains(line, "[alert]"), strings.Contains(line, "[crit]"), strings.Contains(line, "[error]"):
+		case strings.Contains(line, "[emerg]"):
+			emerg(line)
+			log.Error(line)
+		case strings.Contains(line, "[alert]"), strings.Contains(line, "[crit]"), strings.Contains(line, "[error]"):
 			log.Error(line)
 		case strings.Contains(line, "[warn]"):
 			log.Warn(line)

@@ -58,6 +58,11 @@ type Config struct {
 	FullBackendPosts bool
 }
 
+// reloadTimeout bounds the wait for NGINX to run a new configuration:
+// the master parses it first, which takes seconds for thousands of
+// servers on a loaded machine.
+const reloadTimeout = 2 * time.Minute
+
 // DefaultMinReloadInterval bounds a burst of Ingress changes to about one
 // reload a second; every reload starts a generation of workers and drains
 // the old one.
@@ -86,6 +91,9 @@ type Stage struct {
 		backends     map[string]json.RawMessage
 		certificates map[string]luaCertificate
 	}
+	// liveFiles are the files in NGINX's live configuration directory:
+	// running.files unless a reload NGINX refused left newer ones there.
+	liveFiles map[string]string
 	// refusals are the sources NGINX refused (refusals.go), published in
 	// the refusals table for the renderer and the status writer.
 	refusals          map[string]bus.Refusal
@@ -273,7 +281,10 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 	if configReady && !fresh {
 		dicts := dictSizes(d.Files[nginx.MainFile])
 		resized := dicts != dictSizes(s.running.files[nginx.MainFile])
-		if err := s.nginx.Reload(); err != nil {
+		// Confirmed, not just signalled: a reload the master refuses keeps
+		// the old configuration running, and the result must say so (the
+		// next change tries again).
+		if err := s.nginx.ReloadConfirmed(ctx, reloadTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
@@ -346,7 +357,7 @@ func (s *Stage) runningDesired() *desiredState {
 // in. A refusal is traced to its source, which the renderer then leaves out;
 // one that cannot be is logged whole.
 func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta bus.Meta) error {
-	if err := nginx.WriteConfig(s.cfg.Prefix, nginx.NextConfDir, files, s.running.files); err != nil {
+	if err := nginx.WriteConfig(s.cfg.Prefix, nginx.NextConfDir, files, s.liveFiles); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
 	if output, err := nginx.TestConfig(s.cfg.NginxBinary, s.cfg.Prefix, nginx.NextConfDir); err != nil {
@@ -360,8 +371,10 @@ func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta
 	}
 	s.forgetRefusals(ctx, files[nginx.MainFile], meta)
 	if err := nginx.SwapConfig(s.cfg.Prefix); err != nil {
+		s.liveFiles = nil // unknown: write every file next time
 		return fmt.Errorf("swap configuration: %w", err)
 	}
+	s.liveFiles = files
 	return nil
 }
 
