@@ -155,6 +155,11 @@ func TestChartWithIngressNginxValues(t *testing.T) {
   - {key: dedicated, operator: Equal, value: edge, effect: NoSchedule}
   podAnnotations:
     prometheus.io/scrape: "true"
+tcp:
+  "5432": "db/postgres:5432"
+  "1883": "mqtt/broker:1883:PROXY"
+udp:
+  "53": "kube-system/dns:53"
 `), &values); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +169,10 @@ func TestChartWithIngressNginxValues(t *testing.T) {
 		"replicas: 2", `proxy-body-size: "50m"`, `use-gzip: "true"`, "name: nginx-next", `ingressclass.kubernetes.io/is-default-class: "true"`,
 		"- --default-ssl-certificate=edge/wildcard", "type: NodePort", "aws-load-balancer-type: nlb", "name: switchyard-metrics",
 		"role: edge", "key: dedicated", `prometheus.io/scrape: "true"`, "- --configmap=edge/switchyard",
+		"- --tcp-services-configmap=edge/switchyard-tcp", "- --udp-services-configmap=edge/switchyard-udp",
+		`"5432": "db/postgres:5432"`, `"1883": "mqtt/broker:1883:PROXY"`, `"53": "kube-system/dns:53"`,
+		"{name: tcp-5432, containerPort: 5432, protocol: TCP}", "{name: udp-53, containerPort: 53, protocol: UDP}",
+		"{name: tcp-1883, port: 1883, targetPort: tcp-1883, protocol: TCP}",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rendered chart lacks %q", want)
@@ -176,7 +185,7 @@ func TestChartWithIngressNginxValues(t *testing.T) {
 	}
 	cluster := kube.Start(t)
 	objects := applyDryRun(t, cluster, "edge", rendered)
-	if len(objects["Deployment"]) != 1 || len(objects["Service"]) != 2 || len(objects["Job"]) != 0 {
-		t.Errorf("objects: %d Deployments, %d Services, %d Jobs", len(objects["Deployment"]), len(objects["Service"]), len(objects["Job"]))
+	if len(objects["Deployment"]) != 1 || len(objects["Service"]) != 2 || len(objects["Job"]) != 0 || len(objects["ConfigMap"]) != 3 {
+		t.Errorf("objects: %d Deployments, %d Services, %d Jobs, %d ConfigMaps", len(objects["Deployment"]), len(objects["Service"]), len(objects["Job"]), len(objects["ConfigMap"]))
 	}
 }
