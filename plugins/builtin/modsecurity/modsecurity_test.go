@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/plugins/plugintest"
 )
 
 func TestParse(t *testing.T) {
@@ -37,14 +38,8 @@ func TestParse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, errs := Parse(tc.in)
-			var errKey, warnKey string
-			for _, e := range errs {
-				if e.Warning {
-					warnKey = e.Key
-				} else {
-					errKey = e.Key
-				}
-			}
+			errKeys, warnKeys := plugintest.ErrorKeys(t, errs)
+			errKey, warnKey := strings.Join(errKeys, ","), strings.Join(warnKeys, ",")
 			if errKey != tc.errKey || warnKey != tc.warnKey {
 				t.Fatalf("errors on %q, warnings on %q; want %q, %q (%v)", errKey, warnKey, tc.errKey, tc.warnKey, errs)
 			}
