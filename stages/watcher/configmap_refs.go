@@ -14,36 +14,31 @@ import (
 // another ConfigMap ("namespace/name") of headers, as in ingress-nginx.
 var headerConfigMapKeys = []string{"add-headers", "proxy-set-headers"}
 
-// controllerConfigMapRefs returns the ConfigMaps the controller ConfigMap
-// (its canonical JSON) names, "namespace/name"; the translator checks the
-// values, this only has to find them.
-func controllerConfigMapRefs(data []byte) []string {
+// secretKeys are the controller ConfigMap keys whose value names a Secret
+// ("namespace/name").
+var secretKeys = []string{"ssl-dh-param"}
+
+// controllerRefs returns the ConfigMaps and the Secrets the controller
+// ConfigMap (its canonical JSON) names, "namespace/name"; the translator
+// checks the values, this only has to find them.
+func controllerRefs(data []byte) (configMaps, secrets []string) {
 	var cm corev1.ConfigMap
 	if json.Unmarshal(data, &cm) != nil {
-		return nil
+		return nil, nil
 	}
+	return refsIn(cm.Data, headerConfigMapKeys), refsIn(cm.Data, secretKeys)
+}
+
+// refsIn are the values of keys that have the shape "namespace/name".
+func refsIn(data map[string]string, keys []string) []string {
 	var refs []string
-	for _, key := range headerConfigMapKeys {
-		ref := strings.TrimSpace(cm.Data[key])
+	for _, key := range keys {
+		ref := strings.TrimSpace(data[key])
 		if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" && !strings.Contains(name, "/") {
 			refs = append(refs, ref)
 		}
 	}
 	return refs
-}
-
-// controllerSecretRefs returns the Secrets the controller ConfigMap names
-// (ssl-dh-param), "namespace/name".
-func controllerSecretRefs(data []byte) []string {
-	var cm corev1.ConfigMap
-	if json.Unmarshal(data, &cm) != nil {
-		return nil
-	}
-	ref := strings.TrimSpace(cm.Data["ssl-dh-param"])
-	if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" && !strings.Contains(name, "/") {
-		return []string{ref}
-	}
-	return nil
 }
 
 // annotationConfigMapRefs returns the ConfigMaps an Ingress's annotations

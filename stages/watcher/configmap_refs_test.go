@@ -25,7 +25,7 @@ func TestControllerConfigMapRefs(t *testing.T) {
 		{`not json`, nil},
 	}
 	for _, c := range cases {
-		if got := controllerConfigMapRefs([]byte(c.data)); !slices.Equal(got, c.want) {
+		if got, _ := controllerRefs([]byte(c.data)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.data, got, c.want)
 		}
 	}
@@ -39,7 +39,7 @@ func TestControllerSecretRefs(t *testing.T) {
 		`{"data":{}}`:                              nil,
 		`not json`:                                 nil,
 	} {
-		if got := controllerSecretRefs([]byte(data)); !slices.Equal(got, want) {
+		if _, got := controllerRefs([]byte(data)); !slices.Equal(got, want) {
 			t.Errorf("%s: got %v, want %v", data, got, want)
 		}
 	}

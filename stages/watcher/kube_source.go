@@ -439,22 +439,24 @@ func (s *kubeSource) desired() map[string][]byte {
 	if data, ok := s.configs[s.configMap]; ok {
 		ns, name, _ := cutNamespacedName(s.configMap)
 		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
-		// The ConfigMaps of headers it names (add-headers, proxy-set-headers).
-		for _, ref := range controllerConfigMapRefs(data) {
-			if refData, ok := s.configs[ref]; ok {
-				ns, name, _ := cutNamespacedName(ref)
-				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = refData
-			}
-		}
-		// The Secret of ssl-dh-param.
-		for _, ref := range controllerSecretRefs(data) {
-			if refData, ok := s.secrets[ref]; ok {
-				ns, name, _ := cutNamespacedName(ref)
-				set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = refData
-			}
-		}
+		// The ConfigMaps of headers (add-headers, proxy-set-headers) and
+		// the Secret (ssl-dh-param) it names.
+		configMaps, secrets := controllerRefs(data)
+		putRefs(set, bus.ObjectConfigMap, configMaps, s.configs)
+		putRefs(set, bus.ObjectSecret, secrets, s.secrets)
 	}
 	return set
+}
+
+// putRefs adds to set the objects of kind named by refs ("namespace/name")
+// that objects holds.
+func putRefs(set map[string][]byte, kind string, refs []string, objects map[string][]byte) {
+	for _, ref := range refs {
+		if data, ok := objects[ref]; ok {
+			ns, name, _ := cutNamespacedName(ref)
+			set[bus.ObjectKey(kind, ns, name)] = data
+		}
+	}
 }
 
 // canonicalJSON encodes an object as the manifests source does: the typed
