@@ -342,23 +342,7 @@ func (s *Switchyard) WorkerPIDs(t testing.TB) []int {
 // ChildPIDs lists a process's children from /proc.
 func ChildPIDs(t testing.TB, pid int) []int {
 	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range tasks {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(data)) {
-			if n, err := strconv.Atoi(field); err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
-	return pids
+	return nginx.ChildPIDs(pid)
 }
 
 // WriteFile writes a file atomically (temp file, then rename), as GitOps

@@ -184,43 +184,32 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 }
 
 // children are the processes whose parent is the master (workers, cache
-// manager and loader), from /proc.
+// manager and loader).
 func (p *Process) children() map[int]bool {
 	kids := map[int]bool{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return kids
-	}
-	master := p.PID()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if parentOf(pid) == master {
-			kids[pid] = true
-		}
+	for _, pid := range ChildPIDs(p.PID()) {
+		kids[pid] = true
 	}
 	return kids
 }
 
-// parentOf reads the parent pid from /proc/PID/stat ("pid (comm) state
-// ppid ..."; comm may hold spaces and parentheses), or 0.
-func parentOf(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+// ChildPIDs lists the children of pid, from the children files of its
+// threads in /proc.
+func ChildPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, f := range tasks {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, n)
+			}
+		}
 	}
-	rest := string(data)
-	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	fields := strings.Fields(rest)
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+	return pids
 }
 
 // Stop shuts NGINX down gracefully: SIGQUIT lets workers finish their
