@@ -123,7 +123,7 @@ func problemReport(entries map[string][]byte, configMap string) (renderReport, e
 
 func renderArchive(entries map[string][]byte) ([]byte, error) {
 	var files []txtar.File
-	var backends []json.RawMessage
+	var backends, routes []json.RawMessage
 	certHosts := map[string][]string{}
 	split := bus.NewFileAssembler()
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
@@ -147,6 +147,8 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 			}
 		case bus.KindBackend:
 			backends = append(backends, entries[key])
+		case bus.KindRoute:
+			routes = append(routes, entries[key])
 		case bus.KindCertificate:
 			var c struct{ Hosts []string }
 			if err := json.Unmarshal(entries[key], &c); err != nil {
@@ -169,6 +171,11 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 	files = append(files,
 		txtar.File{Name: "lua/backends.json", Data: append(backendsJSON, '\n')},
 		txtar.File{Name: "lua/certificate-hosts.json", Data: append(certsJSON, '\n')})
+	if len(routes) > 0 {
+		// The hosts routed in Lua (--lua-routing), which have no server file.
+		routesJSON, _ := json.MarshalIndent(routes, "", "  ")
+		files = append(files, txtar.File{Name: "lua/routes.json", Data: append(routesJSON, '\n')})
+	}
 	return txtar.Format(&txtar.Archive{Files: files}), nil
 }
 

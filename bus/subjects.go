@@ -46,6 +46,7 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	renderer.filepart.<name>.<i>               FilePart: part i of a file too large for one message
 //	renderer.backend.<name>                    Lua backend payload
 //	renderer.certificate.<namespace>.<name>    Lua certificate payload
+//	renderer.route.<host>                      Lua route of a host routed in Lua (no server block)
 //	applier.result                             ApplyResult (plain publish, not a table)
 //	refusals.ingress.<namespace>.<name>        Refusal: NGINX refused what the Ingress rendered (bus/refusals.go)
 //	refusals.configmap.<key>                   Refusal: NGINX refused a ConfigMap key's value
@@ -56,6 +57,7 @@ const (
 	KindCertificate = "certificate"
 	KindIngress     = "ingress"
 	KindFile        = "file"
+	KindRoute       = "route"
 	KindFilePart    = "filepart"
 	KindConfig      = "config"
 )

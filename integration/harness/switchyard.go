@@ -161,6 +161,10 @@ type Switchyard struct {
 	client              *http.Client
 }
 
+// RoutingEnv chooses the routing path of every Switchyard the harness
+// starts: "lua" (--lua-routing) or "server-blocks"; unset, the default.
+const RoutingEnv = "SWITCHYARD_TEST_ROUTING"
+
 // StartSwitchyard runs `switchyard run` on free loopback ports with its own
 // state dir, and waits until NGINX answers.
 func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyard {
@@ -196,6 +200,10 @@ func (s *Switchyard) start(t testing.TB, extra ...string) {
 	}
 	args = append(append(args, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
 		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s"), extra...)
+	if mode := os.Getenv(RoutingEnv); mode != "" {
+		// The whole suite once per routing path (Makefile).
+		args = append(args, "--lua-routing="+strconv.FormatBool(mode == "lua"))
+	}
 	s.Process = Start(t, bin, args...)
 	WaitFor(t, 30*time.Second, "switchyard to serve", func() error {
 		if s.Exited() {

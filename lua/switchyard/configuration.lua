@@ -12,6 +12,7 @@
 local cjson = require("cjson.safe")
 local snapshot = require("switchyard.util.snapshot")
 local backend_store = require("switchyard.util.backend_store")
+local router = require("switchyard.router")
 
 local ngx = ngx
 local ngx_log = ngx.log
@@ -197,6 +198,26 @@ local function validate_backends(backends)
     end
 end
 
+local function validate_routes(routes)
+    if not is_array(routes) then
+        return "body must be a JSON array of routes"
+    end
+    local seen = {}
+    for i, route in ipairs(routes) do
+        if not is_object(route) then
+            return "route " .. i .. " must be an object"
+        end
+        local err = router.validate(route)
+        if err then
+            return err
+        end
+        if seen[route.host] then
+            return "duplicate route host " .. route.host
+        end
+        seen[route.host] = true
+    end
+end
+
 -- Maps a publish error to a response: a full dict is reported as 507 so the
 -- controller knows the configuration was NOT applied.
 local function publish_failed(kind, err)
@@ -238,47 +259,61 @@ local function read_json(open, shape, dict)
     return value
 end
 
--- Each backend's JSON by name, for backend_store.
-local function by_name(backends)
+-- The kinds of named values stored one key each (util/backend_store.lua):
+-- the backends, by name, and the routes of Lua-routed hosts
+-- (switchyard.router), by host. Each has a full and a delta endpoint.
+local named_kinds = {
+    backends = {
+        store = backend_store, field = "backends", item = "backend", key = "name",
+        header = "X-Switchyard-Backends-Version", validate = validate_backends,
+    },
+    routes = {
+        store = router.store, field = "routes", item = "route", key = "host",
+        header = "X-Switchyard-Routes-Version", validate = validate_routes,
+    },
+}
+
+-- Each value's JSON by its key, for the store.
+local function by_key(kind, values)
     local set = {}
-    for _, backend in ipairs(backends) do
-        set[backend.name] = json_encode(backend)
+    for _, value in ipairs(values) do
+        set[value[kind.key]] = json_encode(value)
     end
     return set
 end
 
-local function published(version, err, stored)
+local function published(kind, version, err, stored)
     if not version then
-        if err == backend_store.ERR_STALE then
-            -- The applier's idea of the stored backends is not what is
+        if err == kind.store.ERR_STALE then
+            -- The applier's idea of the stored values is not what is
             -- stored: it must send them all.
-            ngx.header["X-Switchyard-Backends-Version"] = tostring(stored)
-            return respond(412, "stale delta: the stored backends are version " .. tostring(stored)
+            ngx.header[kind.header] = tostring(stored)
+            return respond(412, "stale delta: the stored " .. kind.field .. " are version " .. tostring(stored)
                 .. ", send them all\n")
         end
-        return publish_failed("backends", err)
+        return publish_failed(kind.field, err)
     end
-    ngx.header["X-Switchyard-Backends-Version"] = tostring(version)
-    return respond(201, "backends version " .. version .. "\n")
+    ngx.header[kind.header] = tostring(version)
+    return respond(201, kind.field .. " version " .. version .. "\n")
 end
 
--- POST /configuration/backends: every backend there is.
-local function post_backends()
-    local backends = read_json("[", "array of backends", ngx.shared.switchyard_config)
-    if backends == nil then
+-- POST /configuration/<kind>: every value there is.
+local function post_full(kind)
+    local values = read_json("[", "array of " .. kind.field, ngx.shared.switchyard_config)
+    if values == nil then
         return
     end
-    local verr = validate_backends(backends)
+    local verr = kind.validate(values)
     if verr then
         return respond(400, verr .. "\n")
     end
-    return published(backend_store.publish_full(ngx.shared.switchyard_config, by_name(backends)))
+    return published(kind, kind.store.publish_full(ngx.shared.switchyard_config, by_key(kind, values)))
 end
 
--- A delta: {"base": <version it applies to>, "backends": [added or
--- changed backends], "removed": [names]}. Refused as a whole when any part
--- is malformed.
-local function validate_delta(delta)
+-- A delta: {"base": <version it applies to>, "<kind>": [added or changed
+-- values], "removed": [keys]}. Refused as a whole when any part is
+-- malformed.
+local function validate_delta(kind, delta)
     if not is_object(delta) then
         return "body must be a JSON object"
     end
@@ -286,11 +321,11 @@ local function validate_delta(delta)
     if type(base) ~= "number" or base < 1 or base % 1 ~= 0 then
         return "base must be a whole number >= 1"
     end
-    local backends = delta.backends
-    if backends == nil then
-        delta.backends = {}
+    local values = delta[kind.field]
+    if values == nil then
+        delta[kind.field] = {}
     else
-        local err = validate_backends(backends)
+        local err = kind.validate(values)
         if err then
             return err
         end
@@ -301,45 +336,45 @@ local function validate_delta(delta)
         return nil
     end
     if not is_array(removed) then
-        return "removed must be an array of backend names"
+        return "removed must be an array of " .. kind.item .. " " .. kind.key .. "s"
     end
     local changed = {}
-    for _, backend in ipairs(delta.backends) do
-        changed[backend.name] = true
+    for _, value in ipairs(delta[kind.field]) do
+        changed[value[kind.key]] = true
     end
-    for _, name in ipairs(removed) do
-        if type(name) ~= "string" or name == "" then
-            return "removed must be an array of backend names"
+    for _, key in ipairs(removed) do
+        if type(key) ~= "string" or key == "" then
+            return "removed must be an array of " .. kind.item .. " " .. kind.key .. "s"
         end
-        if changed[name] then
-            return "backend " .. name .. " is both changed and removed"
+        if changed[key] then
+            return kind.item .. " " .. key .. " is both changed and removed"
         end
-        changed[name] = true
+        changed[key] = true
     end
 end
 
--- POST /configuration/backends/delta: only the backends that changed.
-local function post_backends_delta()
+-- POST /configuration/<kind>/delta: only the values that changed.
+local function post_delta(kind)
     local delta = read_json("{", "object", ngx.shared.switchyard_config)
     if delta == nil then
         return
     end
-    local verr = validate_delta(delta)
+    local verr = validate_delta(kind, delta)
     if verr then
         return respond(400, verr .. "\n")
     end
     local removed = {}
-    for _, name in ipairs(delta.removed) do
-        removed[name] = true
+    for _, key in ipairs(delta.removed) do
+        removed[key] = true
     end
-    return published(backend_store.publish_delta(ngx.shared.switchyard_config, delta.base,
-                                                 by_name(delta.backends), removed))
+    return published(kind, kind.store.publish_delta(ngx.shared.switchyard_config, delta.base,
+                                                    by_key(kind, delta[kind.field]), removed))
 end
 
-local function get_backends()
-    local data, err = backend_store.dump(ngx.shared.switchyard_config)
+local function get_all(kind)
+    local data, err = kind.store.dump(ngx.shared.switchyard_config)
     if not data then
-        return publish_failed("backends", err == backend_store.ERR_RACING and snapshot.ERR_BUSY or err)
+        return publish_failed(kind.field, err == kind.store.ERR_RACING and snapshot.ERR_BUSY or err)
     end
     return respond(200, data, "application/json")
 end
@@ -420,8 +455,16 @@ local function post_certificates()
 end
 
 local routes = {
-    ["/configuration/backends"] = { GET = get_backends, POST = post_backends },
-    ["/configuration/backends/delta"] = { POST = post_backends_delta },
+    ["/configuration/backends"] = {
+        GET = function() return get_all(named_kinds.backends) end,
+        POST = function() return post_full(named_kinds.backends) end,
+    },
+    ["/configuration/backends/delta"] = { POST = function() return post_delta(named_kinds.backends) end },
+    ["/configuration/routes"] = {
+        GET = function() return get_all(named_kinds.routes) end,
+        POST = function() return post_full(named_kinds.routes) end,
+    },
+    ["/configuration/routes/delta"] = { POST = function() return post_delta(named_kinds.routes) end },
     ["/configuration/certificates"] = { POST = post_certificates },
     ["/healthz"] = { GET = function() return respond(200, "ok") end },
     -- The per-request metrics, read by the controller on scrape.

@@ -86,10 +86,13 @@ type Stage struct {
 	// successful backends post; zero when the applier cannot be sure what
 	// the data plane holds, which makes the next push a full one.
 	backendsVersion uint64
-	running         struct {
+	// routesVersion is the same for the routes of Lua-routed hosts.
+	routesVersion uint64
+	running       struct {
 		files        map[string]string
 		backends     map[string]json.RawMessage
 		certificates map[string]luaCertificate
+		routes       map[string]json.RawMessage
 	}
 	// liveFiles are the files in NGINX's live configuration directory:
 	// running.files unless a reload NGINX refused left newer ones there.
@@ -278,6 +281,17 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 			res.DynamicUpdated = true
 		}
 	}
+	// Routes too go before the reload, but a route the new configuration
+	// replaces with a server block stays until the reload is done.
+	routes := d.Routes
+	if plan.WriteConfig || res.ReloadPending {
+		routes = keptRoutes(d.Routes, s.running.routes)
+	}
+	if pushed, err := s.pushRoutes(ctx, routes, fresh, ""); err != nil {
+		errs = append(errs, err)
+	} else if pushed {
+		res.DynamicUpdated = true
+	}
 	if configReady && !fresh {
 		dicts := dictSizes(d.Files[nginx.MainFile])
 		resized := dicts != dictSizes(s.running.files[nginx.MainFile])
@@ -294,6 +308,10 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 				// New dict sizes are new, empty dicts: what was pushed
 				// before the reload stayed with the old workers.
 				errs = append(errs, s.repush(ctx, d, dicts)...)
+			}
+			// The routes the reload replaced with server blocks go now.
+			if _, err := s.pushRoutes(ctx, d.Routes, false, dicts); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -313,6 +331,9 @@ func (s *Stage) repush(ctx context.Context, d desiredState, dicts string) []erro
 	// New dicts are empty: the version the old ones answered means nothing.
 	s.backendsVersion = 0
 	if _, err := s.pushBackends(ctx, d, dicts); err != nil {
+		errs = append(errs, fmt.Errorf("after resizing the dicts: %w", err))
+	}
+	if _, err := s.pushRoutes(ctx, keptRoutes(d.Routes, s.running.routes), true, dicts); err != nil {
 		errs = append(errs, fmt.Errorf("after resizing the dicts: %w", err))
 	}
 	body, err := d.certificatesPayload()
@@ -350,7 +371,8 @@ func (s *Stage) runningDesired() *desiredState {
 	if s.running.files == nil {
 		return nil
 	}
-	return &desiredState{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates}
+	return &desiredState{Files: s.running.files, Backends: s.running.backends, Certificates: s.running.certificates,
+		Routes: s.running.routes}
 }
 
 // prepareConfig writes the candidate configuration, tests it, and swaps it

@@ -2,55 +2,109 @@ package applier
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"go.uber.org/zap"
 )
 
-// How a backends push went out (bus.ApplyResult.BackendsPost).
+// How a push of named values went out (bus.ApplyResult.BackendsPost).
 const (
 	postFull  = "full"
 	postDelta = "delta"
 )
 
-// backendsPush is what one push of the backends sent.
+// namedKind is a kind of named values the Lua endpoint stores one key
+// each (lua/switchyard/util/backend_store.lua), with a full and a delta
+// endpoint: the backends, by name, and the routes of Lua-routed hosts, by
+// host.
+type namedKind struct {
+	path  string // the full endpoint; the delta one is path + "/delta"
+	field string // the delta's array of values
+}
+
+var (
+	backendsKind = namedKind{path: "/configuration/backends", field: "backends"}
+	routesKind   = namedKind{path: "/configuration/routes", field: "routes"}
+)
+
+// backendsPush is what one push of named values sent.
 type backendsPush struct {
 	mode  string // postFull or postDelta
 	bytes int    // the bodies posted, a refused delta included
 }
 
-// pushBackends brings the data plane's backends to d's. When the applier
-// knows which version the data plane stores (the answer to its last
-// successful post) it sends only what changed since, on top of that
-// version; otherwise, or when the data plane refuses the delta as stale,
-// it sends them all. Any failure forgets the version, so the next push is
-// a full one: after a failed post nobody knows what the dicts hold.
-func (s *Stage) pushBackends(ctx context.Context, d desiredState, dicts string) (backendsPush, error) {
+// pushNamed brings the data plane's values of kind from running to next.
+// When the applier knows which version the data plane stores (*version,
+// the answer to its last successful post) it sends only what changed
+// since, on top of that version; otherwise, or when the data plane refuses
+// the delta as stale, it sends them all. Any failure forgets the version,
+// so the next push is a full one: after a failed post nobody knows what
+// the dicts hold.
+func (s *Stage) pushNamed(ctx context.Context, kind namedKind, next, running map[string]json.RawMessage, version *uint64, dicts string) (backendsPush, error) {
 	var push backendsPush
-	if s.backendsVersion != 0 && !s.cfg.FullBackendPosts {
-		body := d.backendsDelta(s.running.backends, s.backendsVersion)
+	if *version != 0 && !s.cfg.FullBackendPosts {
+		body := namedDelta(kind.field, next, running, *version)
 		if body == nil {
 			return backendsPush{mode: postDelta}, nil
 		}
 		push = backendsPush{mode: postDelta, bytes: len(body)}
-		version, err := s.control.postTo(ctx, "/configuration/backends/delta", body, dicts)
+		v, err := s.control.postTo(ctx, kind.path+"/delta", body, dicts)
 		if err == nil {
-			s.backendsVersion = version
+			*version = v
 			return push, nil
 		}
-		s.backendsVersion = 0
+		*version = 0
 		if !errors.Is(err, errStale) {
-			return push, fmt.Errorf("push backends delta: %w", err)
+			return push, fmt.Errorf("push %s delta: %w", kind.field, err)
 		}
-		s.log.Warn("the data plane does not hold the backends the applier last posted; posting them all", zap.Error(err))
+		s.log.Warn("the data plane does not hold what the applier last posted; posting everything",
+			zap.String("kind", kind.field), zap.Error(err))
 	}
-	body := d.backendsPayload()
+	body := namedPayload(next)
 	push = backendsPush{mode: postFull, bytes: push.bytes + len(body)}
-	version, err := s.control.postTo(ctx, "/configuration/backends", body, dicts)
+	v, err := s.control.postTo(ctx, kind.path, body, dicts)
 	if err != nil {
-		return push, fmt.Errorf("push backends: %w", err)
+		return push, fmt.Errorf("push %s: %w", kind.field, err)
 	}
-	s.backendsVersion = version
+	*version = v
 	return push, nil
+}
+
+// pushBackends brings the data plane's backends to d's.
+func (s *Stage) pushBackends(ctx context.Context, d desiredState, dicts string) (backendsPush, error) {
+	return s.pushNamed(ctx, backendsKind, d.Backends, s.running.backends, &s.backendsVersion, dicts)
+}
+
+// pushRoutes brings the data plane's routes to routes, unless they are
+// there already; fresh forces the push (a new NGINX, new dicts).
+func (s *Stage) pushRoutes(ctx context.Context, routes map[string]json.RawMessage, fresh bool, dicts string) (bool, error) {
+	if !fresh && s.routesVersion != 0 && maps.EqualFunc(routes, s.running.routes, jsonEqual) {
+		return false, nil
+	}
+	if fresh {
+		s.routesVersion = 0
+	}
+	if _, err := s.pushNamed(ctx, routesKind, routes, s.running.routes, &s.routesVersion, dicts); err != nil {
+		return false, err
+	}
+	s.running.routes = routes
+	return true, nil
+}
+
+// keptRoutes are the routes to hold while a reload is coming: next's,
+// and the running ones next drops. A host that moves from Lua to a server
+// block keeps its route until the block serves it (NGINX picks the block
+// over the catch-all from then on); a host that is gone goes with the
+// reload.
+func keptRoutes(next, running map[string]json.RawMessage) map[string]json.RawMessage {
+	out := maps.Clone(next)
+	for host, route := range running {
+		if _, ok := out[host]; !ok {
+			out[host] = route
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ func (c *controlClient) postOnce(ctx context.Context, path string, body []byte) 
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		return "", 0, fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
 	}
-	version, _ := strconv.ParseUint(resp.Header.Get("X-Switchyard-Backends-Version"), 10, 64)
+	version, _ := strconv.ParseUint(cmp.Or(resp.Header.Get("X-Switchyard-Backends-Version"), resp.Header.Get("X-Switchyard-Routes-Version")), 10, 64)
 	return resp.Header.Get("X-Switchyard-Dicts"), version, nil
 }
 

@@ -16,6 +16,7 @@ type desiredState struct {
 	Files        map[string]string          // path below conf/ → content
 	Backends     map[string]json.RawMessage // backend name → JSON
 	Certificates map[string]luaCertificate  // "namespace/name" → PEM and hosts
+	Routes       map[string]json.RawMessage // Lua-routed host → its route
 }
 
 type luaCertificate struct {
@@ -62,7 +63,8 @@ func certEqual(a, b luaCertificate) bool {
 }
 
 func newDesired() desiredState {
-	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{}}
+	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{},
+		Routes: map[string]json.RawMessage{}}
 }
 
 // desiredTable is the applier's decoded copy of the renderer's table. The
@@ -147,6 +149,12 @@ func (d *desiredState) updateKey(key string, data []byte, present bool) error {
 		} else {
 			d.Backends[parts[0]] = json.RawMessage(data)
 		}
+	case kind == bus.KindRoute && len(parts) == 1:
+		if !present {
+			delete(d.Routes, parts[0])
+		} else {
+			d.Routes[parts[0]] = json.RawMessage(data)
+		}
 	case kind == bus.KindCertificate && len(parts) == 2:
 		id := parts[0] + "/" + parts[1]
 		var c luaCertificate
@@ -166,48 +174,56 @@ func (d *desiredState) updateKey(key string, data []byte, present bool) error {
 // clone copies the maps (not the values, which are never changed in
 // place), so the apply loop can keep one state while the next is built.
 func (d desiredState) clone() desiredState {
-	return desiredState{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates)}
+	return desiredState{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates),
+		Routes: maps.Clone(d.Routes)}
 }
 
-// backendsPayload is the body of POST /configuration/backends: every
-// backend, sorted by name so equal states give equal bodies.
-func (d desiredState) backendsPayload() []byte {
+// backendsPayload is the body of POST /configuration/backends.
+func (d desiredState) backendsPayload() []byte { return namedPayload(d.Backends) }
+
+// backendsDelta is the body of POST /configuration/backends/delta.
+func (d desiredState) backendsDelta(running map[string]json.RawMessage, base uint64) []byte {
+	return namedDelta(backendsKind.field, d.Backends, running, base)
+}
+
+// namedPayload is the body of a full post: every value, sorted by key so
+// equal states give equal bodies.
+func namedPayload(values map[string]json.RawMessage) []byte {
 	buf := []byte{'['}
-	for i, n := range slices.Sorted(maps.Keys(d.Backends)) {
+	for i, n := range slices.Sorted(maps.Keys(values)) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, d.Backends[n]...)
+		buf = append(buf, values[n]...)
 	}
 	return append(buf, ']')
 }
 
-// backendsDelta is the body of POST /configuration/backends/delta: the
-// backends of d that are new or differ from running, and the names of
-// running's that d no longer has, on top of the stored version base.
-// Sorted by name, so equal changes give equal bodies; nil when nothing
-// changed.
-func (d desiredState) backendsDelta(running map[string]json.RawMessage, base uint64) []byte {
+// namedDelta is the body of a delta post: the values of next that are new
+// or differ from running under field, and the keys of running's that next
+// no longer has, on top of the stored version base. Sorted by key, so
+// equal changes give equal bodies; nil when nothing changed.
+func namedDelta(field string, next, running map[string]json.RawMessage, base uint64) []byte {
 	var changed, removed []string
-	for _, name := range slices.Sorted(maps.Keys(d.Backends)) {
-		if old, ok := running[name]; !ok || !jsonEqual(old, d.Backends[name]) {
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		if old, ok := running[name]; !ok || !jsonEqual(old, next[name]) {
 			changed = append(changed, name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(running)) {
-		if _, ok := d.Backends[name]; !ok {
+		if _, ok := next[name]; !ok {
 			removed = append(removed, name)
 		}
 	}
 	if len(changed) == 0 && len(removed) == 0 {
 		return nil
 	}
-	buf := fmt.Appendf(nil, `{"base":%d,"backends":[`, base)
+	buf := fmt.Appendf(nil, `{"base":%d,"%s":[`, base, field)
 	for i, name := range changed {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, d.Backends[name]...)
+		buf = append(buf, next[name]...)
 	}
 	buf = append(buf, `],"removed":`...)
 	names, _ := json.Marshal(removed) // strings: cannot fail

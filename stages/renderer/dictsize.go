@@ -23,12 +23,12 @@ const dictCopies = 4
 
 // payloadSizes tracks the encoded size of every backend and certificate.
 type payloadSizes struct {
-	backends, certs         map[string]int
-	backendTotal, certTotal int
+	backends, certs, routes             map[string]int
+	backendTotal, certTotal, routeTotal int
 }
 
 func newPayloadSizes() payloadSizes {
-	return payloadSizes{backends: map[string]int{}, certs: map[string]int{}}
+	return payloadSizes{backends: map[string]int{}, certs: map[string]int{}, routes: map[string]int{}}
 }
 
 func setSize(sizes map[string]int, total *int, key string, n int) {

@@ -59,6 +59,12 @@ type Renderer struct {
 	// mainModSecurity whether nginx.conf was rendered loading its module.
 	modSecurity     map[string]bool
 	mainModSecurity bool
+	// routed maps the model key of each Lua-routed server to its host
+	// (routes.go).
+	routed map[string]string
+	// catchAllTLS: the catch-all server has TLS settings of its own, and
+	// no host is routed in Lua (routes.go).
+	catchAllTLS bool
 }
 
 type renderDirty struct {
@@ -89,6 +95,7 @@ func NewRenderer(cfg Config) *Renderer {
 
 		passBackends: map[string]map[string]bool{},
 		modSecurity:  map[string]bool{},
+		routed:       map[string]string{},
 	}
 	r.dirty.main = true
 	return r
@@ -216,6 +223,11 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 			return bus.Output{}, []error{err}
 		}
 	}
+	if owns := r.catchAllOwnsTLS(); owns != r.catchAllTLS {
+		// Every Lua-routed host moves to or from a server block.
+		r.catchAllTLS = owns
+		d.main = true
+	}
 	if d.main {
 		// Server files depend on the settings too (redirects, HSTS, HTTP/2).
 		for key := range r.servers {
@@ -225,6 +237,14 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 	for key := range d.servers {
 		if err := r.renderServerKey(key, &out); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	// Routes are rendered with their servers: they may need larger dicts.
+	if resized, err := r.sizeDicts(); err != nil {
+		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
+	} else if resized {
+		if err := r.flushMain(&out); err != nil {
+			return bus.Output{}, []error{err}
 		}
 	}
 	if r.loadModSecurity() != r.mainModSecurity {
@@ -273,7 +293,8 @@ func (r *Renderer) loadModSecurity() bool {
 // sizeDicts grows the shared dicts to fit the payloads (never shrinking
 // them) and reports whether a size changed.
 func (r *Renderer) sizeDicts() (bool, error) {
-	config, err := dictSize(r.sizes.backendTotal, r.cfg.ConfigDictSize)
+	// Backends and routes share the config dict.
+	config, err := dictSize(r.sizes.backendTotal+r.sizes.routeTotal, r.cfg.ConfigDictSize)
 	if err != nil {
 		return false, fmt.Errorf("config dict: %w", err)
 	}
@@ -302,6 +323,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	s := r.servers[key]
 	if s == nil {
 		// Deleted: its file went with it in SetServer.
+		r.dropRoute(key, out)
 		r.zones.set(key, nil)
 		delete(r.modSecurity, key)
 		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
@@ -312,6 +334,7 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	if s = r.visibleServer(s); s == nil {
 		// Every location's Ingress is refused: the host goes to the
 		// catch-all server until one changes.
+		r.dropRoute(key, out)
 		r.zones.set(key, nil)
 		delete(r.modSecurity, key)
 		delete(r.files, path)
@@ -323,8 +346,9 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	settings := r.effectiveSettings()
 	s, closed := withoutModSecurity(r.cfg.ModSecurity, settings, s)
 	leftOut = append(leftOut, closed...)
-	text, err := renderServer(r.cfg, settings, s, r.backendContext(), r.sources(key))
+	text, route, err := r.renderServerOrRoute(settings, s, key)
 	if err != nil {
+		r.dropRoute(key, out)
 		r.zones.set(key, nil)
 		delete(r.modSecurity, key)
 		delete(r.files, path)
@@ -338,10 +362,35 @@ func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
 	} else {
 		delete(r.modSecurity, key)
 	}
-	r.files[path] = true
-	putFile(out, path, text)
+	if route != nil {
+		// Served by the catch-all server from now on.
+		if r.files[path] {
+			delete(r.files, path)
+			out.Deletes = append(out.Deletes, fileKey(path))
+		}
+		r.putRoute(key, route, out)
+	} else {
+		r.dropRoute(key, out)
+		r.files[path] = true
+		putFile(out, path, text)
+	}
 	r.setAuthFiles(key, authFiles(s), out)
 	return errors.Join(leftOut...)
+}
+
+// renderServerOrRoute renders s as a server block, or, when
+// dynamicServer allows, as the route of a Lua-routed host.
+func (r *Renderer) renderServerOrRoute(settings bus.Settings, s *bus.Server, key string) (string, *LuaRoute, error) {
+	view, err := newServerView(r.cfg, settings, s, r.backendContext(), r.sources(key))
+	if err != nil {
+		return "", nil, err
+	}
+	if ok, _ := dynamicServer(r.cfg, settings, view, s); ok && !r.coveredByWildcard(s.Hostname) && !r.catchAllTLS {
+		route, err := newLuaRoute(settings, s, view)
+		return "", route, err
+	}
+	text, err := execute("server.conf.tmpl", view)
+	return text, nil, err
 }
 
 // sources attributes the lines of the server under key (none: nginx.conf).

@@ -53,6 +53,10 @@ type Config struct {
 	// StreamServices is set when --tcp-services-configmap or
 	// --udp-services-configmap is: the stream block holds ServicesFile.
 	StreamServices bool
+	// LuaRouting (--lua-routing) serves the hosts that need no NGINX
+	// directive of their own from the catch-all server, routed in Lua,
+	// instead of a server block each (routes.go).
+	LuaRouting bool
 	// TestRefuseIngresses ("namespace/name") is for tests only (set from
 	// SWITCHYARD_TEST_REFUSE_INGRESS, which no flag or document offers):
 	// each location of these Ingresses gets TestRefusedDirective, which

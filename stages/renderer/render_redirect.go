@@ -143,6 +143,7 @@ func (r *Renderer) indexHost(host, key string, add bool) {
 	if other, ok := r.hosts[wwwCounterpart(host)]; ok {
 		r.dirty.servers[other] = true
 	}
+	r.markCovered(host)
 }
 
 func (r *Renderer) hostExists(host string) bool {
@@ -188,16 +189,7 @@ func rewriteTarget(s string) (string, error) {
 // $host (lower case, like Ingress hosts) can be nothing else; a wildcard
 // or catch-all server leaves it out and Lua reads $host.
 func luaLocation(settings bus.Settings, f *bus.Features, path, host string) (string, error) {
-	ssl, force, preserve := settings.SSLRedirect, settings.ForceSSLRedirect, settings.PreserveTrailingSlash
-	if f != nil && f.Redirect != nil {
-		ssl = setOr(f.Redirect.SSLRedirect, ssl)
-		force = setOr(f.Redirect.ForceSSLRedirect, force)
-		preserve = setOr(f.Redirect.PreserveTrailingSlash, preserve)
-	}
-	if settings.NoTLSRedirect(path) {
-		// no-tls-redirect-locations (ACME HTTP-01 challenges by default).
-		ssl, force = false, false
-	}
+	ssl, force, preserve := redirectChoices(settings, f, path)
 	args := fmt.Sprintf("%t, %t, %t", ssl, force, preserve)
 	if host == "" || host == bus.DefaultServerName || strings.HasPrefix(host, "*") || host != strings.ToLower(host) {
 		return args, nil
@@ -207,6 +199,22 @@ func luaLocation(settings bus.Settings, f *bus.Features, path, host string) (str
 		return "", err
 	}
 	return args + ", " + literal, nil
+}
+
+// redirectChoices are a location's ssl-redirect, force-ssl-redirect and
+// preserve-trailing-slash: its annotations', else the ConfigMap's.
+func redirectChoices(settings bus.Settings, f *bus.Features, path string) (ssl, force, preserve bool) {
+	ssl, force, preserve = settings.SSLRedirect, settings.ForceSSLRedirect, settings.PreserveTrailingSlash
+	if f != nil && f.Redirect != nil {
+		ssl = setOr(f.Redirect.SSLRedirect, ssl)
+		force = setOr(f.Redirect.ForceSSLRedirect, force)
+		preserve = setOr(f.Redirect.PreserveTrailingSlash, preserve)
+	}
+	if settings.NoTLSRedirect(path) {
+		// no-tls-redirect-locations (ACME HTTP-01 challenges by default).
+		ssl, force = false, false
+	}
+	return ssl, force, preserve
 }
 
 // setOr is *v when an annotation set it, else def (the ConfigMap's).

@@ -62,6 +62,9 @@ type serverView struct {
 	// Blocks are the ConfigMap's block-user-agents and block-referers
 	// checks: a request that matches gets 403 (access.go).
 	Blocks []blockView
+	// Router is set on the catch-all server with --lua-routing: it sends
+	// the requests of Lua-routed hosts to router.lua (routes.go).
+	Router bool
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -186,6 +189,7 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
 	view.Blocks = serverBlocks(settings.AccessSettings, src)
+	view.Router = cfg.LuaRouting && s.Hostname == bus.DefaultServerName
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}

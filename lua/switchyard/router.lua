@@ -1,0 +1,260 @@
+-- Hosts routed in Lua (issue 12). A host whose locations need no NGINX
+-- directive of their own has no server block: the renderer publishes its
+-- route (its locations, in the order NGINX would see them) and the applier
+-- posts it to /configuration/routes, so adding, changing or removing such
+-- a host never reloads NGINX. Requests for it reach the catch-all server,
+-- whose server_rewrite hook (dispatch) sends them to the named location
+-- @switchyard_router; there rewrite() picks the location as NGINX would
+-- have and hands the request to the same ingress.lua and balancer.lua a
+-- server block's location calls.
+--
+-- Which features a Lua-routed host may use is decided in one place, the
+-- renderer's stages/renderer/routes.go (dynamicServer); everything else
+-- keeps its server block.
+--
+-- Routes live in the switchyard_config dict, one key per host, stored as
+-- backends are (util/backend_store.lua, kind "routes"): a worker drops
+-- from its cache only the hosts a new version changed, and decodes a host
+-- again on its next request.
+
+local cjson = require("cjson.safe")
+local backend_store = require("switchyard.util.backend_store")
+local balancer = require("switchyard.balancer")
+local ingress = require("switchyard.ingress")
+
+local ngx = ngx
+local ngx_var = ngx.var
+local ngx_exit = ngx.exit
+local ngx_exec = ngx.exec
+local ngx_log = ngx.log
+local ngx_re_find = ngx.re.find
+local ERR = ngx.ERR
+local json_decode = cjson.decode
+local str_sub = string.sub
+local tbl_sort = table.sort
+local ipairs = ipairs
+local pairs = pairs
+local type = type
+
+local _M = {}
+
+local store = backend_store.new("routes")
+_M.store = store
+
+-- The location modifiers a route may use, as the renderer writes them in a
+-- server block: exact, protected prefix (no regex after it), prefix,
+-- case-insensitive regex, regex.
+local MATCHES = { ["="] = true, ["^~"] = true, [""] = true, ["~*"] = true, ["~"] = true }
+local KINDS = { proxy = true, ["not-found"] = true }
+
+-- host -> compiled route; filled on first use, emptied of what a new
+-- version changed. Hosts without a route are not cached: any Host header
+-- can be sent, and the cache must not grow with them.
+local cache = {}
+local loaded_version
+
+local function sync(dict)
+    local version = store.version(dict)
+    if version == loaded_version then
+        return
+    end
+    local names = store.changes(dict, loaded_version, version)
+    if names then
+        for name in pairs(names) do
+            cache[name] = nil
+        end
+    else
+        cache = {}
+    end
+    loaded_version = version
+end
+
+local function string_or_nil(v)
+    if type(v) == "string" and v ~= "" then
+        return v
+    end
+    return nil
+end
+
+-- compile turns a decoded route into the lookup NGINX's location matching
+-- does: exact paths in a table, prefixes longest first, regexes in order.
+local function compile(route)
+    local c = { host = route.host, exact = {}, prefixes = {}, regexes = {} }
+    for _, l in ipairs(route.locations) do
+        local m = l.match
+        if m == "=" then
+            if c.exact[l.path] == nil then
+                c.exact[l.path] = l
+            end
+        elseif m == "" or m == "^~" then
+            c.prefixes[#c.prefixes + 1] = { path = l.path, len = #l.path, stop = m == "^~", loc = l }
+        else
+            c.regexes[#c.regexes + 1] = { re = l.path, flags = m == "~*" and "joi" or "jo", loc = l }
+        end
+        l.upstream = string_or_nil(l.upstream) or "-"
+        l.canary_backend = string_or_nil(l.canary_backend)
+        l.canary_ingress = string_or_nil(l.canary_ingress)
+        l.fallback = string_or_nil(l.fallback)
+        l.app_root = string_or_nil(l.app_root)
+        l.x_forwarded_prefix = string_or_nil(l.x_forwarded_prefix)
+    end
+    -- Longest first; equal lengths keep the renderer's order.
+    for i, p in ipairs(c.prefixes) do
+        p.order = i
+    end
+    tbl_sort(c.prefixes, function(a, b)
+        if a.len ~= b.len then
+            return a.len > b.len
+        end
+        return a.order < b.order
+    end)
+    return c
+end
+
+-- lookup returns the compiled route of host, or nil.
+local function lookup(dict, host)
+    local c = cache[host]
+    if c ~= nil then
+        return c
+    end
+    local json, err = store.read(dict, host)
+    if not json then
+        if json == nil then
+            ngx_log(ERR, "switchyard: reading the route of ", host, ": ", err)
+        end
+        return nil
+    end
+    local route = json_decode(json)
+    if type(route) ~= "table" or type(route.locations) ~= "table" then
+        ngx_log(ERR, "switchyard: the stored route of ", host, " is not a route")
+        return nil
+    end
+    c = compile(route)
+    cache[host] = c
+    return c
+end
+
+-- match is the location NGINX would choose for uri: an exact match; else
+-- the longest prefix, unless it is protected ("^~") and a regex matches
+-- first in order; else that prefix; else none.
+local function match(c, uri)
+    local l = c.exact[uri]
+    if l then
+        return l
+    end
+    local best
+    local n = #uri
+    for _, p in ipairs(c.prefixes) do
+        if p.len <= n and str_sub(uri, 1, p.len) == p.path then
+            best = p
+            break
+        end
+    end
+    if best and best.stop then
+        return best.loc
+    end
+    for _, r in ipairs(c.regexes) do
+        if ngx_re_find(uri, r.re, r.flags) then
+            return r.loc
+        end
+    end
+    return best and best.loc
+end
+_M.match = match
+_M.compile = compile
+
+-- server_rewrite_by_lua of the catch-all server: a request for a
+-- Lua-routed host goes to @switchyard_router. Other hosts continue in the
+-- catch-all's own locations. Runs before the server's rewrite directives,
+-- so @switchyard_router sets what those would have.
+function _M.dispatch()
+    local dict = ngx.shared.switchyard_config
+    sync(dict)
+    if lookup(dict, ngx_var.host) then
+        return ngx_exec("@switchyard_router")
+    end
+end
+
+-- rewrite_by_lua of @switchyard_router: what a server block's location
+-- sets and calls, from the route's location.
+function _M.rewrite()
+    local dict = ngx.shared.switchyard_config
+    local host = ngx_var.host
+    local c = lookup(dict, host)
+    if not c then
+        -- Removed between dispatch and here (an internal redirect).
+        return ngx_exit(404)
+    end
+    local l = match(c, ngx_var.uri)
+    if not l then
+        return ngx_exit(404)
+    end
+    ngx_var.proxy_upstream_name = l.upstream
+    if l.ingress_name then
+        ngx_var.namespace = l.namespace
+        ngx_var.ingress_name = l.ingress_name
+        ngx_var.service_name = l.service
+        ngx_var.service_port = l.service_port
+        ngx_var.location_path = l.location_path
+    end
+    if l.app_root and ngx_var.uri == "/" then
+        -- app-root, as a server block's "return 302".
+        return ngx.redirect(ngx_var.scheme .. "://" .. (ngx_var.http_host or "") .. l.app_root, 302)
+    end
+    if l.x_forwarded_prefix then
+        ngx_var.switchyard_x_forwarded_prefix = l.x_forwarded_prefix
+    end
+    ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
+    if l.kind ~= "proxy" then
+        return ngx_exit(404)
+    end
+    return balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service)
+end
+
+-- validate checks one posted route; returns an error or nil. A route that
+-- passes cannot make rewrite() fail on a type.
+function _M.validate(route)
+    if type(route) ~= "table" then
+        return "a route must be an object"
+    end
+    local host = route.host
+    if type(host) ~= "string" or not ngx.re.find(host, [[^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$]], "jo") then
+        return "route host must be a lower-case host name"
+    end
+    if type(route.locations) ~= "table" or #route.locations == 0 then
+        return "route " .. host .. ": locations must be a non-empty array"
+    end
+    for i, l in ipairs(route.locations) do
+        local where = "route " .. host .. " location " .. i
+        if type(l) ~= "table" or not MATCHES[l.match] or type(l.path) ~= "string" or l.path == "" then
+            return where .. ": needs match (=, ^~, \"\", ~*, ~) and a path"
+        end
+        if not KINDS[l.kind] then
+            return where .. ": kind must be proxy or not-found"
+        end
+        if l.kind == "proxy" and (type(l.backend) ~= "string" or l.backend == "") then
+            return where .. ": a proxy location needs a backend"
+        end
+        if (l.match == "~" or l.match == "~*") then
+            local _, err = ngx_re_find("", l.path, "jo")
+            if err then
+                return where .. ": invalid regex: " .. err
+            end
+        end
+        for _, f in ipairs({ "upstream", "backend", "canary_backend", "canary_ingress", "fallback", "namespace",
+                             "ingress_name", "service", "service_port", "location_path", "app_root",
+                             "x_forwarded_prefix" }) do
+            if l[f] ~= nil and type(l[f]) ~= "string" then
+                return where .. ": " .. f .. " must be a string"
+            end
+        end
+        for _, f in ipairs({ "ssl_redirect", "force_ssl_redirect", "preserve_trailing_slash", "tag_service" }) do
+            if l[f] ~= nil and type(l[f]) ~= "boolean" then
+                return where .. ": " .. f .. " must be true or false"
+            end
+        end
+    end
+    return nil
+end
+
+return _M

@@ -1,0 +1,194 @@
+package renderer
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Lua routing (issue 12). A host whose server needs no NGINX directive of
+// its own gets no server block: the renderer publishes its route (Kind
+// "route" of the renderer's table) and lua/switchyard/router.lua serves it
+// from the catch-all server, so adding, changing or removing the host
+// needs no reload. dynamicServer below is the one place that decides which
+// hosts qualify; everything it does not allow keeps a server block, so a
+// feature added later is served by NGINX directives until it is added
+// here and to router.lua.
+
+// LuaRoute is the route of one Lua-routed host, as router.lua reads it.
+type LuaRoute struct {
+	Host string `json:"host"`
+	// Locations are the server block's locations, in its order.
+	Locations []LuaRouteLocation `json:"locations"`
+}
+
+// LuaRouteLocation is one location of a Lua-routed host: how it matches
+// (as the location directive would) and what the location block would
+// have set and called.
+type LuaRouteLocation struct {
+	// Match is the location's modifier: "=", "^~", "", "~*" or "~".
+	Match string `json:"match"`
+	// Path is the path, or the regex for "~*" and "~".
+	Path string `json:"path"`
+	// Kind is "proxy" or "not-found".
+	Kind string `json:"kind"`
+	// Upstream is $proxy_upstream_name.
+	Upstream string `json:"upstream"`
+	// Backend, CanaryBackend, CanaryIngress, Fallback and TagService are
+	// balancer.rewrite's arguments (balancerArgs).
+	Backend       string `json:"backend,omitempty"`
+	CanaryBackend string `json:"canary_backend,omitempty"`
+	CanaryIngress string `json:"canary_ingress,omitempty"`
+	Fallback      string `json:"fallback,omitempty"`
+	TagService    bool   `json:"tag_service,omitempty"`
+	// SSLRedirect, ForceSSLRedirect and PreserveTrailingSlash are
+	// ingress.rewrite's arguments (luaLocation).
+	SSLRedirect           bool `json:"ssl_redirect"`
+	ForceSSLRedirect      bool `json:"force_ssl_redirect"`
+	PreserveTrailingSlash bool `json:"preserve_trailing_slash"`
+	// The metrics' and the error backend's labels (metrics.go).
+	Namespace    string `json:"namespace,omitempty"`
+	IngressName  string `json:"ingress_name,omitempty"`
+	Service      string `json:"service,omitempty"`
+	ServicePort  string `json:"service_port,omitempty"`
+	LocationPath string `json:"location_path,omitempty"`
+	// AppRoot and XForwardedPrefix are app-root and x-forwarded-prefix.
+	AppRoot          string `json:"app_root,omitempty"`
+	XForwardedPrefix string `json:"x_forwarded_prefix,omitempty"`
+}
+
+// routeKey is the renderer table's key of host's route.
+func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
+
+// dynamicServer says whether the server v was resolved from can be routed
+// in Lua, and if not, why. It allows exactly what router.lua does: exact
+// host names; locations that proxy to the Lua balancer (with canaries,
+// balancing and affinity, which live in the backends) or answer 404; the
+// labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
+// HSTS, app-root, x-forwarded-prefix and the default-backend annotation.
+// Anything else a server or location would write is a directive, and the
+// host keeps its server block.
+func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Server) (bool, string) {
+	host := s.Hostname
+	switch {
+	case !cfg.LuaRouting:
+		return false, "lua routing is off"
+	case host == bus.DefaultServerName || strings.HasPrefix(host, "*.") || !hostPattern.MatchString(host):
+		return false, "not an exact host name"
+	case len(s.Aliases) > 0:
+		return false, "server-alias"
+	case s.SSLPassthrough:
+		return false, "ssl-passthrough"
+	case settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0:
+		// The catch-all refuses handshakes for names without a server.
+		return false, "ssl-reject-handshake"
+	}
+	rest := v
+	rest.HeaderSource, rest.ServerName, rest.Listens, rest.Locations, rest.Blocks = "", "", nil, nil, nil
+	if !reflect.ValueOf(rest).IsZero() {
+		return false, "server-level settings"
+	}
+	for _, l := range v.Locations {
+		if l.Kind != kindProxy && l.Kind != kindNotFound {
+			return false, fmt.Sprintf("location %s: %s", l.Arg, l.Kind)
+		}
+		rest := l
+		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
+		rest.IngressArgs, rest.BalancerArg = "", ""
+		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
+		// add-headers are written only next to a location's own headers.
+		rest.GlobalHeaders = nil
+		if !reflect.ValueOf(rest).IsZero() {
+			return false, fmt.Sprintf("location %s: needs directives", l.Arg)
+		}
+	}
+	return true, ""
+}
+
+// newLuaRoute is the route of server s, which dynamicServer accepted.
+func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) (*LuaRoute, error) {
+	locs, err := nginxLocations(s.Locations)
+	if err != nil {
+		return nil, err
+	}
+	if len(locs) != len(v.Locations) {
+		return nil, fmt.Errorf("server %s: %d locations resolved from %d", s.Hostname, len(v.Locations), len(locs))
+	}
+	route := &LuaRoute{Host: s.Hostname}
+	for i, l := range locs {
+		rl := LuaRouteLocation{Match: strings.TrimSpace(l.Modifier), Path: l.Path, Kind: string(v.Locations[i].Kind),
+			Upstream: l.Backend}
+		if rl.Kind == string(kindNotFound) {
+			rl.Upstream = bus.DefaultBackendName
+		} else {
+			rl.Backend = l.Backend
+			if l.Canary != nil {
+				rl.CanaryBackend, rl.CanaryIngress = l.Canary.Backend, l.Canary.Ingress
+			}
+			rl.Fallback = fallbackBackend(l)
+		}
+		rl.SSLRedirect, rl.ForceSSLRedirect, rl.PreserveTrailingSlash = redirectChoices(settings, l.Features, l.Path)
+		if l.Ingress != "" {
+			rl.Namespace, rl.IngressName, _ = strings.Cut(l.Ingress, "/")
+			rl.Service, rl.ServicePort, rl.LocationPath = l.labels.service, l.labels.servicePort, l.labels.path
+		}
+		if f := l.Features; f != nil && f.Rewrite != nil {
+			rl.AppRoot, rl.XForwardedPrefix = f.Rewrite.AppRoot, f.Rewrite.XForwardedPrefix
+		}
+		route.Locations = append(route.Locations, rl)
+	}
+	return route, nil
+}
+
+// putRoute publishes host's route, and dropRoute withdraws it.
+func (r *Renderer) putRoute(key string, route *LuaRoute, out *bus.Output) {
+	data, _ := json.Marshal(route) // strings and bools: cannot fail
+	setSize(r.sizes.routes, &r.sizes.routeTotal, route.Host, len(data))
+	r.routed[key] = route.Host
+	out.Puts[routeKey(route.Host)] = data
+}
+
+func (r *Renderer) dropRoute(key string, out *bus.Output) {
+	host, ok := r.routed[key]
+	if !ok {
+		return
+	}
+	delete(r.routed, key)
+	setSize(r.sizes.routes, &r.sizes.routeTotal, host, 0)
+	out.Deletes = append(out.Deletes, routeKey(host))
+}
+
+// catchAllOwnsTLS says whether the catch-all server has TLS settings of its
+// own (auth-tls-*, ssl-ciphers of an Ingress without a host): NGINX would
+// apply them to the handshakes of every Lua-routed host, so while it has
+// them, no host is routed in Lua.
+func (r *Renderer) catchAllOwnsTLS() bool {
+	key, ok := r.hosts[bus.DefaultServerName]
+	s := r.servers[key]
+	return ok && s != nil && (s.ClientAuth != nil || s.SSLCiphers != "" || s.SSLPreferServerCiphers != nil)
+}
+
+// coveredByWildcard says whether a wildcard server takes host's requests
+// before the catch-all could: NGINX picks "*.example.com" over the
+// default server for a.example.com, so a.example.com needs its own block.
+func (r *Renderer) coveredByWildcard(host string) bool {
+	_, rest, ok := strings.Cut(host, ".")
+	return ok && r.hostExists("*."+rest)
+}
+
+// markCovered re-renders the hosts a wildcard host covers when it comes or
+// goes: they move between Lua and server blocks.
+func (r *Renderer) markCovered(wildcard string) {
+	suffix, ok := strings.CutPrefix(wildcard, "*")
+	if !ok || !r.cfg.LuaRouting {
+		return
+	}
+	for host, key := range r.hosts {
+		if strings.HasSuffix(host, suffix) && !strings.Contains(strings.TrimSuffix(host, suffix), ".") {
+			r.dirty.servers[key] = true
+		}
+	}
+}
