@@ -198,12 +198,14 @@ func (s *Switchyard) start(t testing.TB, extra ...string) {
 	if manifests != "" {
 		args = append(args, "--manifests", manifests)
 	}
-	args = append(append(args, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
-		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s"), extra...)
+	args = append(args, "--http-addr", s.HTTPAddr, "--https-addr", s.HTTPSAddr,
+		"--state-dir", s.StateDir, "--worker-processes", strconv.Itoa(Workers), "--log-level", "debug", "--shutdown-grace", "5s")
 	if mode := os.Getenv(RoutingEnv); mode != "" {
-		// The whole suite once per routing path (Makefile).
+		// The whole suite once per routing path (Makefile); a test's own
+		// --lua-routing, in extra, comes later and wins.
 		args = append(args, "--lua-routing="+strconv.FormatBool(mode == "lua"))
 	}
+	args = append(args, extra...)
 	s.Process = Start(t, bin, args...)
 	WaitFor(t, 30*time.Second, "switchyard to serve", func() error {
 		if s.Exited() {
