@@ -3,6 +3,7 @@ package applier
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,5 +200,27 @@ func TestBackendsDelta(t *testing.T) {
 				t.Errorf("delta is not JSON: %s", got)
 			}
 		})
+	}
+}
+
+// The routes of Lua-routed hosts go out in the same delta shape, under
+// "routes"; while a reload is coming, a route the new configuration drops
+// stays (its host may be moving to a server block the reload brings).
+func TestRoutesDeltaAndKeptRoutes(t *testing.T) {
+	running := map[string]json.RawMessage{"a.example.com": json.RawMessage(`{"host":"a.example.com"}`),
+		"b.example.com": json.RawMessage(`{"host":"b.example.com"}`)}
+	next := map[string]json.RawMessage{"a.example.com": running["a.example.com"],
+		"c.example.com": json.RawMessage(`{"host":"c.example.com"}`)}
+	got := namedDelta(routesKind.field, next, running, 3)
+	want := `{"base":3,"routes":[{"host":"c.example.com"}],"removed":["b.example.com"]}`
+	if string(got) != want {
+		t.Errorf("routes delta %s, want %s", got, want)
+	}
+	kept := keptRoutes(next, running)
+	if len(kept) != 3 || string(kept["b.example.com"]) != string(running["b.example.com"]) {
+		t.Errorf("kept routes %v, want next's and b.example.com", slices.Sorted(maps.Keys(kept)))
+	}
+	if namedDelta(routesKind.field, kept, kept, 4) != nil {
+		t.Error("a delta of equal routes is not empty")
 	}
 }

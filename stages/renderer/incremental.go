@@ -32,7 +32,7 @@ type Renderer struct {
 	// the change that rendered it and is not kept: the applier holds it,
 	// and every file is rendered again when the settings change.
 	files map[string]bool
-	out   Artifacts // backends and certificates only
+	out   Artifacts // backends, certificates and routes only
 	dirty renderDirty
 	// zones indexes the rate limit zones each server uses (zones.conf).
 	zones zoneIndex
@@ -87,7 +87,7 @@ func NewRenderer(cfg Config) *Renderer {
 		certHosts: map[string]map[string]bool{}, hosts: map[string]string{},
 		serverAuth: map[string][]string{}, authUsers: map[string]map[string]bool{},
 		files: map[string]bool{},
-		out:   Artifacts{Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}},
+		out:   Artifacts{Backends: map[string]*bus.Backend{}, Certificates: map[string]*LuaCertificate{}, Routes: map[string]*LuaRoute{}},
 		dirty: newRenderDirty(),
 		zones: newZoneIndex(),
 		sizes: newPayloadSizes(),

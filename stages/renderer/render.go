@@ -102,6 +102,8 @@ type Artifacts struct {
 	Backends map[string]*bus.Backend
 	// Certificates are the dynamic certificates, by "namespace/name".
 	Certificates map[string]*LuaCertificate
+	// Routes are the hosts routed in Lua (--lua-routing), by host.
+	Routes map[string]*LuaRoute
 }
 
 // LuaCertificate is one certificate and the hosts it is served for.
@@ -148,7 +150,7 @@ func RenderRefused(cfg Config, m bus.Model, refusals map[string]*bus.Refusal) (A
 	out, errs := r.Flush()
 	sortErrors(errs)
 	// The first flush of a renderer is everything it renders.
-	art := Artifacts{Files: map[string]string{}, Backends: r.out.Backends, Certificates: r.out.Certificates}
+	art := Artifacts{Files: map[string]string{}, Backends: r.out.Backends, Certificates: r.out.Certificates, Routes: r.out.Routes}
 	for _, v := range out.Values {
 		if f, ok := v.(bus.RenderedFile); ok {
 			art.Files[f.Path] = f.Content

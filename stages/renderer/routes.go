@@ -148,6 +148,7 @@ func (r *Renderer) putRoute(key string, route *LuaRoute, out *bus.Output) {
 	data, _ := json.Marshal(route) // strings and bools: cannot fail
 	setSize(r.sizes.routes, &r.sizes.routeTotal, route.Host, len(data))
 	r.routed[key] = route.Host
+	r.out.Routes[route.Host] = route
 	out.Puts[routeKey(route.Host)] = data
 }
 
@@ -157,6 +158,7 @@ func (r *Renderer) dropRoute(key string, out *bus.Output) {
 		return
 	}
 	delete(r.routed, key)
+	delete(r.out.Routes, host)
 	setSize(r.sizes.routes, &r.sizes.routeTotal, host, 0)
 	out.Deletes = append(out.Deletes, routeKey(host))
 }
