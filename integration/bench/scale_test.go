@@ -120,145 +120,171 @@ func TestBenchScale(t *testing.T) {
 		nginxTest.samples = append(nginxTest.samples, time.Since(begin))
 	}
 	fmt.Fprintln(&rep, nginxTest)
+
+	// 2b. The same with Lua routing: the plain hosts become routes.
+	luaCfg := renderer.DefaultConfig()
+	luaCfg.LuaRouting = true
+	begin := time.Now()
+	luaArt, errs := renderer.Render(luaCfg, translator.Translate(translator.DefaultConfig(), snap))
+	luaFull := time.Since(begin)
+	if len(errs) > 0 {
+		t.Fatalf("render with lua routing: %v", errs[0])
+	}
+	routesJSON, _ := json.Marshal(luaArt.Routes)
+	line("with lua routing: translate + render", "%s; %d files, %d routes (%s of JSON)", luaFull.Round(time.Millisecond),
+		len(luaArt.Files), len(luaArt.Routes), mib(int64(len(routesJSON))))
+	begin = time.Now()
+	harness.NginxTest(t, nginx, harness.Prefix(t, luaArt.Files))
+	line("with lua routing: nginx -t", "%s", time.Since(begin).Round(time.Millisecond))
+	luaArt, routesJSON = renderer.Artifacts{}, nil
 	snap, art, backendsJSON = translator.Snapshot{}, renderer.Artifacts{}, nil
 	runtime.GC()
 
-	// 3. End to end with the real binary, NGINX and echo backends.
-	section(fmt.Sprintf("end to end: switchyard run, %d Ingresses in files of %d, one echo backend", n, perFile))
+	// 3. End to end with the real binary, NGINX and echo backends, once
+	// per routing path (SWITCHYARD_SCALE_ROUTING), side by side.
 	bin := harness.Binary(t)
 	portA := harness.StartEcho(t, bin, "echo", "pod-a")
 	portB := harness.StartEcho(t, bin, "echo", "pod-b")
-	dir := t.TempDir()
-	files := writeScaleManifests(t, dir, n, portA)
-	harness.WriteFile(t, filepath.Join(dir, "echo.yaml"), harness.ServiceYAML(scaleNS, "echo", portA))
-	harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(-1))
-	files += 2
-	if size, _, err := dirSize(dir); err == nil {
-		line("manifests", "%s in %d files", mib(size), files)
-	}
+	endToEnd := func(mode string) {
+		failed := len(failures)
+		section(fmt.Sprintf("end to end (%s): switchyard run, %d Ingresses in files of %d, one echo backend", mode, n, perFile))
+		dir := t.TempDir()
+		files := writeScaleManifests(t, dir, n, portA)
+		harness.WriteFile(t, filepath.Join(dir, "echo.yaml"), harness.ServiceYAML(scaleNS, "echo", portA))
+		harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(-1))
+		files += 2
+		if size, _, err := dirSize(dir); err == nil {
+			line("manifests", "%s in %d files", mib(size), files)
+		}
 
-	sy := &harness.Switchyard{
-		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
-		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
-		StateDir:  harness.StateDir(t),
-		Manifests: dir,
-	}
-	// harness.StartSwitchyard's flags, started directly: it gives NGINX 30 s
-	// to answer and fails the test, while 10,000 Ingresses may need longer.
-	begin := time.Now()
-	sy.Process = harness.Start(t, bin, "run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
-		"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s", "--log-level", "warn")
-	pid := sy.Cmd.Process.Pid
-	last := scaleHost(n - 1)
-	startupWorkers := map[int]bool{}
-	firstAnswer, firstStatus, served, lastSeen := startup(t, sy, last, startupWorkers)
-	if !firstAnswer.IsZero() {
-		line("start to NGINX answering (any status)", "%s (first answer for %s: status %d)",
-			firstAnswer.Sub(begin).Round(10*time.Millisecond), last, firstStatus)
-	} else {
-		line("start to NGINX answering (any status)", "never within %s", startupTimeout)
-	}
-	if served.IsZero() {
-		fail("%s not answered 200 within %s after start (polled every %s); last: %s", last, startupTimeout, startupPoll, lastSeen)
-	} else {
-		line(fmt.Sprintf("start to last host (%s) 200", last), "%s (polled every %s)", served.Sub(begin).Round(10*time.Millisecond), startupPoll)
-	}
-	line("NGINX worker PIDs seen during start-up", "%d (%d per generation: a reload starts a new one)", len(startupWorkers), harness.Workers)
-	reportMemory := func(when string) {
-		if rss, peak, err := procStatus(pid); err == nil {
-			line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
+		sy := &harness.Switchyard{
+			HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+			HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+			StateDir:  harness.StateDir(t),
+			Manifests: dir,
+		}
+		// harness.StartSwitchyard's flags, started directly: it gives NGINX 30 s
+		// to answer and fails the test, while 10,000 Ingresses may need longer.
+		begin := time.Now()
+		sy.Process = harness.Start(t, bin, "run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
+			"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s", "--log-level", "warn",
+			"--lua-routing="+fmt.Sprint(mode == routingLua))
+		pid := sy.Cmd.Process.Pid
+		last := scaleHost(n - 1)
+		startupWorkers := map[int]bool{}
+		firstAnswer, firstStatus, served, lastSeen := startup(t, sy, last, startupWorkers)
+		if !firstAnswer.IsZero() {
+			line("start to NGINX answering (any status)", "%s (first answer for %s: status %d)",
+				firstAnswer.Sub(begin).Round(10*time.Millisecond), last, firstStatus)
 		} else {
-			line("switchyard RSS "+when, "unreadable: %v", err)
+			line("start to NGINX answering (any status)", "never within %s", startupTimeout)
 		}
-		if master, err := readMasterPID(sy); err == nil {
-			var sum int64
-			var each []string
-			for _, p := range append([]int{master}, harness.ChildPIDs(t, master)...) {
-				if rss, _, err := procStatus(p); err == nil {
-					sum += rss
-					each = append(each, fmt.Sprintf("%.0f", float64(rss)/(1<<20)))
+		if served.IsZero() {
+			fail("%s not answered 200 within %s after start (polled every %s); last: %s", last, startupTimeout, startupPoll, lastSeen)
+		} else {
+			line(fmt.Sprintf("start to last host (%s) 200", last), "%s (polled every %s)", served.Sub(begin).Round(10*time.Millisecond), startupPoll)
+		}
+		line("NGINX worker PIDs seen during start-up", "%d (%d per generation: a reload starts a new one)", len(startupWorkers), harness.Workers)
+		reportMemory := func(when string) {
+			if rss, peak, err := procStatus(pid); err == nil {
+				line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
+			} else {
+				line("switchyard RSS "+when, "unreadable: %v", err)
+			}
+			if master, err := readMasterPID(sy); err == nil {
+				var sum int64
+				var each []string
+				for _, p := range append([]int{master}, harness.ChildPIDs(t, master)...) {
+					if rss, _, err := procStatus(p); err == nil {
+						sum += rss
+						each = append(each, fmt.Sprintf("%.0f", float64(rss)/(1<<20)))
+					}
 				}
+				line("NGINX RSS "+when, "%s summed (master, workers: %s MiB; shared pages count in each)", mib(sum), strings.Join(each, ", "))
 			}
-			line("NGINX RSS "+when, "%s summed (master, workers: %s MiB; shared pages count in each)", mib(sum), strings.Join(each, ", "))
 		}
-	}
-	reportMemory("after start-up")
-	confDir := sy.ConfDir()
-	if size, count, err := dirSize(confDir); err == nil {
-		line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
-	} else {
-		line("<state>/nginx/conf on disk", "unreadable: %v", err)
-	}
+		reportMemory("after start-up")
+		confDir := sy.ConfDir()
+		if size, count, err := dirSize(confDir); err == nil {
+			line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
+		} else {
+			line("<state>/nginx/conf on disk", "unreadable: %v", err)
+		}
 
-	if !served.IsZero() {
-		if _, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", "pod-a", changePoll, changeTimeout); err != nil {
-			fail("first host: %v", err)
-		}
-		if _, err := waitAnswer(sy.HTTPAddr, changeHost, "/base", "", changePoll, changeTimeout); err != nil {
-			fail("change host before the changes: %v", err)
-		}
-	}
-	ingressChange := series{name: "one-Ingress change to its first 200"}
-	if len(failures) == 0 {
-		for i := range changes {
-			if !budget(&rep, t, ingressChange) {
-				break
+		if !served.IsZero() {
+			if _, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", "pod-a", changePoll, changeTimeout); err != nil {
+				fail("first host: %v", err)
 			}
-			path := fmt.Sprintf("/v%d", i)
-			begin := time.Now()
-			harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(i))
-			at, err := waitAnswer(sy.HTTPAddr, changeHost, path, "", changePoll, changeTimeout)
-			if err != nil {
-				fail("one-Ingress change %d: %v", i, err)
-				break
+			if _, err := waitAnswer(sy.HTTPAddr, changeHost, "/base", "", changePoll, changeTimeout); err != nil {
+				fail("change host before the changes: %v", err)
 			}
-			ingressChange.samples = append(ingressChange.samples, at.Sub(begin))
 		}
+		ingressChange := series{name: "one-Ingress change to its first 200"}
+		if len(failures) == failed {
+			for i := range changes {
+				if !budget(&rep, t, ingressChange) {
+					break
+				}
+				path := fmt.Sprintf("/v%d", i)
+				begin := time.Now()
+				harness.WriteFile(t, filepath.Join(dir, "change.yaml"), changeIngress(i))
+				at, err := waitAnswer(sy.HTTPAddr, changeHost, path, "", changePoll, changeTimeout)
+				if err != nil {
+					fail("one-Ingress change %d: %v", i, err)
+					break
+				}
+				ingressChange.samples = append(ingressChange.samples, at.Sub(begin))
+			}
+			if len(ingressChange.samples) > 0 {
+				fmt.Fprintf(&rep, "%s  (%s)\n", ingressChange, map[string]string{routingLua: "a route change, no reload expected", routingBlocks: "includes NGINX reload"}[mode])
+			}
+
+			workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
+			endpointChange := series{name: "one-endpoint change to traffic on it"}
+			for i := range changes {
+				if !budget(&rep, t, endpointChange) {
+					break
+				}
+				port, pod := portB, "pod-b"
+				if i%2 == 1 {
+					port, pod = portA, "pod-a"
+				}
+				begin := time.Now()
+				setScaleEndpoint(t, dir, port)
+				at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
+				if err != nil {
+					fail("one-endpoint change %d: %v", i, err)
+					break
+				}
+				endpointChange.samples = append(endpointChange.samples, at.Sub(begin))
+			}
+			if len(endpointChange.samples) > 0 {
+				fmt.Fprintf(&rep, "%s  (no reload expected)\n", endpointChange)
+				newWorkers := slices.DeleteFunc(harness.ChildPIDs(t, mustMasterPID(t, sy)), func(p int) bool { return slices.Contains(workers, p) })
+				line("NGINX reloaded during endpoint changes", "%v", len(newWorkers) > 0)
+			}
+			if testing.Verbose() {
+				fmt.Fprintf(&rep, "one-Ingress change samples: %v\none-endpoint change samples: %v\n",
+					round(ingressChange.samples), round(endpointChange.samples))
+			}
+			reportMemory("at the end")
+		}
+
+		section("design targets (reported, not asserted)")
+		line("full render <= 1s", "translate + render median %s: %s", full.quantile(0.5).Round(time.Millisecond), met(full.quantile(0.5) <= time.Second))
 		if len(ingressChange.samples) > 0 {
-			fmt.Fprintf(&rep, "%s  (includes NGINX reload)\n", ingressChange)
+			line("one-Ingress change via translate+render <= 50ms", "measured end to end incl. NGINX reload: median %s, p99 %s",
+				ingressChange.quantile(0.5).Round(time.Millisecond), ingressChange.quantile(0.99).Round(time.Millisecond))
 		}
+		line("ingress-nginx reference", "~90 s per sync at 3,000 Ingresses, ~200 MB nginx.conf")
+		line("  here", "%s rendered for %d Ingresses; start to last host %s", mib(renderedBytes), n, durationOr(served, begin, "not served"))
 
-		workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
-		endpointChange := series{name: "one-endpoint change to traffic on it"}
-		for i := range changes {
-			if !budget(&rep, t, endpointChange) {
-				break
-			}
-			port, pod := portB, "pod-b"
-			if i%2 == 1 {
-				port, pod = portA, "pod-a"
-			}
-			begin := time.Now()
-			setScaleEndpoint(t, dir, port)
-			at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
-			if err != nil {
-				fail("one-endpoint change %d: %v", i, err)
-				break
-			}
-			endpointChange.samples = append(endpointChange.samples, at.Sub(begin))
-		}
-		if len(endpointChange.samples) > 0 {
-			fmt.Fprintf(&rep, "%s  (no reload expected)\n", endpointChange)
-			newWorkers := slices.DeleteFunc(harness.ChildPIDs(t, mustMasterPID(t, sy)), func(p int) bool { return slices.Contains(workers, p) })
-			line("NGINX reloaded during endpoint changes", "%v", len(newWorkers) > 0)
-		}
-		if testing.Verbose() {
-			fmt.Fprintf(&rep, "one-Ingress change samples: %v\none-endpoint change samples: %v\n",
-				round(ingressChange.samples), round(endpointChange.samples))
-		}
-		reportMemory("at the end")
+		summarizeOutput(&rep, sy.Output.String())
+		sy.Stop(10 * time.Second)
 	}
-
-	section("design targets (reported, not asserted)")
-	line("full render <= 1s", "translate + render median %s: %s", full.quantile(0.5).Round(time.Millisecond), met(full.quantile(0.5) <= time.Second))
-	if len(ingressChange.samples) > 0 {
-		line("one-Ingress change via translate+render <= 50ms", "measured end to end incl. NGINX reload: median %s, p99 %s",
-			ingressChange.quantile(0.5).Round(time.Millisecond), ingressChange.quantile(0.99).Round(time.Millisecond))
+	for _, mode := range scaleRoutings(t) {
+		endToEnd(mode)
 	}
-	line("ingress-nginx reference", "~90 s per sync at 3,000 Ingresses, ~200 MB nginx.conf")
-	line("  here", "%s rendered for %d Ingresses; start to last host %s", mib(renderedBytes), n, durationOr(served, begin, "not served"))
-
-	summarizeOutput(&rep, sy.Output.String())
 }
 
 // summarizeOutput reports switchyard's output as distinct messages with
@@ -373,4 +399,26 @@ func durationOr(at, begin time.Time, otherwise string) string {
 		return otherwise
 	}
 	return at.Sub(begin).Round(10 * time.Millisecond).String()
+}
+
+// The routing paths TestBenchScale runs end to end.
+const (
+	routingLua    = "lua routing"
+	routingBlocks = "server blocks"
+)
+
+// scaleRoutings reads SWITCHYARD_SCALE_ROUTING: "lua", "blocks" or
+// "both" (the default: side by side in one run).
+func scaleRoutings(t *testing.T) []string {
+	switch v := os.Getenv("SWITCHYARD_SCALE_ROUTING"); v {
+	case "", "both":
+		return []string{routingLua, routingBlocks}
+	case "lua":
+		return []string{routingLua}
+	case "blocks":
+		return []string{routingBlocks}
+	default:
+		t.Fatalf("SWITCHYARD_SCALE_ROUTING=%q: want lua, blocks or both", v)
+		return nil
+	}
 }
