@@ -356,6 +356,18 @@ var features = []feature{
 			"integration.TestPipelineTraceExported", "integration.TestPipelineTraceAcrossStageProcesses"},
 	},
 	{
+		name: "Lua routing of hosts",
+		summary: "With --lua-routing, a host whose server needs no NGINX directive of its own (exact name; locations that proxy or answer 404, with canaries, balancing, affinity, default-backend, ssl-redirect, force-ssl-redirect, preserve-trailing-slash, HSTS, app-root, x-forwarded-prefix) has no server block: the catch-all server's server_rewrite hook sends its requests to @switchyard_router, where router.lua chooses the location as NGINX would. Adding, changing or removing such a host never reloads NGINX. renderer.dynamicServer is the one place that decides; any other feature keeps the host's server block, as do wildcard hosts, hosts a wildcard covers, server-alias, ssl-passthrough, ssl-reject-handshake, and TLS settings of an Ingress without a host.",
+		busTypes:  []string{"bus.Server"},
+		tables:    []string{"renderer.route.<host> (the route: locations in NGINX's order)"},
+		renderer:  []string{"stages/renderer.dynamicServer", "stages/renderer.newLuaRoute", "stages/renderer.Renderer.renderServerOrRoute", "stages/renderer.Renderer.coveredByWildcard"},
+		applier:   []string{"stages/applier.Stage.pushRoutes", "stages/applier.keptRoutes", "stages/applier.namedDelta"},
+		templates: []string{"templates/server.conf.tmpl"},
+		lua:       []string{"lua/switchyard/router.lua", "lua/switchyard/util/backend_store.lua", "lua/switchyard/configuration.lua"},
+		testdata:  []string{"stages/renderer/testdata/lua-routing.model.json"},
+		tests:     []string{"integration.TestLuaRoutingAnswersAsServerBlocks", "integration.TestLuaRoutedHostNeedsNoReload", "stages/applier.TestRoutesDeltaAndKeptRoutes"},
+	},
+	{
 		name: "Refusals by NGINX", summary: "A line NGINX refuses is traced by its \"# source\" comment to its Ingress or ConfigMap key; that Ingress is left out (or the key falls back to its default) until it changes.",
 		busTypes:  []string{"bus.Refusal", "bus.RefusalTable"},
 		tables:    []string{"refusals.ingress.<ns>.<name>", "refusals.configmap.<key>"},
@@ -453,7 +465,7 @@ func checkKeys(problems *[]string) {
 // or the refusals') and a kind the bus defines.
 func checkTables(tables []string, problems *[]string) {
 	kinds := []string{bus.KindObject, bus.KindServer, bus.KindBackend, bus.KindCertificate, bus.KindIngress,
-		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.RefusedIngress, bus.RefusedConfigMap}
+		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.KindRoute, bus.RefusedIngress, bus.RefusedConfigMap}
 	for _, t := range tables {
 		table, rest, _ := strings.Cut(t, ".")
 		kind, _, _ := strings.Cut(rest, ".")
