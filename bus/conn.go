@@ -251,6 +251,12 @@ func embeddedUsers(keys map[string]string) ([]*server.NkeyUser, nkeys.KeyPair, e
 	return append(users, &server.NkeyUser{Nkey: pub}), internal, nil
 }
 
+// The in-process connection's handshake timeout and attempts (Connect).
+const (
+	inProcessConnectTimeout  = 20 * time.Second
+	inProcessConnectAttempts = 5
+)
+
 // Connect opens an in-process connection: no TCP, no listener needed.
 func (e *Embedded) Connect(name string) (*Conn, error) {
 	opts := []nats.Option{nats.InProcessServer(e.Server), nats.Name(name)}
@@ -261,9 +267,21 @@ func (e *Embedded) Connect(name string) (*Conn, error) {
 		}
 		opts = append(opts, nats.Nkey(pub, e.internal.Sign))
 	}
-	nc, err := nats.Connect("", opts...)
-	if err != nil {
-		return nil, fmt.Errorf("in-process nats connection: %w", err)
+	// The handshake runs over a pipe, but still needs this process's
+	// goroutines to be scheduled: on a loaded machine NATS's default 2 s
+	// connect timeout has run out before it. A slow start is no reason to
+	// exit, so wait longer, and try again.
+	opts = append(opts, nats.Timeout(inProcessConnectTimeout))
+	var nc *nats.Conn
+	var err error
+	for attempt := 1; ; attempt++ {
+		if nc, err = nats.Connect("", opts...); err == nil {
+			break
+		}
+		if attempt == inProcessConnectAttempts {
+			return nil, fmt.Errorf("in-process nats connection (%d attempts): %w", attempt, err)
+		}
+		time.Sleep(time.Duration(attempt) * time.Second)
 	}
 	// The embedded server's streams would otherwise hold every stage's
 	// table in this process's heap, a copy of each message with its

@@ -273,7 +273,7 @@ func TestBenchScale(t *testing.T) {
 		section("design targets (reported, not asserted)")
 		line("full render <= 1s", "translate + render median %s: %s", full.quantile(0.5).Round(time.Millisecond), met(full.quantile(0.5) <= time.Second))
 		if len(ingressChange.samples) > 0 {
-			line("one-Ingress change via translate+render <= 50ms", "measured end to end incl. NGINX reload: median %s, p99 %s",
+			line("one-Ingress change via translate+render <= 50ms", "measured end to end ("+mode+"): median %s, p99 %s",
 				ingressChange.quantile(0.5).Round(time.Millisecond), ingressChange.quantile(0.99).Round(time.Millisecond))
 		}
 		line("ingress-nginx reference", "~90 s per sync at 3,000 Ingresses, ~200 MB nginx.conf")

@@ -15,7 +15,8 @@
 -- buckets, and the requests counter is request_duration's count.
 --
 -- Label values are bounded: path is the location's Ingress path, host the
--- server's name ("_" for the catch-all), method one of the known methods
+-- server's name ("_" for the catch-all; a Lua-routed host's name, which
+-- router.lua leaves in ngx.ctx), method one of the known methods
 -- or "OTHER". New keys are added with safe_add, which never evicts: when
 -- the dict is full, a new series is not counted, and the "dropped" key
 -- (created at start) says how many requests lost data that way (some of
@@ -238,7 +239,7 @@ local function labels()
     return value(ngx_var.status) .. SEP .. method .. SEP .. value(ngx_var.location_path)
         .. SEP .. value(ngx_var.namespace) .. SEP .. value(ngx_var.ingress_name)
         .. SEP .. value(ngx_var.service_name) .. SEP .. value(ngx_var.proxy_alternative_upstream_name)
-        .. SEP .. value(ngx_var.server_name)
+        .. SEP .. value(ngx.ctx.switchyard_host or ngx_var.server_name)
 end
 
 -- log_by_lua (http level in nginx.conf.tmpl): counts this request.

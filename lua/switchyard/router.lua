@@ -35,6 +35,7 @@ local tbl_sort = table.sort
 local ipairs = ipairs
 local pairs = pairs
 local type = type
+local tonumber = tonumber
 
 local _M = {}
 
@@ -163,12 +164,29 @@ end
 _M.match = match
 _M.compile = compile
 
+-- Right after NGINX starts it listens before the applier has posted the
+-- routes (it posts them, even none, to every new NGINX). A request in that
+-- window waits for them (bounded), as balancer.lua waits for the backends,
+-- instead of a 404 for a host that is about to be routed.
+local FIRST_ROUTES_WAIT = 5 -- seconds
+local FIRST_ROUTES_POLL = 0.01
+
+local function wait_for_first_routes(dict)
+    local deadline = ngx.now() + FIRST_ROUTES_WAIT
+    while store.version(dict) == nil and ngx.now() < deadline do
+        ngx.sleep(FIRST_ROUTES_POLL)
+    end
+end
+
 -- server_rewrite_by_lua of the catch-all server: a request for a
 -- Lua-routed host goes to @switchyard_router. Other hosts continue in the
 -- catch-all's own locations. Runs before the server's rewrite directives,
 -- so @switchyard_router sets what those would have.
 function _M.dispatch()
     local dict = ngx.shared.switchyard_config
+    if loaded_version == nil then
+        wait_for_first_routes(dict)
+    end
     sync(dict)
     if lookup(dict, ngx_var.host) then
         return ngx_exec("@switchyard_router")
@@ -176,8 +194,11 @@ function _M.dispatch()
 end
 
 -- rewrite_by_lua of @switchyard_router: what a server block's location
--- sets and calls, from the route's location.
-function _M.rewrite()
+-- sets and calls, from the route's location. max_body is proxy-body-size
+-- in bytes (0: none): NGINX checks a request's Content-Length against
+-- client_max_body_size when it chooses a location, which a named location
+-- skips (a chunked body it still checks while reading it).
+function _M.rewrite(max_body)
     local dict = ngx.shared.switchyard_config
     local host = ngx_var.host
     local c = lookup(dict, host)
@@ -185,11 +206,20 @@ function _M.rewrite()
         -- Removed between dispatch and here (an internal redirect).
         return ngx_exit(404)
     end
+    if max_body and max_body > 0 then
+        local length = tonumber(ngx_var.content_length)
+        if length and length > max_body then
+            ngx_log(ngx.ERR, "client intended to send too large body: ", length, " bytes")
+            return ngx_exit(413)
+        end
+    end
     local l = match(c, ngx_var.uri)
     if not l then
         return ngx_exit(404)
     end
     ngx_var.proxy_upstream_name = l.upstream
+    -- The metrics' host label: $server_name is the catch-all's "_".
+    ngx.ctx.switchyard_host = c.host
     if l.ingress_name then
         ngx_var.namespace = l.namespace
         ngx_var.ingress_name = l.ingress_name

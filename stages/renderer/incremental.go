@@ -387,7 +387,10 @@ func (r *Renderer) renderServerOrRoute(settings bus.Settings, s *bus.Server, key
 	}
 	if ok, _ := dynamicServer(r.cfg, settings, view, s); ok && !r.coveredByWildcard(s.Hostname) && !r.catchAllTLS {
 		route, err := newLuaRoute(settings, s, view)
-		return "", route, err
+		if err != nil || route.size() <= maxRouteBytes {
+			return "", route, err
+		}
+		// Too large for one bus message: a server file can be split.
 	}
 	text, err := execute("server.conf.tmpl", view)
 	return text, nil, err

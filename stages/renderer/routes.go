@@ -23,6 +23,8 @@ type LuaRoute struct {
 	Host string `json:"host"`
 	// Locations are the server block's locations, in its order.
 	Locations []LuaRouteLocation `json:"locations"`
+	// data is the JSON, once encoded (encode).
+	data []byte
 }
 
 // LuaRouteLocation is one location of a Lua-routed host: how it matches
@@ -60,6 +62,14 @@ type LuaRouteLocation struct {
 	XForwardedPrefix string `json:"x_forwarded_prefix,omitempty"`
 }
 
+// bodyLimit is an NGINX size in bytes; "0" is no limit.
+func bodyLimit(size string) (int64, error) {
+	if size == "0" {
+		return 0, nil
+	}
+	return bus.ParseSize(size)
+}
+
 // routeKey is the renderer table's key of host's route.
 func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 
@@ -88,6 +98,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	}
 	rest := v
 	rest.HeaderSource, rest.ServerName, rest.Listens, rest.Locations, rest.Blocks = "", "", nil, nil, nil
+	rest.RouterBodyLimit = 0
 	if !reflect.ValueOf(rest).IsZero() {
 		return false, "server-level settings"
 	}
@@ -143,9 +154,24 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) (*LuaRoute,
 	return route, nil
 }
 
+// maxRouteBytes bounds a route: one bus message, with room for its
+// headers. A host with more paths than fit keeps its server block, whose
+// file the bus carries in parts.
+const maxRouteBytes = bus.MaxPayload * 3 / 4
+
+// encode is the route's JSON, which router.lua reads.
+func (route *LuaRoute) encode() []byte {
+	if route.data == nil {
+		route.data, _ = json.Marshal(route) // strings and bools: cannot fail
+	}
+	return route.data
+}
+
+func (route *LuaRoute) size() int { return len(route.encode()) }
+
 // putRoute publishes host's route, and dropRoute withdraws it.
 func (r *Renderer) putRoute(key string, route *LuaRoute, out *bus.Output) {
-	data, _ := json.Marshal(route) // strings and bools: cannot fail
+	data := route.encode()
 	setSize(r.sizes.routes, &r.sizes.routeTotal, route.Host, len(data))
 	r.routed[key] = route.Host
 	r.out.Routes[route.Host] = route

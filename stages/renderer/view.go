@@ -64,7 +64,11 @@ type serverView struct {
 	Blocks []blockView
 	// Router is set on the catch-all server with --lua-routing: it sends
 	// the requests of Lua-routed hosts to router.lua (routes.go).
-	Router bool
+	// RouterBodyLimit is proxy-body-size in bytes (0: none), which router.lua
+	// checks: NGINX checks client_max_body_size when it chooses a location,
+	// which a named location skips.
+	Router          bool
+	RouterBodyLimit int64
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -189,7 +193,11 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	}
 	view.Listens = listens(cfg, settings, s.Hostname == bus.DefaultServerName)
 	view.Blocks = serverBlocks(settings.AccessSettings, src)
-	view.Router = cfg.LuaRouting && s.Hostname == bus.DefaultServerName
+	if view.Router = cfg.LuaRouting && s.Hostname == bus.DefaultServerName; view.Router {
+		if view.RouterBodyLimit, err = bodyLimit(settings.ProxyBodySize); err != nil {
+			return serverView{}, err
+		}
+	}
 	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
