@@ -356,8 +356,8 @@ var features = []feature{
 			"integration.TestPipelineTraceExported", "integration.TestPipelineTraceAcrossStageProcesses"},
 	},
 	{
-		name: "Lua routing of hosts",
-		summary: "With --lua-routing, a host whose server needs no NGINX directive of its own (exact name; locations that proxy or answer 404, with canaries, balancing, affinity, default-backend, ssl-redirect, force-ssl-redirect, preserve-trailing-slash, HSTS, app-root, x-forwarded-prefix) has no server block: the catch-all server's server_rewrite hook sends its requests to @switchyard_router, where router.lua chooses the location as NGINX would. Adding, changing or removing such a host never reloads NGINX. renderer.dynamicServer is the one place that decides; any other feature keeps the host's server block, as do wildcard hosts, hosts a wildcard covers, server-alias, ssl-passthrough, ssl-reject-handshake, and TLS settings of an Ingress without a host.",
+		name:      "Lua routing of hosts",
+		summary:   "With --lua-routing, a host whose server needs no NGINX directive of its own (exact name; locations that proxy or answer 404, with canaries, balancing, affinity, default-backend, ssl-redirect, force-ssl-redirect, preserve-trailing-slash, HSTS, app-root, x-forwarded-prefix) has no server block: the catch-all server's server_rewrite hook sends its requests to @switchyard_router, where router.lua chooses the location as NGINX would. Adding, changing or removing such a host never reloads NGINX. renderer.dynamicServer is the one place that decides; any other feature keeps the host's server block, as do wildcard hosts, hosts a wildcard covers, server-alias, ssl-passthrough, ssl-reject-handshake, and TLS settings of an Ingress without a host.",
 		busTypes:  []string{"bus.Server"},
 		tables:    []string{"renderer.route.<host> (the route: locations in NGINX's order)"},
 		renderer:  []string{"stages/renderer.dynamicServer", "stages/renderer.newLuaRoute", "stages/renderer.Renderer.renderServerOrRoute", "stages/renderer.Renderer.coveredByWildcard"},
