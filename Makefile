@@ -17,7 +17,7 @@ DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
 
-.PHONY: all build run test unit fuzz fuzz-targets lint deps test-deps kube-apiserver deploy-manifest bench clean proto
+.PHONY: all build run test unit server-blocks fuzz fuzz-targets lint deps test-deps kube-apiserver deploy-manifest bench clean proto
 
 all: build
 
@@ -56,10 +56,17 @@ run: deps build
 	@BIN=$(BIN) STATE_DIR=$(STATE_DIR) examples/run.sh
 
 ## test: formatting, vet, every test with the real NGINX, and short fuzz runs.
-test: test-deps kube-apiserver lint unit fuzz-targets
+test: test-deps kube-apiserver lint unit server-blocks fuzz-targets
 
 unit:
 	SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -timeout 20m ./...
+
+## server-blocks: the routing and per-location tests again with every host in
+## a server block of its own (--lua-routing=false); unit runs them, with
+## everything else, with Lua routing, the default.
+SERVER_BLOCK_TESTS = TestWildcardHostMatchesOneLabel|TestPathsFromSeveralIngressesLongestMatchWins|TestOlderIngressWinsAConflict|TestRulelessIngressIsTheCatchAll|TestSSLRedirectAndHSTS|TestControllerConfigMap|TestForwardedHeadersAndWebSocketUpgrade|TestCanaryRouting|TestRewriteTargetAndRegexPaths|TestAppRoot|TestForceSSLRedirectAndSSLRedirectOff|TestFromToWWWRedirect|TestBalancingThroughNginx|TestUnicodeHostsAreNotFolded|TestRequestMetricsThroughNginx|TestCustomHTTPErrors|TestTraceShowsEveryStage|TestRateLimitAnnotations
+server-blocks:
+	SWITCHYARD_TEST_ROUTING=server-blocks SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -timeout 20m -run '^($(SERVER_BLOCK_TESTS))$$' ./integration
 
 ## fuzz: every fuzz target, then more random regexes through NGINX.
 fuzz: fuzz-targets
