@@ -230,6 +230,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("TLS hosts for ssl-redirect and HSTS", dp.testTLSHosts)
 	t.Run("canary by header, cookie and weight", dp.testCanary)
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)
+	t.Run("routes are stored, and malformed ones refused whole", dp.testRoutesEndpoint)
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
 	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)

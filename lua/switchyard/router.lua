@@ -266,7 +266,7 @@ function _M.validate(route)
             return where .. ": a proxy location needs a backend"
         end
         if (l.match == "~" or l.match == "~*") then
-            local _, err = ngx_re_find("", l.path, "jo")
+            local _, _, err = ngx_re_find("", l.path, "jo")
             if err then
                 return where .. ": invalid regex: " .. err
             end

@@ -1,0 +1,87 @@
+package lua_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Tests of POST /configuration/routes and /configuration/routes/delta
+// (configuration.lua, router.lua's validate, the "routes" store of
+// util/backend_store.lua), run by TestDataPlane.
+
+var routesVersionRE = regexp.MustCompile(`^routes version (\d+)\n$`)
+
+func (dp *dataPlane) routeHosts() string {
+	dp.t.Helper()
+	status, text := dp.configRequest("GET", "/configuration/routes", "")
+	var routes []struct {
+		Host string `json:"host"`
+	}
+	if status != 200 || json.Unmarshal([]byte(text), &routes) != nil {
+		dp.t.Fatalf("GET routes: %d %q", status, text)
+	}
+	var hosts []string
+	for _, r := range routes {
+		hosts = append(hosts, r.Host)
+	}
+	return strings.Join(hosts, ",")
+}
+
+func route(host string) string {
+	return `{"host":"` + host + `","locations":[{"match":"","path":"/","kind":"proxy","upstream":"b","backend":"b",` +
+		`"ssl_redirect":true,"force_ssl_redirect":false,"preserve_trailing_slash":false}]}`
+}
+
+// Routes are stored and replaced whole or by delta; anything malformed is
+// refused as a whole and leaves the stored routes as they were.
+func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
+	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+route("b.example.com")+"]")
+	m := routesVersionRE.FindStringSubmatch(text)
+	if status != 201 || m == nil {
+		t.Fatalf("POST routes: %d %q", status, text)
+	}
+	version, _ := strconv.Atoi(m[1])
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+		t.Fatalf("stored routes %q", got)
+	}
+	for name, body := range map[string]string{
+		"upper-case host":     "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
+		"unknown match":       "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
+		"invalid regex":       "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
+		"proxy, no backend":   "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
+		"unknown kind":        "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`, `"kind":"exec"`, 1) + "]",
+		"no locations":        `[{"host":"a.example.com","locations":[]}]`,
+		"duplicate host":      "[" + route("a.example.com") + "," + route("a.example.com") + "]",
+		"a boolean as string": "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
+		"not an array":        route("a.example.com"),
+	} {
+		if status, text := dp.configRequest("POST", "/configuration/routes", body); status != 400 {
+			t.Errorf("%s: POST answered %d %q, want 400", name, status, text)
+		}
+	}
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+		t.Fatalf("a refused POST changed the stored routes: %q", got)
+	}
+	bad := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `],"removed":["c.example.com"]}`
+	if status, text := dp.configRequest("POST", "/configuration/routes/delta", bad); status != 400 {
+		t.Errorf("a delta that changes and removes one host: %d %q, want 400", status, text)
+	}
+	stale := `{"base":` + strconv.Itoa(version+5) + `,"routes":[` + route("c.example.com") + `]}`
+	if status, text := dp.configRequest("POST", "/configuration/routes/delta", stale); status != 412 {
+		t.Errorf("a delta on another version: %d %q, want 412", status, text)
+	}
+	good := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `],"removed":["a.example.com"]}`
+	if status, text := dp.configRequest("POST", "/configuration/routes/delta", good); status != 201 {
+		t.Fatalf("delta: %d %q", status, text)
+	}
+	if got := dp.routeHosts(); got != "b.example.com,c.example.com" {
+		t.Errorf("after the delta the stored routes are %q, want b and c", got)
+	}
+	// The backends are a store of their own: the routes left them alone.
+	if status, text := dp.configRequest("GET", "/configuration/backends", ""); status != 200 || strings.Contains(text, "example.com") {
+		t.Errorf("backends after the routes: %d %q", status, text)
+	}
+}
