@@ -82,9 +82,12 @@ type options struct {
 	fullBackendPosts  bool
 	sslPassthrough    bool
 	otlpEndpoint      string
-	otelServiceName   string
-	tcpServices       string
-	udpServices       string
+	// requestSpans exports NGINX's request spans in the process that runs
+	// NGINX (startRequestSpans); nil elsewhere. Not a flag.
+	requestSpans    *otelexport.RequestSpans
+	otelServiceName string
+	tcpServices     string
+	udpServices     string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -257,6 +260,8 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 		cfg.TestRefuseIngresses = splitList(v)
 	}
 	cfg.StreamServices = o.tcpServices != "" || o.udpServices != ""
+	// Request spans go to the ConfigMap's otlp-collector-host, else here.
+	cfg.OTLPEndpoint = o.otlpEndpoint
 	if cfg.ModSecurity, err = o.modSecurity(cfg.ModulesDir); err != nil {
 		return cfg, err
 	}

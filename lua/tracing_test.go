@@ -104,10 +104,10 @@ func (dp *dataPlane) testTraceSamplers(t *testing.T) {
 	// The last 13 hex digits are the trace's fraction: low and high.
 	const low, high = "4bf92f3577b34da6a3c0000000000001", "4bf92f3577b34da6a3cfffffffffffff"
 	for _, tc := range []struct {
-		name                         string
+		name                        string
 		sampler, ratio, parentBased string
-		trace, parent                string
-		want                         string
+		trace, parent               string
+		want                        string
 	}{
 		{"always on", "AlwaysOn", "", "", low, "", "true"},
 		{"always off", "AlwaysOff", "", "", low, "", "false"},

@@ -40,7 +40,7 @@ type Config struct {
 	// OTLPEndpoint is the pipeline's --otlp-endpoint: where request spans
 	// go when the ConfigMap names no otlp-collector-host (tracing.go).
 	OTLPEndpoint string
-	AccessLog      bool
+	AccessLog    bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services
