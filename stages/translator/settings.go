@@ -40,6 +40,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		}
 	}
 	problems = append(problems, checkProxyBuffers(&s)...)
+	problems = append(problems, checkTracing(&s)...)
 	if s.AllowSnippetAnnotations {
 		// The key is read (it changes how a snippet's refusal reads) but
 		// cannot do what it asks for.

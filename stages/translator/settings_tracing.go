@@ -43,3 +43,26 @@ func parseRatio(v string) (float64, bool) {
 	f, err := strconv.ParseFloat(v, 64)
 	return f, err == nil && f >= 0 && f <= 1
 }
+
+// ReasonNoEffect is a warning: a key whose value does nothing as the
+// other keys stand.
+const ReasonNoEffect = "NoEffect"
+
+// checkTracing warns where enable-opentelemetry cannot do what it seems
+// to: ingress-nginx's default sampler records nothing, and without a
+// collector host only --otlp-endpoint receives spans.
+func checkTracing(s *bus.Settings) []bus.Problem {
+	if !s.EnableOpentelemetry {
+		return nil
+	}
+	var problems []bus.Problem
+	if s.OtelSampler == "AlwaysOff" && !s.OtelSamplerParentBased {
+		problems = append(problems, bus.Problem{Field: "data.otel-sampler", Reason: ReasonNoEffect,
+			Message: "enable-opentelemetry is on but otel-sampler is AlwaysOff (ingress-nginx's default): traceparent goes upstream, no span is recorded; set otel-sampler to AlwaysOn or TraceIdRatioBased"})
+	}
+	if s.OTLPCollectorHost == "" {
+		problems = append(problems, bus.Problem{Field: "data.otlp-collector-host", Reason: ReasonNoEffect,
+			Message: "enable-opentelemetry is on but otlp-collector-host is empty: request spans go to --otlp-endpoint, and nothing is traced without it"})
+	}
+	return problems
+}

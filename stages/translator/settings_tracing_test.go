@@ -1,7 +1,9 @@
 package translator
 
 import (
+	"slices"
 	"strings"
+	"testing"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -53,4 +55,31 @@ var tracingSettingsCases = map[string]keyCases{
 	"otel-max-queuesize":         intCases("2048", func(s *bus.Settings) *int { return &s.OtelMaxQueueSize }, []int{1, 2048, 16384}, []string{"0", "16385"}),
 	"otel-schedule-delay-millis": intCases("5000", func(s *bus.Settings) *int { return &s.OtelScheduleDelayMillis }, []int{100, 5000, 60000}, []string{"0", "99"}),
 	"otel-max-export-batch-size": intCases("512", func(s *bus.Settings) *int { return &s.OtelMaxExportBatchSize }, []int{1, 512, 16384}, []string{"0", "16385"}),
+}
+
+func TestCheckTracing(t *testing.T) {
+	fields := func(data map[string]string) []string {
+		_, problems := parseSettings(data)
+		var out []string
+		for _, p := range problems {
+			if p.Reason == ReasonNoEffect {
+				out = append(out, p.Field)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		data map[string]string
+		want []string
+	}{
+		{"off", map[string]string{}, nil},
+		{"on with the defaults", map[string]string{"enable-opentelemetry": "true"}, []string{"data.otel-sampler", "data.otlp-collector-host"}},
+		{"on, sampled, with a collector", map[string]string{"enable-opentelemetry": "true", "otel-sampler": "AlwaysOn", "otlp-collector-host": "c"}, nil},
+		{"parent-based AlwaysOff follows parents", map[string]string{"enable-opentelemetry": "true", "otel-sampler-parent-based": "true", "otlp-collector-host": "c"}, nil},
+	} {
+		if got := fields(tc.data); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
