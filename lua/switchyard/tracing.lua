@@ -25,11 +25,13 @@
 -- set it is "" and no warning.
 
 local cjson = require("cjson.safe")
+local cjson_encode = cjson.encode
 
 local ngx = ngx
 local ngx_var = ngx.var
 local tonumber = tonumber
 local type = type
+local tostring = tostring
 local byte, sub, find, fmt = string.byte, string.sub, string.find, string.format
 local random = math.random
 local tbl_concat = table.concat
@@ -254,7 +256,47 @@ local function enqueue(record)
     end
 end
 
--- log (the http block's log hook): record the sampled span.
+-- json is a JSON value for v: a string escaped by cjson, a number as it
+-- is, nil as null.
+local function json(v)
+    if v == nil then
+        return "null"
+    end
+    if type(v) == "number" then
+        return tostring(v)
+    end
+    return cjson_encode(v)
+end
+
+-- The attributes of a span and the variable each one is read from; the
+-- numbers are the last value of a list of upstream tries.
+local STRING_ATTRS = {
+    { ',"http.method":', "request_method" },
+    { ',"http.target":', "request_uri" },
+    { ',"http.scheme":', "scheme" },
+    { ',"http.host":', "host" },
+    { ',"http.user_agent":', "http_user_agent" },
+    { ',"net.peer.ip":', "remote_addr" },
+    { ',"ingress.namespace":', "namespace" },
+    { ',"ingress.name":', "ingress_name" },
+    { ',"ingress.service_name":', "service_name" },
+    { ',"ingress.service_port":', "service_port" },
+    { ',"ingress.path":', "location_path" },
+    { ',"ingress.upstream":', "proxy_upstream_name" },
+    { ',"upstream.address":', "upstream_addr" },
+}
+local NUMBER_ATTRS = {
+    { ',"upstream.status":', "upstream_status" },
+    { ',"upstream.connect_time":', "upstream_connect_time" },
+    { ',"upstream.header_time":', "upstream_header_time" },
+    { ',"upstream.response_time":', "upstream_response_time" },
+}
+
+-- One buffer per worker: the log phase of one request runs at a time.
+local buf = {}
+
+-- log (the http block's log hook): record the sampled span, as one JSON
+-- object built by concatenation (cheaper than a table for cjson).
 function _M.log()
     if not config then
         return
@@ -264,40 +306,33 @@ function _M.log()
         return
     end
     local status = tonumber(ngx_var.status) or 0
-    local attrs = {
-        ["http.method"] = ngx_var.request_method,
-        ["http.target"] = ngx_var.request_uri,
-        ["http.status_code"] = status,
-        ["http.scheme"] = ngx_var.scheme,
-        ["http.host"] = ngx_var.host,
-        ["http.flavor"] = sub(ngx_var.server_protocol or "", 6),
-        ["http.user_agent"] = ngx_var.http_user_agent,
-        ["net.peer.ip"] = ngx_var.remote_addr,
-        ["ingress.namespace"] = ngx_var.namespace,
-        ["ingress.name"] = ngx_var.ingress_name,
-        ["ingress.service_name"] = ngx_var.service_name,
-        ["ingress.service_port"] = ngx_var.service_port,
-        ["ingress.path"] = ngx_var.location_path,
-        ["ingress.upstream"] = ngx_var.proxy_upstream_name,
-        ["upstream.address"] = ngx_var.upstream_addr,
-        ["upstream.status"] = number(ngx_var.upstream_status),
-        ["upstream.connect_time"] = number(ngx_var.upstream_connect_time),
-        ["upstream.header_time"] = number(ngx_var.upstream_header_time),
-        ["upstream.response_time"] = number(ngx_var.upstream_response_time),
-    }
-    local record = cjson.encode({
-        t = span[1],
-        s = span[2],
-        p = span[3],
-        n = operation_name(span[4]),
-        b = ngx.req.start_time(),
-        e = ngx.now(),
-        err = status >= 500,
-        a = attrs,
-    })
-    if record then
-        enqueue(record)
+    local b = buf
+    b[1], b[2], b[3], b[4], b[5], b[6] = '{"t":"', span[1], '","s":"', span[2], '","p":"', span[3]
+    b[7], b[8], b[9], b[10] = '","n":', json(operation_name(span[4])), ',"b":', tostring(ngx.req.start_time())
+    b[11], b[12] = ',"e":', tostring(ngx.now())
+    b[13] = status >= 500 and ',"err":true,"a":{"http.status_code":' or ',"err":false,"a":{"http.status_code":'
+    b[14], b[15], b[16] = tostring(status), ',"http.flavor":', json(sub(ngx_var.server_protocol or "", 6))
+    local n = 16
+    for i = 1, #STRING_ATTRS do
+        local a = STRING_ATTRS[i]
+        local v = ngx_var[a[2]]
+        if v then
+            b[n + 1], b[n + 2] = a[1], json(v)
+            n = n + 2
+        end
     end
+    for i = 1, #NUMBER_ATTRS do
+        local a = NUMBER_ATTRS[i]
+        local v = number(ngx_var[a[2]])
+        if v then
+            b[n + 1], b[n + 2] = a[1], tostring(v)
+            n = n + 2
+        end
+    end
+    n = n + 1
+    b[n] = "}}"
+    local record = tbl_concat(buf, "", 1, n)
+    enqueue(record)
 end
 
 -- POST /traces?max=N on the configuration endpoint: removes up to N spans
