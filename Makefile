@@ -115,6 +115,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDump$$' -fuzztime $(FUZZTIME) ./internal/metrics
 	$(GO) test -run '^$$' -fuzz '^FuzzModelCertificate$$' -fuzztime $(FUZZTIME) ./internal/metrics
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMapMatchList$$' -fuzztime $(FUZZTIME) ./bus/features
+	$(GO) test -run '^$$' -fuzz '^FuzzOperationName$$' -fuzztime $(FUZZTIME) ./plugins/builtin/opentelemetry
 	$(GO) test -run '^$$' -fuzz '^FuzzParseCIDRList$$' -fuzztime $(FUZZTIME) ./bus/features
 
 lint:

@@ -56,6 +56,9 @@ func runCommand(args []string) error {
 		return err
 	}
 	defer embedded.Shutdown()
+	if err := startRequestSpans(ctx, &o, log); err != nil {
+		return err
+	}
 	if o.metricsAddr != "" {
 		if err := serveMetrics(ctx, &o, embedded.Connect, log); err != nil {
 			return err

@@ -38,6 +38,9 @@ func serveMetrics(ctx context.Context, o *options, connect func(name string) (*b
 	telemetry.Set(pipeline)
 	model := metrics.NewModelCollector(labels)
 	collector.Register(pipeline, model)
+	if o.requestSpans != nil {
+		collector.Register(metrics.NewRequestSpanCollectors(labels, o.requestSpans)...)
+	}
 	ingresses := metrics.NewIngressSet()
 	go followModel(ctx, conn, model, ingresses, log)
 	if o.enableMetrics {

@@ -62,6 +62,11 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if name == bus.StageApplier {
+		if err := startRequestSpans(ctx, &o, log); err != nil {
+			return err
+		}
+	}
 	if err := serveStageProcessMetrics(ctx, &o, name, *natsURL, auth, log); err != nil {
 		return err
 	}

@@ -83,9 +83,12 @@ type options struct {
 	sslPassthrough    bool
 	luaRouting        bool
 	otlpEndpoint      string
-	otelServiceName   string
-	tcpServices       string
-	udpServices       string
+	// requestSpans exports NGINX's request spans in the process that runs
+	// NGINX (startRequestSpans); nil elsewhere. Not a flag.
+	requestSpans    *otelexport.RequestSpans
+	otelServiceName string
+	tcpServices     string
+	udpServices     string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -260,6 +263,8 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	}
 	cfg.StreamServices = o.tcpServices != "" || o.udpServices != ""
 	cfg.LuaRouting = o.luaRouting
+	// Request spans go to the ConfigMap's otlp-collector-host, else here.
+	cfg.OTLPEndpoint = o.otlpEndpoint
 	if cfg.ModSecurity, err = o.modSecurity(cfg.ModulesDir); err != nil {
 		return cfg, err
 	}

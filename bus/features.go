@@ -37,6 +37,7 @@ type (
 	GlobalAuth            = features.GlobalAuth
 	Passthrough           = features.Passthrough
 	ModSecurity           = features.ModSecurity
+	Tracing               = features.Tracing
 	UpstreamHashByConfig  = features.UpstreamHashByConfig
 	SessionAffinityConfig = features.SessionAffinityConfig
 	CookieSessionAffinity = features.CookieSessionAffinity

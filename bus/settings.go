@@ -60,6 +60,7 @@ type Settings struct {
 	RedirectSettings      // force-ssl-redirect and the like (settings_redirect.go)
 	StreamSettings        // the TCP and UDP services' proxy-stream-* keys (settings_stream.go)
 	ModSecuritySettings   // enable-modsecurity and the Core Rule Set (settings_modsecurity.go)
+	TracingSettings       // request tracing, OpenTelemetry (settings_tracing.go)
 
 	// Problems are what the translator found in the ConfigMap (invalid
 	// values, keys not supported, refused or unknown), for reports such as
@@ -103,5 +104,6 @@ func DefaultSettings() Settings {
 	s.GlobalAuthSettings = defaultGlobalAuthSettings()
 	s.RedirectSettings = defaultRedirectSettings()
 	s.StreamSettings = defaultStreamSettings()
+	s.TracingSettings = defaultTracingSettings()
 	return s
 }

@@ -57,9 +57,16 @@ http {
     lua_shared_dict switchyard_config {{.ConfigDict}};
     lua_shared_dict switchyard_certs 1m;
     lua_shared_dict switchyard_metrics 256k;
+    lua_shared_dict switchyard_traces 256k;
 
     init_by_lua_block {
         require("switchyard.metrics").init()
+        -- Off unless a location says otherwise (tracing_test.go).
+        require("switchyard.tracing").init({
+            enabled = false, trust = true, operation = "", sampler = "AlwaysOn", ratio = 1,
+            parent_based = false, max_queue = 50, endpoint = "collector:4317", service = "edge",
+            delay_ms = 1000, batch = 20,
+        })
     }
     init_worker_by_lua_block {
         require("switchyard.balancer").init_worker()
@@ -71,9 +78,13 @@ http {
     log_by_lua_block {
         require("switchyard.balancer").log()
         require("switchyard.metrics").log()
+        require("switchyard.tracing").log()
     }
     geo $switchyard_dollar {
         default "$";
+    }
+    map "" $switchyard_otel {
+        default "";
     }
 
     upstream upstream_balancer {
@@ -155,6 +166,44 @@ http {
             proxy_pass http://upstream_balancer;
         }
 
+        # A traced location: $switchyard_otel from a header, as the
+        # renderer sets it from the annotations.
+        location /trace-test/ {
+            set $namespace "shop";
+            set $ingress_name "web";
+            set $service_name "web";
+            set $service_port "80";
+            set $location_path "/trace-test/";
+            set $switchyard_otel $http_x_test_otel;
+            set $proxy_upstream_name $http_x_test_backend;
+            rewrite_by_lua_block {
+                require("switchyard.ingress").rewrite()
+                require("switchyard.balancer").rewrite()
+            }
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://upstream_balancer;
+        }
+
+        # The tracing module's pure parts, called with query arguments.
+        location = /trace-unit {
+            content_by_lua_block {
+                local tracing = require("switchyard.tracing")
+                local args = ngx.req.get_uri_args()
+                if args.traceparent then
+                    local t, s, f = tracing.parse_traceparent(args.traceparent)
+                    ngx.print(tostring(t), " ", tostring(s), " ", tostring(f))
+                    return
+                end
+                local parent
+                if args.parent then
+                    parent = args.parent == "1"
+                end
+                ngx.print(tostring(tracing.sampled({ sampler = args.sampler, ratio = tonumber(args.ratio),
+                    parent_based = args.parent_based == "1" }, args.trace, parent)))
+            }
+        }
+
         # balancer_by_lua without the rewrite hook
         location /no-rewrite/ {
             set $proxy_upstream_name $http_x_test_backend;
@@ -234,6 +283,10 @@ func TestDataPlane(t *testing.T) {
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
 	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)
+	t.Run("traceparent parsing", dp.testTraceparentParsing)
+	t.Run("trace samplers", dp.testTraceSamplers)
+	t.Run("traced requests continue or start traces", dp.testTracing)
+	t.Run("a full trace queue drops, counted", dp.testTraceQueueFull)
 
 	dp.checkErrorLog()
 }

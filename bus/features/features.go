@@ -56,6 +56,8 @@ type Features struct {
 	Passthrough *Passthrough `json:"passthrough,omitempty"`
 	// ModSecurity is the web application firewall (modsecurity.go).
 	ModSecurity *ModSecurity `json:"modSecurity,omitempty"`
+	// Tracing is the Ingress's request tracing (tracing.go).
+	Tracing *Tracing `json:"tracing,omitempty"`
 }
 
 // Deny is a fixed answer in place of the backend.
@@ -145,6 +147,9 @@ func (f *Features) Validate() error {
 	}
 	if err := f.ModSecurity.validate(); err != nil {
 		return fmt.Errorf("modSecurity: %w", err)
+	}
+	if err := f.Tracing.validate(); err != nil {
+		return fmt.Errorf("tracing: %w", err)
 	}
 	if f.Passthrough != nil && !f.Passthrough.Enabled {
 		return fmt.Errorf("passthrough: a group that is not enabled")

@@ -469,6 +469,8 @@ local routes = {
     ["/healthz"] = { GET = function() return respond(200, "ok") end },
     -- The per-request metrics, read by the controller on scrape.
     ["/metrics"] = { GET = function() return require("switchyard.metrics").serve() end },
+    -- The request spans, drained by the controller, which exports them.
+    ["/traces"] = { POST = function() return require("switchyard.tracing").drain() end },
 }
 
 function _M.call()

@@ -5,6 +5,7 @@
 -- adding TLS to a host or removing it needs no NGINX reload.
 
 local certificate = require("switchyard.certificate")
+local tracing = require("switchyard.tracing")
 
 local ngx = ngx
 local ngx_var = ngx.var
@@ -37,6 +38,9 @@ end
 -- (a number) and one table lookup: neither a redirect nor HSTS applies to
 -- it, whatever the scheme.
 function _M.rewrite(ssl_redirect, force_ssl_redirect, preserve_trailing_slash, host)
+    -- Request tracing starts here, in every location's rewrite hook, so a
+    -- redirected request has its span too (one comparison when off).
+    tracing.rewrite()
     if ssl_redirect == nil then
         ssl_redirect = true
     end

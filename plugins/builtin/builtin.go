@@ -25,6 +25,7 @@ import (
 	"switchyard.dev/switchyard/plugins/builtin/logs"
 	"switchyard.dev/switchyard/plugins/builtin/mirror"
 	"switchyard.dev/switchyard/plugins/builtin/modsecurity"
+	"switchyard.dev/switchyard/plugins/builtin/opentelemetry"
 	"switchyard.dev/switchyard/plugins/builtin/passthrough"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
 	"switchyard.dev/switchyard/plugins/builtin/ratelimit"
@@ -36,24 +37,25 @@ import (
 
 // registry maps a plugin's name to its constructor.
 var registry = map[string]func() plugins.Plugin{
-	"canary":      canary.New,
-	"access":      access.New,
-	"auth":        auth.New,
-	"authtls":     authtls.New,
-	"cors":        cors.New,
-	"mirror":      mirror.New,
-	"modsecurity": modsecurity.New,
-	"errors":      errors.New,
-	"headers":     headers.New,
-	"logs":        logs.New,
-	"passthrough": passthrough.New,
-	"ratelimit":   ratelimit.New,
-	"redirect":    redirect.New,
-	"rewrite":     rewrite.New,
-	"balancing":   balancing.New,
-	"proxy":       proxy.New,
-	"server":      server.New,
-	"upstream":    upstream.New,
+	"canary":        canary.New,
+	"access":        access.New,
+	"auth":          auth.New,
+	"authtls":       authtls.New,
+	"cors":          cors.New,
+	"mirror":        mirror.New,
+	"modsecurity":   modsecurity.New,
+	"opentelemetry": opentelemetry.New,
+	"errors":        errors.New,
+	"headers":       headers.New,
+	"logs":          logs.New,
+	"passthrough":   passthrough.New,
+	"ratelimit":     ratelimit.New,
+	"redirect":      redirect.New,
+	"rewrite":       rewrite.New,
+	"balancing":     balancing.New,
+	"proxy":         proxy.New,
+	"server":        server.New,
+	"upstream":      upstream.New,
 }
 
 // Names returns the built-in plugins' names, sorted.

@@ -74,6 +74,9 @@ func mergeFeatures(f, other *bus.Features) error {
 	if err := mergeGroup("modSecurity", &f.ModSecurity, other.ModSecurity); err != nil {
 		return err
 	}
+	if err := mergeGroup("tracing", &f.Tracing, other.Tracing); err != nil {
+		return err
+	}
 	return nil
 }
 

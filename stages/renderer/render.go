@@ -37,7 +37,10 @@ type Config struct {
 	// --length-buckets, --size-buckets); nil ones keep ingress-nginx's
 	// defaults, which metrics.lua holds.
 	MetricsBuckets MetricsBuckets
-	AccessLog      bool
+	// OTLPEndpoint is the pipeline's --otlp-endpoint: where request spans
+	// go when the ConfigMap names no otlp-collector-host (tracing.go).
+	OTLPEndpoint string
+	AccessLog    bool
 	// User and Group the workers run as; empty keeps the master's user.
 	User, Group string
 	// Resolvers are the DNS servers NGINX asks for ExternalName Services

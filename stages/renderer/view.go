@@ -125,6 +125,8 @@ type locationView struct {
 	Labels labelsView
 	// CORS is the location's CORS policy for Lua (cors.go), or nil.
 	CORS *corsView
+	// Tracing is $switchyard_otel's quoted value, "" for none (tracing.go).
+	Tracing string
 	// Mirror is the location's mirror (mirror.go), or nil.
 	Mirror *mirrorView
 	// ModSecurity is the location's ModSecurity (modsecurity.go), or nil.
@@ -335,6 +337,9 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	}
 	if v.CORS, err = newCORSView(l.Features); err != nil {
 		return locationView{}, err
+	}
+	if v.Tracing, err = locationTracing(l.Features); err != nil {
+		return locationView{}, fmt.Errorf("location %q: %w", l.Path, err)
 	}
 	if v.Mirror, err = newMirrorView(i, l.Features); err != nil {
 		return locationView{}, err

@@ -70,6 +70,9 @@ type mainView struct {
 	MetricsInit string
 	// RedirectCode is http-redirect-code, for ingress.lua.
 	RedirectCode int
+	// TracingInit is tracing.lua's init argument and TracingDictSize the
+	// spans' dict, both "" when request tracing is off (tracing.go).
+	TracingInit, TracingDictSize string
 	// Passthrough is --enable-ssl-passthrough (passthrough.go);
 	// ServerPort is then $switchyard_server_port, the port of the client's
 	// connection also on the TLS listener's unix socket, else $server_port.
@@ -161,6 +164,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	}
 	var err error
 	if v.MetricsInit, err = cfg.MetricsBuckets.luaInit(); err != nil {
+		return mainView{}, err
+	}
+	if v.TracingInit, v.TracingDictSize, err = tracingInit(cfg, s.TracingSettings); err != nil {
 		return mainView{}, err
 	}
 	if v.ProxyLines, err = newHTTPProxyLines(s, src); err != nil {

@@ -40,6 +40,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		}
 	}
 	problems = append(problems, checkProxyBuffers(&s)...)
+	problems = append(problems, checkTracing(&s)...)
 	if s.AllowSnippetAnnotations {
 		// The key is read (it changes how a snippet's refusal reads) but
 		// cannot do what it asks for.
@@ -166,7 +167,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings, tracingSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.

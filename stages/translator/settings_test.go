@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases, modSecuritySettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases, modSecuritySettingsCases, tracingSettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
@@ -226,6 +226,9 @@ func TestParseSettingsValid(t *testing.T) {
 			got, problems := parseSettings(map[string]string{key: v.in})
 			if key == "allow-snippet-annotations" && got.AllowSnippetAnnotations {
 				problems = nil // TestSnippetsAllowedIsReported
+			}
+			if key == "enable-opentelemetry" && got.EnableOpentelemetry {
+				problems = nil // TestCheckTracing
 			}
 			if len(problems) != 0 {
 				t.Errorf("%s: %q: unexpected problems %v", key, v.in, problems)

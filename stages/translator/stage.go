@@ -89,6 +89,8 @@ func (s *Stage) report(delta Delta) {
 			switch {
 			case p.Reason == ReasonRefused:
 				logAt = s.log.Error // a snippet or an access control that is not applied
+			case p.Reason == ReasonNoEffect:
+				what = "controller ConfigMap problem"
 			case p.Reason == ReasonInvalidValue && slices.Contains(bus.AccessKeys, strings.TrimPrefix(p.Field, "data.")):
 				logAt, what = s.log.Error, "controller ConfigMap problem; the access control fails closed (403 where it applies)"
 			}
