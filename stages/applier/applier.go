@@ -56,6 +56,9 @@ type Config struct {
 	// FullBackendPosts sends every backend on every change instead of
 	// the ones that changed (a delta): for comparing the two in benchmarks.
 	FullBackendPosts bool
+	// OCSPRetryMin and OCSPRetryMax bound the backoff after a failed OCSP
+	// fetch (enable-ocsp, ocsp.go); zero means 10s and 10m.
+	OCSPRetryMin, OCSPRetryMax time.Duration
 }
 
 // reloadTimeout bounds the wait for NGINX to run a new configuration:
@@ -78,6 +81,8 @@ type Stage struct {
 	cfg     Config
 	log     *zap.Logger
 	control *controlClient
+	// ocsp fetches the OCSP responses the certificates push carries.
+	ocsp *stapler
 
 	nginx *nginx.Process
 	// lastReload is when NGINX last reloaded (or started).
@@ -107,6 +112,7 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
 	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket),
+		ocsp:     newStapler(log.Named("ocsp"), cfg.OCSPRetryMin, cfg.OCSPRetryMax),
 		refusals: map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
 }
 
@@ -160,9 +166,10 @@ func (s *Stage) Run(ctx context.Context) error {
 		})
 	}()
 	defer s.stopNginx()
+	go s.ocsp.run(ctx)
 
 	var current *target
-	var retry, reloadSlot <-chan time.Time
+	var retry, reloadSlot, staplesRetry <-chan time.Time
 	reloadNow := false // the reload slot came: reload whatever the interval says
 	backoff := bus.NewBackoff(100*time.Millisecond, 5*time.Second)
 	for {
@@ -191,6 +198,12 @@ func (s *Stage) Run(ctx context.Context) error {
 		case <-retry:
 		case <-reloadSlot:
 			reloadSlot, reloadNow = nil, true
+		case <-s.ocsp.Changed():
+			staplesRetry = s.pushStaples(ctx)
+			continue
+		case <-staplesRetry:
+			staplesRetry = s.pushStaples(ctx)
+			continue
 		}
 		if current == nil {
 			continue
@@ -271,6 +284,7 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		}
 	}
 	if plan.PushCertificates {
+		s.ocsp.set(d.Certificates)
 		if err := s.pushCertificates(ctx, d); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -315,7 +329,7 @@ func (s *Stage) repush(ctx context.Context, d desiredState, dicts string) []erro
 	if _, err := s.pushBackends(ctx, d, dicts); err != nil {
 		errs = append(errs, fmt.Errorf("after resizing the dicts: %w", err))
 	}
-	body, err := d.certificatesPayload()
+	body, err := d.certificatesPayload(s.ocsp.staples(time.Now()))
 	if err == nil {
 		_, err = s.control.postTo(ctx, "/configuration/certificates", body, dicts)
 	}
@@ -416,8 +430,22 @@ func (s *Stage) startNginx(ctx context.Context) error {
 	return nil
 }
 
+// pushStaples posts the running certificates again with the OCSP
+// staples as they are now. It returns when to try again after a failure,
+// or nil.
+func (s *Stage) pushStaples(ctx context.Context) <-chan time.Time {
+	if s.nginx == nil || s.running.certificates == nil {
+		return nil // the next start pushes them with the certificates
+	}
+	if err := s.pushCertificates(ctx, desiredState{Certificates: s.running.certificates}); err != nil {
+		s.log.Warn("OCSP staples not pushed; trying again", zap.Error(err))
+		return time.After(5 * time.Second)
+	}
+	return nil
+}
+
 func (s *Stage) pushCertificates(ctx context.Context, d desiredState) error {
-	body, err := d.certificatesPayload()
+	body, err := d.certificatesPayload(s.ocsp.staples(time.Now()))
 	if err == nil {
 		_, err = s.control.post(ctx, "/configuration/certificates", body)
 	}
