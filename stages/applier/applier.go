@@ -172,6 +172,8 @@ func (s *Stage) Run(ctx context.Context) error {
 	var retry, reloadSlot, staplesRetry <-chan time.Time
 	reloadNow := false // the reload slot came: reload whatever the interval says
 	backoff := bus.NewBackoff(100*time.Millisecond, 5*time.Second)
+	probe := time.NewTicker(heldPortProbeInterval)
+	defer probe.Stop()
 	for {
 		var nginxDone <-chan struct{}
 		if s.nginx != nil {
@@ -203,6 +205,11 @@ func (s *Stage) Run(ctx context.Context) error {
 			continue
 		case <-staplesRetry:
 			staplesRetry = s.pushStaples(ctx)
+			continue
+		case <-probe.C:
+			if current != nil && s.hasHeldPorts() {
+				s.freeHeldPorts(ctx, current.meta)
+			}
 			continue
 		}
 		if current == nil {
@@ -299,6 +306,11 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		// the old configuration running, and the result must say so (the
 		// next change tries again).
 		if err := s.nginx.ReloadConfirmed(ctx, reloadTimeout); err != nil {
+			if ref, ok := attributeBind(err.Error(), d.Files); ok {
+				// A port another process holds (held_ports.go).
+				s.refused(ctx, ref, meta)
+				err = fmt.Errorf("refused because of %s %s, rendering again without it: %w", ref.Kind, ref.Name, err)
+			}
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
@@ -383,7 +395,7 @@ func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta
 			zap.Uint64("generation", meta.Generation), zap.String("nginx", output))
 		return fmt.Errorf("configuration rejected, keeping the last good one: %w", err)
 	}
-	s.forgetRefusals(ctx, files[nginx.MainFile], meta)
+	s.forgetRefusals(ctx, files, meta)
 	if err := nginx.SwapConfig(s.cfg.Prefix); err != nil {
 		s.liveFiles = nil // unknown: write every file next time
 		return fmt.Errorf("swap configuration: %w", err)
