@@ -43,13 +43,20 @@ func (dp *dataPlane) postCertificates(cfg certConfig) (int, string) {
 // handshake returns the leaf certificate served for sni ("" sends no SNI).
 func (dp *dataPlane) handshake(t *testing.T, sni string) *x509.Certificate {
 	t.Helper()
+	return dp.connectionState(t, sni).PeerCertificates[0]
+}
+
+// connectionState is what a TLS client asking for sni sees (Go's client
+// asks for an OCSP staple).
+func (dp *dataPlane) connectionState(t *testing.T, sni string) tls.ConnectionState {
+	t.Helper()
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", dp.httpsAddr,
 		&tls.Config{ServerName: sni, InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatalf("TLS handshake with SNI %q: %v", sni, err)
 	}
 	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0]
+	return conn.ConnectionState()
 }
 
 func (dp *dataPlane) testCertificates(t *testing.T) {
@@ -196,13 +203,7 @@ func (dp *dataPlane) testTLSHosts(t *testing.T) {
 // stapled is the OCSP response a client asking for one gets for sni.
 func (dp *dataPlane) stapled(t *testing.T, sni string) []byte {
 	t.Helper()
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", dp.httpsAddr,
-		&tls.Config{ServerName: sni, InsecureSkipVerify: true})
-	if err != nil {
-		t.Fatalf("TLS handshake with SNI %q: %v", sni, err)
-	}
-	defer conn.Close()
-	return conn.ConnectionState().OCSPResponse
+	return dp.connectionState(t, sni).OCSPResponse
 }
 
 // testOCSPStaples: the bytes posted as a certificate's OCSP response are

@@ -46,15 +46,7 @@ func TestAttributeBind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := attributeBind(tt.complaint, files)
-			if tt.want == nil {
-				if ok {
-					t.Errorf("attributed to %+v", got)
-				}
-				return
-			}
-			if !ok || got != *tt.want {
-				t.Errorf("attributeBind = %+v %v, want %+v", got, ok, *tt.want)
-			}
+			checkAttribution(t, got, ok, tt.want)
 		})
 	}
 }
