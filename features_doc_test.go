@@ -230,15 +230,29 @@ var features = []feature{
 			"integration.TestSSLPassthroughThroughNginx", "integration.TestSSLPassthroughBehindProxyProtocol"},
 	},
 	{
-		name: "TCP and UDP services", summary: "--tcp-services-configmap and --udp-services-configmap, ingress-nginx's \"<port>\": \"<namespace>/<service>:<port>[:PROXY][:PROXY]\": one stream server per entry on the HTTP listeners' hosts, to the ready endpoints of the Service port (by number or name, of the ConfigMap's protocol); the first PROXY decodes the client's header (address trusted from proxy-real-ip-cidr), the second sends one to the backend; the proxy-stream-* keys. Debian has no stream Lua: an endpoint change rewrites the file and reloads NGINX (coalesced), open connections stay with the old workers. A bad entry, a missing Service or port, or one of Switchyard's own ports is reported by ConfigMap key and left out.",
-		busTypes:   []string{"bus.StreamServices", "bus.StreamService", "bus.StreamSettings"},
-		tables:     []string{"translator.stream.services (passed through by the annotations stage)", "renderer.file.stream.d/services.conf"},
+		name: "TCP and UDP services", summary: "--tcp-services-configmap and --udp-services-configmap, ingress-nginx's \"<port>\": \"<namespace>/<service>:<port>[:PROXY][:PROXY]\": one stream server per entry on the HTTP listeners' hosts, to the ready endpoints of the Service port (by number or name, of the ConfigMap's protocol); the first PROXY decodes the client's header (address trusted from proxy-real-ip-cidr), the second sends one to the backend; the proxy-stream-* keys. Debian has no stream Lua: an endpoint change rewrites the file and reloads NGINX (coalesced), open connections stay with the old workers. A bad entry, a missing Service or port, or one of Switchyard's own ports is reported by ConfigMap key and left out; so is an entry whose port another process holds (NGINX's bind() on the reload, traced to the entry and refused), until the port is free. Connections are logged in log-format-stream to stream-access-log-path (else the access log's file) unless disable-access-log or disable-stream-access-log.",
+		busTypes:   []string{"bus.StreamServices", "bus.StreamService", "bus.StreamSettings", "bus.Refusal"},
+		tables:     []string{"translator.stream.services (passed through by the annotations stage)", "renderer.file.stream.d/services.conf", "refusals.services.<protocol>.<port>"},
 		translator: []string{"stages/translator.parseStreamEntry", "stages/translator.Translator.refreshStreams", "stages/translator.Translator.streamServices"},
-		renderer:   []string{"stages/renderer.Renderer.flushServices", "stages/renderer.Renderer.serviceServer", "stages/renderer.listenHosts"},
-		templates:  []string{"templates/stream_services.conf.tmpl", "templates/nginx.conf.tmpl"},
-		testdata:   []string{"stages/translator/testdata/stream-services.yaml", "stages/renderer/testdata/stream-services.model.json"},
+		renderer: []string{"stages/renderer.Renderer.flushServices", "stages/renderer.Renderer.serviceServer", "stages/renderer.listenHosts",
+			"stages/renderer.serviceSource", "stages/renderer.Renderer.serviceRevs", "stages/renderer.newStreamLogView"},
+		applier:   []string{"stages/applier.attributeBind", "stages/applier.Stage.freeHeldPorts", "stages/applier.stillHeld"},
+		templates: []string{"templates/stream_services.conf.tmpl", "templates/nginx.conf.tmpl"},
+		testdata:  []string{"stages/translator/testdata/stream-services.yaml", "stages/renderer/testdata/stream-services.model.json"},
 		tests: []string{"stages/translator.TestParseStreamEntry", "stages/translator.FuzzParseStreamEntry", "stages/translator.TestStreamsFollowEndpoints",
-			"integration.TestTCPAndUDPServicesThroughNginx"},
+			"stages/renderer.TestServicesRefusals", "stages/renderer.TestStreamLogView", "stages/applier.TestAttributeBind", "stages/applier.TestHeldPortRefusals",
+			"integration.TestTCPAndUDPServicesThroughNginx", "integration.TestHeldServicesPortIsRefused", "integration.TestStreamAccessLogThroughNginx"},
+	},
+	{
+		name: "OCSP stapling", summary: "enable-ocsp: the applier fetches an OCSP response for each served certificate whose leaf names a responder and whose Secret holds the issuer, checks it against the issuer, refetches it halfway to its NextUpdate (failures with backoff) and posts it with the certificates; certificate.lua staples it until it expires. Nothing is fetched on the request path; without a response the certificate is served without a staple. A revoked answer is stapled as revoked.",
+		busTypes: []string{"bus.TLSSettings"},
+		tables:   []string{"renderer.certificate.<ns>.<name> (ocsp: stapling asked)"},
+		renderer: []string{"stages/renderer.Renderer.flushCertificate"},
+		applier:  []string{"stages/applier.stapler", "stages/applier.checkOCSPResponse", "stages/applier.Stage.pushStaples"},
+		lua:      []string{"lua/switchyard/certificate.lua", "lua/switchyard/configuration.lua"},
+		testdata: []string{"stages/renderer/testdata/ocsp.model.json"},
+		tests: []string{"stages/applier.TestStaplerFetchesRefreshesAndRetries", "stages/applier.TestStaplerRetriesAFailingResponder",
+			"stages/renderer.TestEnableOCSPMarksEveryCertificate", "integration.TestOCSPStaplingThroughNginx"},
 	},
 	{
 		name: "Backend protocol and TLS to the backend", summary: "backend-protocol HTTPS, GRPC, GRPCS and FCGI (with fastcgi-index; AJP refused), and proxy-ssl-* for the TLS to the backend; each applies without proxy-ssl-secret too, and TLS that cannot be set up answers 503.",
@@ -479,7 +493,7 @@ func checkKeys(problems *[]string) {
 // or the refusals') and a kind the bus defines.
 func checkTables(tables []string, problems *[]string) {
 	kinds := []string{bus.KindObject, bus.KindServer, bus.KindBackend, bus.KindCertificate, bus.KindIngress,
-		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.KindRoute, bus.RefusedIngress, bus.RefusedConfigMap}
+		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.KindRoute, bus.RefusedIngress, bus.RefusedConfigMap, bus.RefusedServices}
 	for _, t := range tables {
 		table, rest, _ := strings.Cut(t, ".")
 		kind, _, _ := strings.Cut(rest, ".")

@@ -14,16 +14,24 @@ import (
 //
 //	refusals.ingress.<namespace>.<name>   Refusal
 //	refusals.configmap.<key>              Refusal
+//	refusals.services.<protocol>/<port>   Refusal
 //
 // The attribution comments, in every rendered file:
 //
 //	# source ingress <namespace>/<name> rev=<rev>   the lines below come from that Ingress
 //	# source configmap <key> rev=<rev>              ... from that controller ConfigMap key
+//	# source services <protocol>/<port> rev=<rev>   ... from that TCP or UDP services entry
 //	# source switchyard                             ... from Switchyard itself (not attributable)
 //	# refused <kind> <name> rev=<rev>               a refusal the render honours (nginx.conf)
 //
 // A comment holds for the lines after it up to the next "# source" comment
 // of the same file.
+//
+// A services entry is also refused when NGINX passed it but could not bind
+// its port on the reload (another process holds it): the applier finds the
+// listen line of the address NGINX names. That refusal lasts while the port
+// is held: the applier tries to bind it now and then and drops the refusal
+// once it can.
 
 // TableRefusals is the table of the applier's refusals. It is not a stage
 // of the pipeline: the applier writes it and the renderer and the status
@@ -34,6 +42,9 @@ const TableRefusals = "refusals"
 const (
 	RefusedIngress   = "ingress"
 	RefusedConfigMap = "configmap"
+	// RefusedServices is a TCP or UDP services entry, named
+	// "<protocol>/<port>" ("tcp/9000").
+	RefusedServices = "services"
 )
 
 // ReasonRefusedByNginx is the Problem reason of a refused source.
@@ -60,20 +71,24 @@ func (r Refusal) Key() string { return RefusalKey(r.Kind, r.Name) }
 // Problem is the refusal said as a Problem of its object.
 func (r Refusal) Problem() Problem {
 	field := "nginx"
-	if r.Kind == RefusedConfigMap {
-		field = "data." + r.Name
-	}
 	what := "NGINX refused the configuration rendered from this Ingress; it is not served until it changes"
-	if r.Kind == RefusedConfigMap {
+	switch r.Kind {
+	case RefusedConfigMap:
+		field = "data." + r.Name
 		what = "NGINX refused the configuration rendered from this key; its default is used until it changes"
+	case RefusedServices:
+		if _, port, ok := cutSlash(r.Name); ok {
+			field = "data." + port
+		}
+		what = "NGINX refused this services entry; it is not served until it changes or its port is free"
 	}
 	return Problem{Field: field, Reason: ReasonRefusedByNginx, Message: what + ": " + r.Message}
 }
 
-// RefusalKey is the table key of a source's refusal: "ingress.<ns>.<name>"
-// or "configmap.<key>".
+// RefusalKey is the table key of a source's refusal: "ingress.<ns>.<name>",
+// "configmap.<key>" or "services.<protocol>.<port>".
 func RefusalKey(kind, name string) string {
-	if kind == RefusedIngress {
+	if kind == RefusedIngress || kind == RefusedServices {
 		if ns, n, ok := cutSlash(name); ok {
 			return Key(kind, ns, n)
 		}

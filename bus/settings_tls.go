@@ -25,6 +25,10 @@ type TLSSettings struct {
 	// HTTPRedirectCode is http-redirect-code: the status of the redirect
 	// to HTTPS (ssl-redirect, force-ssl-redirect): 301, 302, 307 or 308.
 	HTTPRedirectCode int `json:"httpRedirectCode"`
+	// EnableOCSP is enable-ocsp: the applier fetches an OCSP response for
+	// every served certificate that names a responder and NGINX staples
+	// it (stages/applier/ocsp.go); never fetched on the request path.
+	EnableOCSP bool `json:"enableOCSP,omitempty"`
 }
 
 // defaultTLSSettings are ingress-nginx's defaults.

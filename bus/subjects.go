@@ -50,6 +50,7 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	applier.result                             ApplyResult (plain publish, not a table)
 //	refusals.ingress.<namespace>.<name>        Refusal: NGINX refused what the Ingress rendered (bus/refusals.go)
 //	refusals.configmap.<key>                   Refusal: NGINX refused a ConfigMap key's value
+//	refusals.services.<protocol>.<port>        Refusal: NGINX refused a TCP or UDP services entry (or could not bind its port)
 const (
 	KindObject      = "object"
 	KindServer      = "server"

@@ -276,12 +276,13 @@ func TestTCPAndUDPServicesThroughNginx(t *testing.T) {
 	}
 }
 
-// TestHeldServicesPortIsReported: a services entry on a port another
-// process holds passes nginx -t, but the master cannot bind it and keeps
-// its previous configuration. The applier confirms every reload, so the
-// failure is reported with NGINX's reason instead of counted as applied;
-// once the entry goes, the next change is applied again.
-func TestHeldServicesPortIsReported(t *testing.T) {
+// TestHeldServicesPortIsRefused: a services entry on a port another
+// process holds passes nginx -t, but the master cannot bind it on the
+// reload. The applier traces NGINX's bind() complaint to the entry and
+// refuses it: the entry is left out and reported with its ConfigMap and
+// key, every other entry and Ingress reloads and serves, and once the port
+// is free the entry comes back.
+func TestHeldServicesPortIsRefused(t *testing.T) {
 	e := newBackends(t)
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -290,26 +291,51 @@ func TestHeldServicesPortIsReported(t *testing.T) {
 	defer held.Close()
 	heldPort := held.Addr().(*net.TCPAddr).Port
 	a := startTCPEcho(t, "a", false)
+	portB := harness.FreePort(t)
 	e.write("stream-services.yaml", streamServiceYAML("svc-a", "TCP", a))
 	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--tcp-services-configmap", "default/tcp")
-	e.write("one.yaml", harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	waitStatus(t, e.sy, "one.example.com", 200)
-
-	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{fmt.Sprint(heldPort): "default/svc-a:7000"}))
-	harness.WaitFor(t, changeTimeout, "the failed reload reported", func() error {
-		out := e.sy.Output.String()
-		if !strings.Contains(out, "nginx kept its previous configuration") || !strings.Contains(out, "bind()") {
-			return errors.New("no report of the reload NGINX refused")
-		}
-		return nil
-	})
-	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{}))
-	e.write("two.yaml", harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 	defer func() {
 		if t.Failed() {
 			t.Log(e.sy.Output.String())
 		}
 	}()
+	e.write("one.yaml", harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	waitStatus(t, e.sy, "one.example.com", 200)
+
+	e.write("tcp.yaml", defaultConfigMapYAML("tcp", map[string]string{
+		fmt.Sprint(heldPort): "default/svc-a:7000",
+		fmt.Sprint(portB):    "default/svc-a:7000",
+	}))
+	e.write("two.yaml", harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	harness.WaitFor(t, changeTimeout, "the held port's entry refused and reported", func() error {
+		out := e.sy.Output.String()
+		for _, want := range []string{
+			`"kind": "services", "name": "tcp/` + fmt.Sprint(heldPort) + `"`,
+			"bind() to 127.0.0.1:" + fmt.Sprint(heldPort),
+			fmt.Sprintf("TCP service on port %d (ConfigMap default/tcp, key %d): NGINX refused it", heldPort, heldPort),
+		} {
+			if !strings.Contains(out, want) {
+				return fmt.Errorf("not logged yet: %s", want)
+			}
+		}
+		return nil
+	})
+	// Everything else reloaded: the new Ingress and the other entry serve.
 	waitStatus(t, e.sy, "two.example.com", 200)
+	harness.WaitFor(t, changeTimeout, "the other entry served", func() error {
+		got, err := tcpOnce(portB, nil, "b")
+		return expectReply(got, err, "a b")
+	})
+	waitStatus(t, e.sy, "one.example.com", 200)
+
+	// The port frees: the entry comes back.
+	held.Close()
+	harness.WaitFor(t, changeTimeout, "the entry served once its port is free", func() error {
+		got, err := tcpOnce(heldPort, nil, "back")
+		return expectReply(got, err, "a back")
+	})
+	if got, err := tcpOnce(portB, nil, "still"); expectReply(got, err, "a still") != nil {
+		t.Errorf("the other entry after the held one came back: %q %v", got, err)
+	}
 }

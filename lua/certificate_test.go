@@ -22,8 +22,15 @@ import (
 // hosts switchyard/ingress.lua reads, run by TestDataPlane.
 
 type certConfig struct {
-	Certificates map[string]string `json:"certificates"`
-	Servers      map[string]string `json:"servers"`
+	Certificates map[string]string    `json:"certificates"`
+	Servers      map[string]string    `json:"servers"`
+	OCSP         map[string]ocspEntry `json:"ocsp,omitempty"`
+}
+
+// ocspEntry is a staple as the applier posts it.
+type ocspEntry struct {
+	Response []byte `json:"response"`
+	Expires  int64  `json:"expires"`
 }
 
 func (dp *dataPlane) postCertificates(cfg certConfig) (int, string) {
@@ -36,13 +43,20 @@ func (dp *dataPlane) postCertificates(cfg certConfig) (int, string) {
 // handshake returns the leaf certificate served for sni ("" sends no SNI).
 func (dp *dataPlane) handshake(t *testing.T, sni string) *x509.Certificate {
 	t.Helper()
+	return dp.connectionState(t, sni).PeerCertificates[0]
+}
+
+// connectionState is what a TLS client asking for sni sees (Go's client
+// asks for an OCSP staple).
+func (dp *dataPlane) connectionState(t *testing.T, sni string) tls.ConnectionState {
+	t.Helper()
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", dp.httpsAddr,
 		&tls.Config{ServerName: sni, InsecureSkipVerify: true})
 	if err != nil {
 		t.Fatalf("TLS handshake with SNI %q: %v", sni, err)
 	}
 	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0]
+	return conn.ConnectionState()
 }
 
 func (dp *dataPlane) testCertificates(t *testing.T) {
@@ -186,6 +200,42 @@ func (dp *dataPlane) testTLSHosts(t *testing.T) {
 	}
 }
 
+// stapled is the OCSP response a client asking for one gets for sni.
+func (dp *dataPlane) stapled(t *testing.T, sni string) []byte {
+	t.Helper()
+	return dp.connectionState(t, sni).OCSPResponse
+}
+
+// testOCSPStaples: the bytes posted as a certificate's OCSP response are
+// stapled (NGINX does not look into them; the applier checked them), an
+// expired one is not, and a certificate without one is served bare.
+func (dp *dataPlane) testOCSPStaples(t *testing.T) {
+	_, aPEM := newCert(t, "a.example.test", nil)
+	_, bPEM := newCert(t, "b.example.test", nil)
+	_, cPEM := newCert(t, "c.example.test", nil)
+	staple := []byte("an OCSP response")
+	status, text := dp.postCertificates(certConfig{
+		Certificates: map[string]string{"default/a": aPEM, "default/b": bPEM, "default/c": cPEM},
+		Servers:      map[string]string{"a.example.test": "default/a", "b.example.test": "default/b", "c.example.test": "default/c"},
+		OCSP: map[string]ocspEntry{
+			"default/a": {Response: staple, Expires: time.Now().Add(time.Hour).Unix()},
+			"default/b": {Response: staple, Expires: time.Now().Add(-time.Minute).Unix()},
+		},
+	})
+	if status != 201 {
+		t.Fatalf("POST certificates: %d %s", status, text)
+	}
+	if got := dp.stapled(t, "a.example.test"); string(got) != string(staple) {
+		t.Errorf("a.example.test stapled %q, want %q", got, staple)
+	}
+	if got := dp.stapled(t, "b.example.test"); got != nil {
+		t.Errorf("b.example.test stapled an expired response: %q", got)
+	}
+	if got := dp.stapled(t, "c.example.test"); got != nil {
+		t.Errorf("c.example.test stapled %q without a response", got)
+	}
+}
+
 func (dp *dataPlane) testInvalidCertificates(t *testing.T) {
 	tests := []struct {
 		name, body, reason string
@@ -198,6 +248,10 @@ func (dp *dataPlane) testInvalidCertificates(t *testing.T) {
 		{"servers array", `{"certificates":{},"servers":["a.test"]}`, "servers"},
 		{"unknown default", `{"certificates":{},"servers":{},"default":"a/b"}`, "default references an unknown certificate"},
 		{"default not a string", `{"certificates":{"a/b":"x"},"servers":{},"default":1}`, "default references an unknown certificate"},
+		{"ocsp array", `{"certificates":{"a/b":"x"},"servers":{},"ocsp":["x"]}`, "ocsp must be an object"},
+		{"ocsp unknown certificate", `{"certificates":{"a/b":"x"},"servers":{},"ocsp":{"c/d":{"response":"eA==","expires":1}}}`, "unknown certificate"},
+		{"ocsp not base64", `{"certificates":{"a/b":"x"},"servers":{},"ocsp":{"a/b":{"response":"%%%","expires":1}}}`, "not base64"},
+		{"ocsp without expiry", `{"certificates":{"a/b":"x"},"servers":{},"ocsp":{"a/b":{"response":"eA=="}}}`, "{response, expires}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

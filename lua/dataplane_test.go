@@ -276,6 +276,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("sticky change on failure", dp.testStickyChangeOnFailure)
 	t.Run("certificates by SNI", dp.testCertificates)
 	t.Run("invalid certificates are rejected", dp.testInvalidCertificates)
+	t.Run("OCSP responses are stapled until they expire", dp.testOCSPStaples)
 	t.Run("TLS hosts for ssl-redirect and HSTS", dp.testTLSHosts)
 	t.Run("canary by header, cookie and weight", dp.testCanary)
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)

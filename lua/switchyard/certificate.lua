@@ -11,6 +11,7 @@
 
 local ffi = require("ffi")
 local ssl = require("ngx.ssl")
+local ocsp = require("ngx.ocsp")
 local lrucache = require("resty.lrucache")
 local cjson = require("cjson.safe")
 local snapshot = require("switchyard.util.snapshot")
@@ -25,6 +26,9 @@ local parse_pem_priv_key = ssl.parse_pem_priv_key
 local clear_certs = ssl.clear_certs
 local set_cert = ssl.set_cert
 local set_priv_key = ssl.set_priv_key
+local set_ocsp_status_resp = ocsp.set_ocsp_status_resp
+local ngx_time = ngx.time
+local tonumber = tonumber
 local json_decode = cjson.decode
 local type = type
 local pcall = pcall
@@ -145,7 +149,22 @@ local function parse(pem, id)
     return { chain = chain, key = key }
 end
 
--- Parsed {chain, key} for certificate id of version, from the cache or the
+-- staple reads the OCSP response published with certificate id
+-- (enable-ocsp): the DER and the Unix time it expires, or nil.
+local function staple(dict, id, version)
+    local value = dict:get(snapshot.key(KIND, version, "ocsp:" .. id))
+    if not value then
+        return nil
+    end
+    local colon = str_find(value, ":", 1, true)
+    local expires = colon and tonumber(str_sub(value, 1, colon - 1))
+    if not expires then
+        return nil
+    end
+    return str_sub(value, colon + 1), expires
+end
+
+-- Parsed {chain, key, staple, staple_expires} for certificate id of version, from the cache or the
 -- shared dict. Failures are not cached, so a fixed certificate is picked up
 -- and a broken one keeps being reported.
 local function certificate(dict, id, version)
@@ -163,6 +182,7 @@ local function certificate(dict, id, version)
     if not parsed then
         return nil, err
     end
+    parsed.staple, parsed.staple_expires = staple(dict, id, version)
     cache:set(cache_key, parsed)
     return parsed
 end
@@ -226,6 +246,14 @@ local function select_certificate()
     ok, err = set_priv_key(parsed.key)
     if not ok then
         return nil, "cannot set private key of " .. id .. ": " .. tostring(err)
+    end
+    -- The controller fetched the response (stages/applier/ocsp.go): an
+    -- expired or missing one means no staple, never a failed handshake.
+    if parsed.staple and ngx_time() < parsed.staple_expires then
+        ok, err = set_ocsp_status_resp(parsed.staple)
+        if not ok then
+            ngx_log(ERR, "switchyard: cannot staple the OCSP response of ", id, ": ", tostring(err))
+        end
     end
     return true
 end

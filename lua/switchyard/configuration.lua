@@ -33,6 +33,7 @@ local tonumber = tonumber
 local tostring = tostring
 local str_find = string.find
 local str_lower = string.lower
+local decode_base64 = ngx.decode_base64
 local tbl_sort = table.sort
 local tbl_concat = table.concat
 local json_decode = cjson.decode
@@ -379,6 +380,31 @@ local function get_all(kind)
     return respond(200, data, "application/json")
 end
 
+-- validate_staples checks the OCSP responses (enable-ocsp) and decodes
+-- them in place: config.ocsp[id] becomes { der = ..., expires = ... }.
+local function validate_staples(config, certificates)
+    local staples = config.ocsp
+    if staples == nil then
+        return nil
+    end
+    if not is_object(staples) then
+        return "ocsp must be an object"
+    end
+    for id, staple in pairs(staples) do
+        if type(id) ~= "string" or certificates[id] == nil then
+            return "an OCSP response references an unknown certificate"
+        end
+        if not is_object(staple) or type(staple.response) ~= "string" or type(staple.expires) ~= "number" then
+            return "the OCSP response of " .. id .. " must be {response, expires}"
+        end
+        local der = decode_base64(staple.response)
+        if not der or der == "" then
+            return "the OCSP response of " .. id .. " is not base64"
+        end
+        staples[id] = { der = der, expires = staple.expires }
+    end
+end
+
 local function validate_certificates(config)
     if not is_object(config) then
         return "body must be a JSON object"
@@ -416,6 +442,7 @@ local function validate_certificates(config)
     if default ~= nil and (type(default) ~= "string" or certificates[default] == nil) then
         return "default references an unknown certificate"
     end
+    return validate_staples(config, certificates)
 end
 
 -- Builds the snapshot parts: one key per PEM, so a handshake reads only the
@@ -425,6 +452,10 @@ local function certificate_parts(config)
     local parts = {}
     for id, pem in pairs(config.certificates or {}) do
         parts["pem:" .. id] = pem
+    end
+    -- "<expires>:<DER>", read by certificate.lua with the PEM.
+    for id, staple in pairs(config.ocsp or {}) do
+        parts["ocsp:" .. id] = staple.expires .. ":" .. staple.der
     end
     local servers = {}
     for host, id in pairs(config.servers or {}) do

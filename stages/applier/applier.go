@@ -56,6 +56,9 @@ type Config struct {
 	// FullBackendPosts sends every backend on every change instead of
 	// the ones that changed (a delta): for comparing the two in benchmarks.
 	FullBackendPosts bool
+	// OCSPRetryMin and OCSPRetryMax bound the backoff after a failed OCSP
+	// fetch (enable-ocsp, ocsp.go); zero means 10s and 10m.
+	OCSPRetryMin, OCSPRetryMax time.Duration
 }
 
 // reloadTimeout bounds the wait for NGINX to run a new configuration:
@@ -78,6 +81,8 @@ type Stage struct {
 	cfg     Config
 	log     *zap.Logger
 	control *controlClient
+	// ocsp fetches the OCSP responses the certificates push carries.
+	ocsp *stapler
 
 	nginx *nginx.Process
 	// lastReload is when NGINX last reloaded (or started).
@@ -110,6 +115,7 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
 	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket),
+		ocsp:     newStapler(log.Named("ocsp"), cfg.OCSPRetryMin, cfg.OCSPRetryMax),
 		refusals: map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
 }
 
@@ -163,11 +169,14 @@ func (s *Stage) Run(ctx context.Context) error {
 		})
 	}()
 	defer s.stopNginx()
+	go s.ocsp.run(ctx)
 
 	var current *target
-	var retry, reloadSlot <-chan time.Time
+	var retry, reloadSlot, staplesRetry <-chan time.Time
 	reloadNow := false // the reload slot came: reload whatever the interval says
 	backoff := bus.NewBackoff(100*time.Millisecond, 5*time.Second)
+	probe := time.NewTicker(heldPortProbeInterval)
+	defer probe.Stop()
 	for {
 		var nginxDone <-chan struct{}
 		if s.nginx != nil {
@@ -194,6 +203,17 @@ func (s *Stage) Run(ctx context.Context) error {
 		case <-retry:
 		case <-reloadSlot:
 			reloadSlot, reloadNow = nil, true
+		case <-s.ocsp.Changed():
+			staplesRetry = s.pushStaples(ctx)
+			continue
+		case <-staplesRetry:
+			staplesRetry = s.pushStaples(ctx)
+			continue
+		case <-probe.C:
+			if current != nil && s.hasHeldPorts() {
+				s.freeHeldPorts(ctx, current.meta)
+			}
+			continue
 		}
 		if current == nil {
 			continue
@@ -274,6 +294,7 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		}
 	}
 	if plan.PushCertificates {
+		s.ocsp.set(d.Certificates)
 		if err := s.pushCertificates(ctx, d); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -299,6 +320,11 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		// the old configuration running, and the result must say so (the
 		// next change tries again).
 		if err := s.nginx.ReloadConfirmed(ctx, reloadTimeout); err != nil {
+			if ref, ok := attributeBind(err.Error(), d.Files); ok {
+				// A port another process holds (held_ports.go).
+				s.refused(ctx, ref, meta)
+				err = fmt.Errorf("refused because of %s %s, rendering again without it: %w", ref.Kind, ref.Name, err)
+			}
 			errs = append(errs, fmt.Errorf("reload nginx: %w", err))
 		} else {
 			s.running.files = d.Files
@@ -336,7 +362,7 @@ func (s *Stage) repush(ctx context.Context, d desiredState, dicts string) []erro
 	if _, err := s.pushRoutes(ctx, keptRoutes(d.Routes, s.running.routes), true, dicts); err != nil {
 		errs = append(errs, fmt.Errorf("after resizing the dicts: %w", err))
 	}
-	body, err := d.certificatesPayload()
+	body, err := d.certificatesPayload(s.ocsp.staples(time.Now()))
 	if err == nil {
 		_, err = s.control.postTo(ctx, "/configuration/certificates", body, dicts)
 	}
@@ -391,7 +417,7 @@ func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta
 			zap.Uint64("generation", meta.Generation), zap.String("nginx", output))
 		return fmt.Errorf("configuration rejected, keeping the last good one: %w", err)
 	}
-	s.forgetRefusals(ctx, files[nginx.MainFile], meta)
+	s.forgetRefusals(ctx, files, meta)
 	if err := nginx.SwapConfig(s.cfg.Prefix); err != nil {
 		s.liveFiles = nil // unknown: write every file next time
 		return fmt.Errorf("swap configuration: %w", err)
@@ -438,8 +464,22 @@ func (s *Stage) startNginx(ctx context.Context) error {
 	return nil
 }
 
+// pushStaples posts the running certificates again with the OCSP
+// staples as they are now. It returns when to try again after a failure,
+// or nil.
+func (s *Stage) pushStaples(ctx context.Context) <-chan time.Time {
+	if s.nginx == nil || s.running.certificates == nil {
+		return nil // the next start pushes them with the certificates
+	}
+	if err := s.pushCertificates(ctx, desiredState{Certificates: s.running.certificates}); err != nil {
+		s.log.Warn("OCSP staples not pushed; trying again", zap.Error(err))
+		return time.After(5 * time.Second)
+	}
+	return nil
+}
+
 func (s *Stage) pushCertificates(ctx context.Context, d desiredState) error {
-	body, err := d.certificatesPayload()
+	body, err := d.certificatesPayload(s.ocsp.staples(time.Now()))
 	if err == nil {
 		_, err = s.control.post(ctx, "/configuration/certificates", body)
 	}

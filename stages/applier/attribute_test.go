@@ -41,16 +41,22 @@ func TestAttribute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := attribute(tt.output, prefix, nginx.NextConfDir, files)
-			if tt.want == nil {
-				if ok {
-					t.Fatalf("attributed to %+v, want nothing", got)
-				}
-				return
-			}
-			if !ok || got != *tt.want {
-				t.Fatalf("got %+v (%v), want %+v", got, ok, *tt.want)
-			}
+			checkAttribution(t, got, ok, tt.want)
 		})
+	}
+}
+
+// checkAttribution compares an attribution with the one wanted (nil: none).
+func checkAttribution(t *testing.T, got bus.Refusal, ok bool, want *bus.Refusal) {
+	t.Helper()
+	if want == nil {
+		if ok {
+			t.Fatalf("attributed to %+v, want nothing", got)
+		}
+		return
+	}
+	if !ok || got != *want {
+		t.Fatalf("got %+v (%v), want %+v", got, ok, *want)
 	}
 }
 
@@ -59,13 +65,18 @@ func TestAttribute(t *testing.T) {
 func FuzzAttribute(f *testing.F) {
 	f.Add(`2026/11/24 [emerg] 1#1: unknown "x_y" variable`, "# source configmap log-format-upstream rev=bbbbbbbbbbbb\nlog_format x '$x_y';\n")
 	f.Add(`2026/11/24 [emerg] 1#1: bad in /p/conf.next/nginx.conf:2`, "# source ingress a/b rev=cccccccccccc\nbad;\n")
+	f.Add(`[emerg] 1#1: bind() to 127.0.0.1:9000 failed (98: Address already in use)`,
+		"# source services tcp/9000 rev=dddddddddddd\nserver {\n    listen 127.0.0.1:9000 reuseport;\n")
 	f.Fuzz(func(t *testing.T, output, conf string) {
 		ref, ok := attribute(output, "/p", nginx.NextConfDir, map[string]string{"nginx.conf": conf})
-		if !ok {
-			return
-		}
-		if !bus.SourceNamePattern.MatchString(ref.Name) || !bus.RevPattern.MatchString(ref.Rev) || strings.ContainsAny(ref.Name, " \n") {
-			t.Fatalf("attributed to %+v", ref)
+		bindRef, bindOK := attributeBind(output, map[string]string{streamServicesFile: conf})
+		for _, r := range []struct {
+			ref bus.Refusal
+			ok  bool
+		}{{ref, ok}, {bindRef, bindOK}} {
+			if r.ok && (!bus.SourceNamePattern.MatchString(r.ref.Name) || !bus.RevPattern.MatchString(r.ref.Rev) || strings.ContainsAny(r.ref.Name, " \n")) {
+				t.Fatalf("attributed to %+v", r.ref)
+			}
 		}
 	})
 }

@@ -23,6 +23,7 @@ type luaCertificate struct {
 	PEM     string   `json:"pem"`
 	Hosts   []string `json:"hosts"`
 	Default bool     `json:"default,omitempty"`
+	OCSP    bool     `json:"ocsp,omitempty"` // enable-ocsp: staple (ocsp.go)
 }
 
 // applyPlan says what one apply does.
@@ -51,7 +52,7 @@ func decide(running *desiredState, next desiredState, freshNginx bool) applyPlan
 func jsonEqual(a, b json.RawMessage) bool { return string(a) == string(b) }
 
 func certEqual(a, b luaCertificate) bool {
-	if a.PEM != b.PEM || len(a.Hosts) != len(b.Hosts) {
+	if a.PEM != b.PEM || a.OCSP != b.OCSP || len(a.Hosts) != len(b.Hosts) {
 		return false
 	}
 	for i := range a.Hosts {
@@ -234,13 +235,22 @@ func namedDelta(field string, next, running map[string]json.RawMessage, base uin
 	return append(buf, '}')
 }
 
-// certificatesPayload is the body of POST /configuration/certificates.
-func (d desiredState) certificatesPayload() ([]byte, error) {
+// luaStaple is an OCSP response in the certificates payload.
+type luaStaple struct {
+	Response []byte `json:"response"` // DER, base64 in JSON
+	Expires  int64  `json:"expires"`  // Unix seconds: not stapled from then on
+}
+
+// certificatesPayload is the body of POST /configuration/certificates,
+// with the OCSP staples (by certificate id) of the certificates that
+// ask for stapling.
+func (d desiredState) certificatesPayload(staples map[string]ocspStaple) ([]byte, error) {
 	body := struct {
 		Certificates map[string]string `json:"certificates"`
 		Servers      map[string]string `json:"servers"`
 		// Default is the id served when no server name matches.
-		Default string `json:"default,omitempty"`
+		Default string               `json:"default,omitempty"`
+		OCSP    map[string]luaStaple `json:"ocsp,omitempty"`
 	}{Certificates: map[string]string{}, Servers: map[string]string{}}
 	for id, c := range d.Certificates {
 		body.Certificates[id] = c.PEM
@@ -249,6 +259,12 @@ func (d desiredState) certificatesPayload() ([]byte, error) {
 		}
 		if c.Default {
 			body.Default = id
+		}
+		if st, ok := staples[id]; ok && c.OCSP {
+			if body.OCSP == nil {
+				body.OCSP = map[string]luaStaple{}
+			}
+			body.OCSP[id] = luaStaple{Response: st.Response, Expires: st.Expires.Unix()}
 		}
 	}
 	data, err := json.Marshal(body)

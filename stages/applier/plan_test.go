@@ -67,7 +67,7 @@ func TestPayloads(t *testing.T) {
 	if got := string(d.backendsPayload()); got != `[{"name":"a"},{"name":"b"}]` {
 		t.Fatalf("backends payload %s", got)
 	}
-	body, err := d.certificatesPayload()
+	body, err := d.certificatesPayload(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ var (
 	// where in the configuration, when it says.
 	nginxComplaint = regexp.MustCompile(`\[(emerg|alert|crit|error)\] [0-9]+#[0-9]+: (.*?)(?: in (\S+):([0-9]+))?$`)
 	// sourceComment is an attribution comment of the renderer.
-	sourceComment = regexp.MustCompile(`^\s*# source (ingress|configmap) (\S+) rev=([0-9a-f]{12})\s*$`)
+	sourceComment = regexp.MustCompile(`^\s*# source (ingress|configmap|services) (\S+) rev=([0-9a-f]{12})\s*$`)
 	anySource     = regexp.MustCompile(`^\s*# source\b`)
 	// refusedComment lists a refusal a render honours (nginx.conf).
-	refusedComment = regexp.MustCompile(`(?m)^# refused (ingress|configmap) (\S+) rev=([0-9a-f]{12})$`)
+	refusedComment = regexp.MustCompile(`(?m)^# refused (ingress|configmap|services) (\S+) rev=([0-9a-f]{12})$`)
 	// quotedInMessage are the values NGINX quotes in a complaint.
 	quotedInMessage = regexp.MustCompile(`"([^"\s]{3,200})"`)
 )
@@ -124,7 +124,7 @@ func sourceOf(content string, line int) (kind, name, rev string, ok bool) {
 		if m == nil || !bus.SourceNamePattern.MatchString(m[2]) {
 			return "", "", "", false // "# source switchyard", or not ours
 		}
-		if m[1] == bus.RefusedIngress && !strings.Contains(m[2], "/") {
+		if (m[1] == bus.RefusedIngress || m[1] == bus.RefusedServices) && !strings.Contains(m[2], "/") {
 			return "", "", "", false
 		}
 		return m[1], m[2], m[3], true
@@ -155,12 +155,14 @@ func (s *Stage) refused(ctx context.Context, ref bus.Refusal, meta bus.Meta) {
 
 // forgetRefusals keeps the refusals the configuration NGINX accepted still
 // honours (its "# refused" lines, same revision); the others are over: the
-// source changed and passed, or is gone.
-func (s *Stage) forgetRefusals(ctx context.Context, mainConf string, meta bus.Meta) {
-	keep := honoured(mainConf)
+// source changed and passed, or is gone. A held port's refusal is not
+// over because `nginx -t` passes (it binds nothing): it lasts while the
+// configuration still has the entry unchanged (held_ports.go).
+func (s *Stage) forgetRefusals(ctx context.Context, files map[string]string, meta bus.Meta) {
+	keep := honoured(files[nginx.MainFile])
 	changed := false
 	for key, ref := range s.refusals {
-		if keep[key] != ref.Rev {
+		if keep[key] != ref.Rev && !stillHeld(ref, files) {
 			delete(s.refusals, key)
 			changed = true
 			s.log.Info("refusal over: the source is accepted or gone", zap.String("kind", ref.Kind), zap.String("name", ref.Name))

@@ -187,9 +187,16 @@ func (r *Renderer) SetCertificate(id string, c *bus.Certificate) {
 
 // SetSettings replaces the controller settings; nil means the defaults.
 func (r *Renderer) SetSettings(s *bus.Settings) {
+	ocsp := r.settings.EnableOCSP
 	r.settings = bus.DefaultSettings()
 	if s != nil {
 		r.settings = *s
+	}
+	if r.settings.EnableOCSP != ocsp {
+		// enable-ocsp is carried on each certificate's payload.
+		for id := range r.certs {
+			r.dirty.certs[id] = true
+		}
 	}
 	r.dirty.main = true
 	r.ref.changed = true // a refused key may have a new value
@@ -475,12 +482,22 @@ func (r *Renderer) flushCertificate(id string, out *bus.Output) {
 		out.Deletes = append(out.Deletes, key)
 		return
 	}
-	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts, Default: cert.Default}
+	lc := &LuaCertificate{PEM: cert.PEM, Hosts: hosts, Default: cert.Default, OCSP: r.settings.EnableOCSP}
 	r.out.Certificates[id] = lc
 	data, _ := json.Marshal(lc)
-	setSize(r.sizes.certs, &r.sizes.certTotal, id, len(data))
+	size := len(data)
+	if lc.OCSP {
+		size += ocspStapleAllowance
+	}
+	setSize(r.sizes.certs, &r.sizes.certTotal, id, size)
 	out.Puts[key] = data
 }
+
+// ocspStapleAllowance is the room an OCSP response takes next to its
+// certificate in the certificates dict (base64 in the post, DER in the
+// dict): responses are 1-3 KiB, more with a delegated responder's
+// certificate.
+const ocspStapleAllowance = 4096
 
 func fileKey(path string) string { return bus.Key(bus.KindFile, path) }
 

@@ -35,6 +35,9 @@ type refusalState struct {
 	// revision refused.
 	excluded    map[string]string
 	refusedKeys map[string]string
+	// excludedServices are the services entries left out, by
+	// "<protocol>/<port>" (streams_refusals.go).
+	excludedServices map[string]string
 	// changed: refusals, settings or a refused Ingress changed since the
 	// last Flush.
 	changed bool
@@ -45,6 +48,7 @@ func newRefusalState() refusalState {
 		refusals:   map[string]bus.Refusal{},
 		ingServers: map[string]map[string]bool{},
 		excluded:   map[string]string{}, refusedKeys: map[string]string{},
+		excludedServices: map[string]string{},
 	}
 }
 
@@ -129,6 +133,8 @@ func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 	r.ref.changed = false
 	excluded := map[string]string{}
 	keys := map[string]string{}
+	services := map[string]string{}
+	serviceRevs := r.serviceRevs()
 	for _, ref := range r.ref.refusals {
 		switch ref.Kind {
 		case bus.RefusedIngress:
@@ -138,6 +144,10 @@ func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 		case bus.RefusedConfigMap:
 			if rev := settingRev(&r.settings, ref.Name); rev != "" && rev == ref.Rev {
 				keys[ref.Name] = rev
+			}
+		case bus.RefusedServices:
+			if serviceRevs[ref.Name] == ref.Rev {
+				services[ref.Name] = ref.Rev
 			}
 		}
 	}
@@ -151,9 +161,13 @@ func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 			r.markIngressServers(name)
 		}
 	}
-	mainFile = !maps.Equal(excluded, r.ref.excluded)
+	if !maps.Equal(services, r.ref.excludedServices) {
+		r.servicesDirty = true
+		mainFile = true
+	}
+	mainFile = mainFile || !maps.Equal(excluded, r.ref.excluded)
 	settings = !maps.Equal(keys, r.ref.refusedKeys)
-	r.ref.excluded, r.ref.refusedKeys = excluded, keys
+	r.ref.excluded, r.ref.refusedKeys, r.ref.excludedServices = excluded, keys, services
 	return mainFile, settings
 }
 
@@ -279,6 +293,11 @@ func (r *Renderer) refusedLines() []string {
 	for _, key := range slices.Sorted(maps.Keys(r.ref.refusedKeys)) {
 		if bus.SourceNamePattern.MatchString(key) && bus.RevPattern.MatchString(r.ref.refusedKeys[key]) {
 			lines = append(lines, "# refused "+bus.RefusedConfigMap+" "+key+" rev="+r.ref.refusedKeys[key])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.ref.excludedServices)) {
+		if bus.SourceNamePattern.MatchString(name) && bus.RevPattern.MatchString(r.ref.excludedServices[name]) {
+			lines = append(lines, "# refused "+bus.RefusedServices+" "+name+" rev="+r.ref.excludedServices[name])
 		}
 	}
 	return lines

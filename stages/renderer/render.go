@@ -115,6 +115,9 @@ type LuaCertificate struct {
 	Hosts []string `json:"hosts"`
 	// Default: --default-ssl-certificate, served when no host matches.
 	Default bool `json:"default,omitempty"`
+	// OCSP is enable-ocsp: the applier fetches and staples an OCSP
+	// response for it.
+	OCSP bool `json:"ocsp,omitempty"`
 }
 
 // MainFile is the path of the main configuration file.

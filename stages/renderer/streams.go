@@ -51,6 +51,7 @@ type servicesView struct {
 // serviceServer is one entry's stream server.
 type serviceServer struct {
 	Comment string // the entry: protocol, ConfigMap and port
+	Source  string // its attribution (streams_refusals.go)
 	Listens []string
 	UDP     bool
 	// HeaderTimeout and TrustedProxies are set when the listener decodes
@@ -69,6 +70,7 @@ var streamTimePattern = regexp.MustCompile(`^[0-9]{1,9}[0-9msdhwMy]{0,40}$`)
 func (r *Renderer) SetStreams(s *bus.StreamServices) {
 	r.streams = s
 	r.servicesDirty = true
+	r.ref.changed = true // a refused entry may have changed
 }
 
 // flushServices renders ServicesFile when the services or the settings
@@ -126,6 +128,11 @@ func (r *Renderer) newServicesView() (servicesView, []error) {
 			list     []bus.StreamService
 		}{{bus.ProtocolTCP, r.streams.TCP}, {bus.ProtocolUDP, r.streams.UDP}} {
 			for _, svc := range p.list {
+				if _, refused := r.ref.excludedServices[serviceSourceName(p.protocol, svc.Port)]; refused {
+					errs = append(errs, fmt.Errorf("%s service on port %d (ConfigMap %s, key %d): NGINX refused it (the applier's refusal says why, such as a port another process holds); it is not served until it changes or the port is free",
+						p.protocol, svc.Port, svc.ConfigMap, svc.Port))
+					continue
+				}
 				srv, u, err := r.serviceServer(p.protocol, svc, hosts, s)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s service on port %d (ConfigMap %s): %w; it is not served", p.protocol, svc.Port, svc.ConfigMap, err))
@@ -159,7 +166,7 @@ func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, hosts [
 	if u.Servers, err = streamServers(svc.Endpoints); err != nil {
 		return serviceServer{}, streamUpstream{}, err
 	}
-	srv := serviceServer{Upstream: quoted, UDP: protocol == bus.ProtocolUDP,
+	srv := serviceServer{Upstream: quoted, UDP: protocol == bus.ProtocolUDP, Source: serviceSource(protocol, svc),
 		Comment: fmt.Sprintf("%s services ConfigMap %s, port %d: Service %s/%s port %s", protocol, svc.ConfigMap, svc.Port,
 			svc.Service.Namespace, svc.Service.Name, svc.Service.Port)}
 	suffix := ""

@@ -80,6 +80,7 @@ type mainView struct {
 	// Stream: the stream block is there, for passthrough or for the TCP
 	// and UDP services (streams.go).
 	Stream     bool
+	StreamLog  streamLogView
 	ServerPort string
 	// WorkerConnections is worker_connections; WorkerOpenFiles is
 	// worker_rlimit_nofile's, 0 when not written.
@@ -216,6 +217,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("refusing forwarded-for-header %q", s.ForwardedForHeader)
 	}
 	v.RealIPHeader = `"` + s.ForwardedForHeader + `"`
+	if v.StreamLog, err = newStreamLogView(cfg, s, src); err != nil {
+		return mainView{}, err
+	}
 	err = newHTTPView(&v, cfg, s, src)
 	return v, err
 }

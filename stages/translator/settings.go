@@ -206,8 +206,7 @@ var coreSettings = map[string]settingParser{
 		`"auto" or a whole number from 1 to 1024`, parseWorkerProcesses, identity),
 	"worker-shutdown-timeout": patternSetting(func(s *bus.Settings) *string { return &s.WorkerShutdownTimeout }, timePattern, timeRule),
 	"log-format-upstream": setting(func(s *bus.Settings) *string { return &s.LogFormatUpstream },
-		"a non-empty NGINX log format of at most 4096 bytes without ', \\ or control characters, where every $ starts a variable ($name or ${name})",
-		parseLogFormat, identity),
+		logFormatRule, parseLogFormat, identity),
 	"ssl-protocols": setting(func(s *bus.Settings) *[]string { return &s.SSLProtocols },
 		"a space-separated list of at least one of "+strings.Join(sslProtocols, ", "), parseSSLProtocols, joinWith(" ")),
 	"ssl-ciphers": setting(func(s *bus.Settings) *string { return &s.SSLCiphers },
@@ -239,6 +238,7 @@ var (
 	// so ' and \ (NGINX's escape) must never appear and a line break would
 	// split the directive. '$' is allowed only to start a variable: NGINX
 	// refuses a lone '$' or an unclosed "${" and the reload would fail.
+	logFormatRule    = "a non-empty NGINX log format of at most 4096 bytes without ', \\ or control characters, where every $ starts a variable ($name or ${name})"
 	logFormatPattern = regexp.MustCompile(`^([^$'\\\x00-\x1f\x7f]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
 
 	loadBalancePattern = regexp.MustCompile(`^(?:round_robin|ewma)$`)

@@ -28,6 +28,7 @@ func FuzzParseSettings(f *testing.F) {
 		{"upstream-keepalive-time", "1h30m"}, {"worker-processes", "auto"}, {"worker-shutdown-timeout", "10s"},
 		{"log-format-upstream", bus.DefaultLogFormatUpstream}, {"log-format-upstream", `{"ip": "${remote_addr}"}`},
 		{"log-format-upstream", `'; error_log /etc/passwd; #`}, {"log-format-upstream", "$"},
+		{"log-format-stream", bus.DefaultLogFormatStream}, {"log-format-stream", `x'; include /etc/passwd; #`},
 		{"ssl-protocols", "TLSv1.2 TLSv1.3"}, {"ssl-ciphers", "HIGH:!aNULL:!MD5"}, {"ssl-ciphers", "x; include /etc/passwd"},
 		{"custom-http-errors", "404,503"}, {"proxy-cookie-path", "/a /b"}, {"large-client-header-buffers", "4 8k"},
 		{"whitelist-source-range", "10.0.0.0/8, 192.168.1.7"}, {"block-cidrs", "10.0.0.0/8;deny all"},

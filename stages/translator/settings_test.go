@@ -390,6 +390,8 @@ func TestParseSettingsInjection(t *testing.T) {
 		{"log-format-upstream", `${`},
 		{"log-format-upstream", `\`},
 		{"log-format-upstream", `\'; include /etc/passwd; #`},
+		{"log-format-stream", `$remote_addr'; error_log /etc/passwd; #`},
+		{"log-format-stream", "$status\n}\nserver { listen 81; }"},
 		{"ssl-ciphers", `x; include /etc/passwd`},
 		{"ssl-ciphers", "HIGH;\ninclude /etc/passwd;"},
 		{"proxy-body-size", "1m; include /etc/passwd"},

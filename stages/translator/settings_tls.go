@@ -25,6 +25,7 @@ var tlsSettings = map[string]settingParser{
 		`"namespace/name" of a Secret with dhparam.pem, or empty for none`, parseConfigMapRef, identity),
 	"ssl-early-data":       boolSetting(func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
 	"ssl-reject-handshake": boolSetting(func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
+	"enable-ocsp":          boolSetting(func(s *bus.Settings) *bool { return &s.EnableOCSP }),
 	"http-redirect-code": setting(func(s *bus.Settings) *int { return &s.HTTPRedirectCode }, "301, 302, 307 or 308",
 		func(v string) (int, bool) {
 			switch v {

@@ -15,6 +15,7 @@ var tlsSettingsCases = map[string]keyCases{
 		[]string{"4k", "16k", "1400"}, []string{"4 k", "4kb", "x"}),
 	"ssl-early-data":       boolCases(false, func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
 	"ssl-reject-handshake": boolCases(false, func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
+	"enable-ocsp":          boolCases(false, func(s *bus.Settings) *bool { return &s.EnableOCSP }),
 	"ssl-dh-param": {def: "", invalid: []string{"dhparam", "a/b/c", "ns/$x", "ns/a;b", "/name"}, valid: []valid{
 		{"", func(s *bus.Settings) { s.SSLDHParam = "" }},
 		{"ingress/dhparam", func(s *bus.Settings) { s.SSLDHParam = "ingress/dhparam" }},
