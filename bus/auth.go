@@ -48,16 +48,19 @@ type access struct {
 	writes, reads []string
 	// subscribes are plain (non-stream) subjects it follows.
 	subscribes []string
+	// lease: its replicas take turns by its key in LeaseBucket
+	// (RunWithLease); it may write that key only.
+	lease bool
 }
 
 var accessOf = map[string]access{
 	// The watcher also writes Ingress status, which follows the annotated
 	// table, the refusals and the applier's results (internal/status).
 	StageWatcher: {writes: []string{StageWatcher},
-		reads: []string{StageAnnotations, TableRefusals, StageApplier}, subscribes: []string{ApplyResultSubject}},
-	StageTranslator:  {writes: []string{StageTranslator}, reads: []string{StageWatcher}},
-	StageAnnotations: {writes: []string{StageAnnotations}, reads: []string{StageTranslator}},
-	StageRenderer:    {writes: []string{StageRenderer}, reads: []string{StageAnnotations, TableRefusals}},
+		reads: []string{StageAnnotations, TableRefusals, StageApplier}, subscribes: []string{ApplyResultSubject}, lease: true},
+	StageTranslator:  {writes: []string{StageTranslator}, reads: []string{StageWatcher}, lease: true},
+	StageAnnotations: {writes: []string{StageAnnotations}, reads: []string{StageTranslator}, lease: true},
+	StageRenderer:    {writes: []string{StageRenderer}, reads: []string{StageAnnotations, TableRefusals}, lease: true},
 	// The applier's metrics (--metrics-addr) follow the annotated table
 	// (certificates, orphans) and the results it publishes.
 	StageApplier: {writes: []string{StageApplier, TableRefusals}, reads: []string{StageRenderer, StageAnnotations},
@@ -80,6 +83,9 @@ func Permissions(identity string) (*server.Permissions, error) {
 	}
 	for _, t := range unique(a.writes, a.reads) {
 		pub = append(pub, readStream(StreamName(t))...)
+	}
+	if a.lease {
+		pub = append(pub, leaseSubjects(identity)...)
 	}
 	if len(pub) > 0 {
 		pub = append(pub, "$JS.API.INFO")
@@ -104,6 +110,16 @@ func readStream(s string) []string {
 		"$JS.API.CONSUMER.INFO." + s + ".>", "$JS.API.CONSUMER.DELETE." + s + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + s + ".>",
 		"$JS.API.STREAM.MSG.GET." + s, "$JS.API.DIRECT.GET." + s, "$JS.API.DIRECT.GET." + s + ".>",
+	}
+}
+
+// leaseSubjects let identity open (or create) the lease bucket, read its
+// own lease and write it; no other stage's.
+func leaseSubjects(identity string) []string {
+	key := "$KV." + LeaseBucket + "." + identity
+	return []string{
+		key, "$JS.API.STREAM.CREATE." + leaseStream, "$JS.API.STREAM.INFO." + leaseStream,
+		"$JS.API.DIRECT.GET." + leaseStream + "." + key, "$JS.API.STREAM.MSG.GET." + leaseStream,
 	}
 }
 
