@@ -113,6 +113,11 @@ func readStream(s string) []string {
 	}
 }
 
+// Leased says whether replicas of stage take turns by a lease
+// (RunWithLease): every stage that publishes a table but the applier,
+// whose replicas each run their own NGINX.
+func Leased(stage string) bool { return accessOf[stage].lease }
+
 // leaseSubjects let identity open (or create) the lease bucket, read its
 // own lease and write it; no other stage's.
 func leaseSubjects(identity string) []string {

@@ -24,6 +24,9 @@ const (
 	// HeaderIngest is when the change entered the watcher (Unix nanoseconds),
 	// so `switchyard trace` can show the latency of every later stage.
 	HeaderIngest = "Switchyard-Ingest"
+	// HeaderResult is an apply result's outcome (ApplyResult.Outcome), so
+	// that trace, which sees headers only, shows which applier failed.
+	HeaderResult = "Switchyard-Result"
 	// HeaderOp marks a deletion: the key's state is gone.
 	HeaderOp = "Switchyard-Op"
 	OpDelete = "delete"
