@@ -128,3 +128,103 @@ func traceHas(trace *harness.Process, want string) func() error {
 		return nil
 	}
 }
+
+// TestSplitModeOnABusCluster runs every stage as its own process, two
+// translators among them, on a three-node cluster of `switchyard bus`
+// with every stream and the leases kept on all three (--nats-replicas 3).
+// The node leading the translator's stream is killed under steady
+// traffic: no request fails, and a change made afterwards is served,
+// with nobody restarted.
+func TestSplitModeOnABusCluster(t *testing.T) {
+	harness.Nginx(t)
+	bin := harness.Binary(t)
+	cluster := harness.StartBusCluster(t, 3)
+
+	dir := t.TempDir()
+	port := harness.StartEcho(t, bin, "echo-a", "a-1")
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
+	ingress := func(name string) {
+		harness.WriteFile(t, filepath.Join(dir, name+".yaml"), harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	}
+	ingress("one")
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	common := []string{"--nats", cluster.ClientURLs(), "--nats-keys", cluster.Keys, "--nats-replicas", "3", "--manifests", dir,
+		"--state-dir", harness.StateDir(t), "--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		"--worker-processes", "1", "--lease-duration", "5s"}
+	for _, s := range [][2]string{{"applier", "applier-1"}, {"renderer", "renderer-1"}, {"annotations", "annotations-1"},
+		{"translator", "translator-a"}, {"translator", "translator-b"}, {"watcher", "watcher-1"}} {
+		harness.Start(t, bin, append([]string{"stage", s[0], "--instance", s[1]}, common...)...)
+	}
+	client := harness.NewClient()
+	get := func(host string) func() error {
+		return func() error {
+			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
+			if err == nil && !servedBy("a-1")(r) {
+				err = fmt.Errorf("status %d", r.Status)
+			}
+			return err
+		}
+	}
+	harness.WaitFor(t, 90*time.Second, "traffic through the stages on the bus cluster", get("one.example.com"))
+
+	var leader string
+	harness.WaitFor(t, 30*time.Second, "the translator stream's leader", func() (err error) {
+		leader, err = cluster.StreamLeader("SWITCHYARD_V1_TRANSLATOR")
+		if err == nil && leader == "" {
+			err = fmt.Errorf("no leader yet")
+		}
+		return err
+	})
+	steady := startSteadyTraffic(get("one.example.com"))
+	for _, n := range cluster.Nodes {
+		if n.Name == leader {
+			_ = n.Cmd.Process.Kill()
+		}
+	}
+	ingress("two")
+	harness.WaitFor(t, 120*time.Second, "a change made after the stream's leader was killed", get("two.example.com"))
+	sent, failed := steady.stop()
+	if sent == 0 || len(failed) > 0 {
+		t.Fatalf("%d of %d requests failed while the bus lost a node: %v", len(failed), sent, failed[:min(len(failed), 5)])
+	}
+	t.Logf("killed %s (leading the translator's stream); %d requests, none failed", leader, sent)
+}
+
+// steadyTraffic sends one request after another until stopped.
+type steadyTraffic struct {
+	done   chan struct{}
+	result chan steadyResult
+}
+
+type steadyResult struct {
+	sent   int
+	failed []error
+}
+
+func startSteadyTraffic(request func() error) *steadyTraffic {
+	s := &steadyTraffic{done: make(chan struct{}), result: make(chan steadyResult, 1)}
+	go func() {
+		var r steadyResult
+		for {
+			select {
+			case <-s.done:
+				s.result <- r
+				return
+			default:
+			}
+			r.sent++
+			if err := request(); err != nil {
+				r.failed = append(r.failed, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return s
+}
+
+func (s *steadyTraffic) stop() (int, []error) {
+	close(s.done)
+	r := <-s.result
+	return r.sent, r.failed
+}
