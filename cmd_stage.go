@@ -44,6 +44,9 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
+	if *leaseDuration < bus.MinLeaseDuration || *leaseDuration > bus.MaxLeaseDuration {
+		return fmt.Errorf("--lease-duration %s: from %s to %s", *leaseDuration, bus.MinLeaseDuration, bus.MaxLeaseDuration)
+	}
 	if *replicas < 1 || *replicas > 5 {
 		return fmt.Errorf("--nats-replicas %d: from 1 to 5 (JetStream's limit)", *replicas)
 	}

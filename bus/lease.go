@@ -38,6 +38,14 @@ const leaseStream = "KV_" + LeaseBucket
 // DefaultLeaseDuration is how long a standby waits for a silent holder.
 const DefaultLeaseDuration = 15 * time.Second
 
+// Bounds of a lease duration: renewals every fifth of it must fit in a
+// loaded machine's scheduling, and a holder's record never holds its
+// standbys back longer than MaxLeaseDuration.
+const (
+	MinLeaseDuration = time.Second
+	MaxLeaseDuration = 5 * time.Minute
+)
+
 // LeaseConfig says which lease to hold and how.
 type LeaseConfig struct {
 	// Name is the lease's key: the stage.
@@ -180,7 +188,7 @@ func (l *lease) tryAcquire(ctx context.Context) (uint64, string, error) {
 	_ = json.Unmarshal(e.Value(), &rec)
 	if rec.Holder != l.cfg.Holder {
 		wait := l.cfg.Duration
-		if d, err := time.ParseDuration(rec.Duration); err == nil && d > wait {
+		if d, err := time.ParseDuration(rec.Duration); err == nil && d > wait && d <= MaxLeaseDuration {
 			wait = d // the holder's own promise, if longer
 		}
 		if e.Revision() != l.observedRev {
