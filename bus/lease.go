@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/internal/telemetry"
 )
 
 // Two replicas of a stage (a standby, a rolling update's surge) must not
@@ -129,6 +131,9 @@ func ensureLeaseBucket(ctx context.Context, conn *Conn) (jetstream.KeyValue, err
 	return kv, err
 }
 
+// electionName labels the lease in nginx_ingress_controller_leader_election_status.
+func (l *lease) electionName() string { return "switchyard-stage-" + l.cfg.Name }
+
 // retryPeriod is how often a standby looks and the holder renews.
 func (l *lease) retryPeriod() time.Duration { return l.cfg.Duration / 5 }
 
@@ -156,11 +161,13 @@ func (l *lease) acquire(ctx context.Context) (uint64, bool) {
 		rev, current, err := l.tryAcquire(ctx)
 		if err == nil && current == "" {
 			l.cfg.Log.Info("leading", zap.String("lease", l.cfg.Name), zap.String("holder", l.cfg.Holder))
+			telemetry.Get().LeaderElection(l.electionName(), true)
 			return rev, true
 		}
 		if err != nil {
 			l.cfg.Log.Debug("lease", zap.String("lease", l.cfg.Name), zap.Error(err))
 		} else if current != holder {
+			telemetry.Get().LeaderElection(l.electionName(), false)
 			holder = current
 			l.cfg.Log.Info("standing by", zap.String("lease", l.cfg.Name), zap.String("leader", holder))
 		}
@@ -239,6 +246,7 @@ func (l *lease) lead(ctx context.Context, rev uint64, run func(context.Context) 
 				continue
 			}
 			l.validUntil.Store(0)
+			telemetry.Get().LeaderElection(l.electionName(), false)
 			stop()
 			<-done
 			l.cfg.Log.Warn("lost the lease: standing by", zap.String("lease", l.cfg.Name), zap.String("holder", l.cfg.Holder))
