@@ -9,21 +9,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// connectAs opens a table connection to e over TCP as identity.
-func connectAs(t *testing.T, e *Embedded, dir, identity string) *Conn {
-	t.Helper()
-	opts, err := ClientOptions(identity, SeedFile(dir, identity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Connect(e.ClientURL(), identity, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
 // leaders records which holders run at once.
 type leaders struct {
 	mu      sync.Mutex

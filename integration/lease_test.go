@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,47 +19,16 @@ import (
 // applier.
 func TestTwoTranslatorsPublishOnce(t *testing.T) {
 	harness.Nginx(t)
-	bin := harness.Binary(t)
 	ns := harness.StartNATS(t)
-
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	ingress := func(name string) {
-		harness.WriteFile(t, filepath.Join(dir, name+".yaml"), harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	}
-	ingress("one")
-
-	trace := harness.Start(t, bin, "trace", "--nats", ns.ClientURL(), "--nats-keys", ns.Keys)
-	harness.WaitFor(t, 20*time.Second, "trace to subscribe", func() error {
-		if !strings.Contains(trace.Output.String(), "SUBJECT / KEY") {
-			return fmt.Errorf("no header yet")
-		}
-		return nil
-	})
-
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", ns.ClientURL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
-		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1",
-		"--lease-duration", "5s"}
-	start := func(stage, instance string) *harness.Process {
-		return harness.Start(t, bin, append([]string{"stage", stage, "--instance", instance}, common...)...)
-	}
+	procs := newStageProcs(t, "--nats", ns.ClientURL(), "--nats-keys", ns.Keys, "--lease-duration", "5s")
+	trace := harness.Start(t, procs.bin, "trace", "--nats", ns.ClientURL(), "--nats-keys", ns.Keys)
+	harness.WaitFor(t, 20*time.Second, "trace to subscribe", traceHas(trace, "SUBJECT / KEY"))
+	start := func(stage, instance string) *harness.Process { return procs.start(stage, "--instance", instance) }
 	for _, name := range []string{"applier", "renderer", "annotations", "watcher"} {
 		start(name, name+"-1")
 	}
 	translatorA := start("translator", "translator-a")
-	client := harness.NewClient()
-	get := func(host string) func() error {
-		return func() error {
-			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
-			if err == nil && !servedBy("a-1")(r) {
-				err = fmt.Errorf("status %d", r.Status)
-			}
-			return err
-		}
-	}
+	get, ingress := procs.served, procs.ingress
 	harness.WaitFor(t, 60*time.Second, "traffic through the stage processes", get("one.example.com"))
 	translatorB := start("translator", "translator-b")
 	harness.WaitFor(t, 30*time.Second, "the second translator to stand by", func() error {
@@ -137,35 +105,13 @@ func traceHas(trace *harness.Process, want string) func() error {
 // with nobody restarted.
 func TestSplitModeOnABusCluster(t *testing.T) {
 	harness.Nginx(t)
-	bin := harness.Binary(t)
 	cluster := harness.StartBusCluster(t, 3)
-
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	ingress := func(name string) {
-		harness.WriteFile(t, filepath.Join(dir, name+".yaml"), harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	}
-	ingress("one")
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", cluster.ClientURLs(), "--nats-keys", cluster.Keys, "--nats-replicas", "3", "--manifests", dir,
-		"--state-dir", harness.StateDir(t), "--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
-		"--worker-processes", "1", "--lease-duration", "5s"}
+	procs := newStageProcs(t, "--nats", cluster.ClientURLs(), "--nats-keys", cluster.Keys, "--nats-replicas", "3", "--lease-duration", "5s")
 	for _, s := range [][2]string{{"applier", "applier-1"}, {"renderer", "renderer-1"}, {"annotations", "annotations-1"},
 		{"translator", "translator-a"}, {"translator", "translator-b"}, {"watcher", "watcher-1"}} {
-		harness.Start(t, bin, append([]string{"stage", s[0], "--instance", s[1]}, common...)...)
+		procs.start(s[0], "--instance", s[1])
 	}
-	client := harness.NewClient()
-	get := func(host string) func() error {
-		return func() error {
-			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
-			if err == nil && !servedBy("a-1")(r) {
-				err = fmt.Errorf("status %d", r.Status)
-			}
-			return err
-		}
-	}
+	get, ingress := procs.served, procs.ingress
 	harness.WaitFor(t, 90*time.Second, "traffic through the stages on the bus cluster", get("one.example.com"))
 
 	var leader string
