@@ -21,9 +21,10 @@ import (
 // busCommand runs one node of split mode's NATS cluster: nats-server with
 // JetStream, in this binary (the same server the all-in-one embeds), so
 // split mode needs no second image. Clients authenticate with the bus
-// identities of switchyard buskeys (--auth, its nats-auth.conf), and the
-// nodes' routes with the cluster password: nobody joins or reads the
-// cluster without them.
+// identities of switchyard buskeys (--nats-keys: their public keys, with
+// the permissions of this binary's version, so an upgrade never runs on
+// an older authorization), and the nodes' routes with the cluster
+// password: nobody joins or reads the cluster without them.
 func busCommand(args []string) error {
 	fs := flag.NewFlagSet("bus", flag.ContinueOnError)
 	name := fs.String("name", os.Getenv("POD_NAME"), "this node's name, unique in the cluster (default $POD_NAME)")
@@ -32,12 +33,12 @@ func busCommand(args []string) error {
 	monitor := fs.String("monitor-listen", "0.0.0.0:8222", "address of nats-server's monitoring endpoints (/healthz for the probes); empty: off")
 	routes := fs.String("routes", "", "comma-separated host:port of every node's cluster address (this node's own included); empty: a single node")
 	storeDir := fs.String("store-dir", "/var/lib/switchyard/bus", "where JetStream keeps the streams")
-	auth := fs.String("auth", "", "the nats-auth.conf of switchyard buskeys: the identities that may connect (required)")
+	keys := fs.String("nats-keys", "", "directory of the identities' public keys (<identity>.pub) or seeds, as switchyard buskeys writes them: who may connect (required)")
 	passFile := fs.String("cluster-password-file", "", "the cluster.pass of switchyard buskeys: the routes' password (required with --routes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts, err := busServerOptions(*auth, *name, *listen, *monitor, *storeDir)
+	opts, err := busServerOptions(*keys, *name, *listen, *monitor, *storeDir)
 	if err != nil {
 		return err
 	}
@@ -66,20 +67,21 @@ func busCommand(args []string) error {
 }
 
 // busServerOptions are a node's options without the cluster: JetStream
-// on disk, the identities of auth and nothing else.
-func busServerOptions(auth, name, listen, monitor, storeDir string) (*server.Options, error) {
-	if auth == "" {
-		return nil, errors.New("--auth FILE (the nats-auth.conf of switchyard buskeys) is required: a bus others can reach holds every Secret the controller uses")
+// on disk, the identities of keysDir and nothing else.
+func busServerOptions(keysDir, name, listen, monitor, storeDir string) (*server.Options, error) {
+	if keysDir == "" {
+		return nil, errors.New("--nats-keys DIR (of switchyard buskeys) is required: a bus others can reach holds every Secret the controller uses")
 	}
 	if name == "" {
 		return nil, errors.New("--name (or $POD_NAME) is required")
 	}
-	opts, err := server.ProcessConfigFile(auth)
+	keys, err := bus.PublicKeys(keysDir)
 	if err != nil {
-		return nil, fmt.Errorf("--auth %s: %w", auth, err)
+		return nil, fmt.Errorf("--nats-keys: %w", err)
 	}
-	if len(opts.Nkeys) == 0 {
-		return nil, fmt.Errorf("--auth %s: no identities", auth)
+	opts := &server.Options{}
+	if opts.Nkeys, err = bus.NkeyUsers(keys); err != nil {
+		return nil, err
 	}
 	opts.ServerName, opts.JetStream, opts.StoreDir, opts.MaxPayload = name, true, storeDir, bus.MaxPayload
 	opts.NoSigs = true

@@ -16,7 +16,14 @@ func TestBusNodeOptions(t *testing.T) {
 	if err := writeBusKeys(dir); err != nil {
 		t.Fatal(err)
 	}
-	auth, pass := filepath.Join(dir, busKeysFile), filepath.Join(dir, clusterPasswordFile)
+	// A node's mount: the public keys and the route password, no seed.
+	auth := t.TempDir()
+	for _, id := range bus.Identities {
+		if err := os.Rename(bus.PublicKeyFile(dir, id), bus.PublicKeyFile(auth, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass := filepath.Join(dir, clusterPasswordFile)
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -28,7 +35,8 @@ func TestBusNodeOptions(t *testing.T) {
 	}{
 		{"single node", auth, "n0", "", "", ""},
 		{"cluster", auth, "n0", "10.0.0.1:6222,10.0.0.2:6222", pass, ""},
-		{"no identities", "", "n0", "", "", "--auth"},
+		{"no identities", "", "n0", "", "", "--nats-keys"},
+		{"a directory without keys", t.TempDir(), "n0", "", "", "no <identity>.nk"},
 		{"no name", auth, "", "", "", "--name"},
 		{"routes without a password", auth, "n0", "10.0.0.1:6222", "", "--cluster-password-file"},
 		{"an empty password", auth, "n0", "10.0.0.1:6222", empty, "is empty"},

@@ -31,7 +31,7 @@ func busKeysCommand(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "with --secret: kubeconfig (default: in-cluster)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: switchyard buskeys DIR | --secret NAMESPACE/NAME\n\n"+
-			"Creates DIR/<identity>.nk (a seed, mode 0600) for each of", bus.Identities, "and writes DIR/"+busKeysFile+"\n"+
+			"Creates DIR/<identity>.nk (a seed, mode 0600) for each of", bus.Identities, ", writes DIR/<identity>.pub (its public key), DIR/"+busKeysFile+"\n"+
 			"and DIR/"+clusterPasswordFile+" (the NATS cluster's route password).\n"+
 			"Give each stage only its own seed (switchyard stage NAME --nats-keys DIR); run --nats-listen ADDR --nats-keys DIR\n"+
 			"admits exactly these identities; an external nats-server, or switchyard bus, includes "+busKeysFile+".")
@@ -67,6 +67,9 @@ func writeBusKeys(dir string) error {
 	}
 	keys, err := bus.PublicKeys(dir)
 	if err != nil {
+		return err
+	}
+	if err := bus.WritePublicKeys(dir, keys); err != nil {
 		return err
 	}
 	conf, err := bus.ServerConfig(keys)

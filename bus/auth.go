@@ -175,33 +175,71 @@ func GenerateKeys(dir string) error {
 	return nil
 }
 
-// PublicKeys reads the seeds in dir and returns each identity's public
-// key. An identity without a seed file gets no access; a dir without any
-// is an error (a bus nobody may use is a mistake, not a setting).
+// PublicKeyFile is the file of identity's public key in dir, which
+// buskeys writes next to the seed: a bus node needs these alone.
+func PublicKeyFile(dir, identity string) string { return filepath.Join(dir, identity+".pub") }
+
+// PublicKeys returns each identity's public key, derived from its seed in
+// dir or, without a seed, read from its public key file (a bus node's
+// mount). An identity with neither gets no access; a dir without any is
+// an error (a bus nobody may use is a mistake, not a setting).
 func PublicKeys(dir string) (map[string]string, error) {
 	keys := map[string]string{}
 	for _, id := range Identities {
-		seed, err := os.ReadFile(SeedFile(dir, id))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		pub, err := publicKeyOf(dir, id)
 		if err != nil {
-			return nil, fmt.Errorf("bus key of %s: %w", id, err)
+			return nil, err
 		}
-		kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
-		if err != nil {
-			return nil, fmt.Errorf("bus key of %s in %s: not an NKey seed", id, SeedFile(dir, id))
+		if pub != "" {
+			keys[id] = pub
 		}
-		pub, err := kp.PublicKey()
-		if err != nil {
-			return nil, fmt.Errorf("bus key of %s: %w", id, err)
-		}
-		keys[id] = pub
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("bus keys: no <identity>.nk in %s (create them with switchyard buskeys %s)", dir, dir)
+		return nil, fmt.Errorf("bus keys: no <identity>.nk or <identity>.pub in %s (create them with switchyard buskeys %s)", dir, dir)
 	}
 	return keys, nil
+}
+
+// publicKeyOf is id's public key in dir, "" when dir has none.
+func publicKeyOf(dir, id string) (string, error) {
+	seed, err := os.ReadFile(SeedFile(dir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err := os.ReadFile(PublicKeyFile(dir, id))
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		pub := strings.TrimSpace(string(data))
+		if err == nil && !nkeys.IsValidPublicUserKey(pub) {
+			err = fmt.Errorf("%s: not an NKey user public key", PublicKeyFile(dir, id))
+		}
+		if err != nil {
+			return "", fmt.Errorf("bus key of %s: %w", id, err)
+		}
+		return pub, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s: %w", id, err)
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s in %s: not an NKey seed", id, SeedFile(dir, id))
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s: %w", id, err)
+	}
+	return pub, nil
+}
+
+// WritePublicKeys writes each identity's public key file in dir from its
+// seed there.
+func WritePublicKeys(dir string, keys map[string]string) error {
+	for id, pub := range keys {
+		if err := os.WriteFile(PublicKeyFile(dir, id), []byte(pub+"\n"), 0o644); err != nil {
+			return fmt.Errorf("bus key of %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // NkeyUsers are the server's users for the given public keys.

@@ -88,7 +88,7 @@ func StartBusCluster(t testing.TB, n int) *BusCluster {
 			Monitor: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
 		node.Process = Start(t, bin, "bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
 			"--cluster-listen", routes[i], "--monitor-listen", node.Monitor, "--routes", strings.Join(routes, ","),
-			"--store-dir", t.TempDir(), "--auth", filepath.Join(c.Keys, "nats-auth.conf"),
+			"--store-dir", t.TempDir(), "--nats-keys", c.Keys,
 			"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass"))
 		c.Nodes = append(c.Nodes, node)
 	}

@@ -221,14 +221,18 @@ func TestChartSplitMode(t *testing.T) {
 		t.Errorf("the bus has %d nodes, want 3", replicas)
 	}
 	natsArgs := containerArgs(t, nats)
-	for _, want := range []string{"bus", "--auth=/etc/switchyard/bus/nats-auth.conf", "--cluster-password-file=/etc/switchyard/bus/cluster.pass",
+	for _, want := range []string{"bus", "--nats-keys=/etc/switchyard/bus", "--cluster-password-file=/etc/switchyard/bus/cluster.pass",
 		"--routes=switchyard-nats-0.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-1.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-2.switchyard-nats-cluster.edge.svc:6222"} {
 		if !slices.Contains(natsArgs, want) {
 			t.Errorf("bus args %v lack %q", natsArgs, want)
 		}
 	}
-	if items := secretItems(t, nats); !slices.Equal(items, []string{"nats-auth.conf", "cluster.pass"}) {
-		t.Errorf("the bus mounts %v of the keys Secret, want the authorization and route password only", items)
+	var natsItems []string
+	for _, id := range bus.Identities {
+		natsItems = append(natsItems, id+".pub")
+	}
+	if items := secretItems(t, nats); !slices.Equal(items, append(natsItems, "cluster.pass")) {
+		t.Errorf("the bus mounts %v of the keys Secret, want the public keys and route password only", items)
 	}
 
 	deployments := map[string]*unstructured.Unstructured{}
@@ -368,8 +372,8 @@ func TestBusKeysSecret(t *testing.T) {
 			t.Fatalf("%s.nk: %v", id, err)
 		}
 		pub, _ := kp.PublicKey()
-		if !strings.Contains(auth, pub) {
-			t.Errorf("nats-auth.conf does not admit %s", id)
+		if !strings.Contains(auth, pub) || string(bytes.TrimSpace(secret.Data[id+".pub"])) != pub {
+			t.Errorf("nats-auth.conf or %s.pub does not name %s's key", id, id)
 		}
 	}
 	if len(bytes.TrimSpace(secret.Data["cluster.pass"])) < 32 {
