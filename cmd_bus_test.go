@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"switchyard.dev/switchyard/bus"
 )
 
@@ -66,5 +68,26 @@ func TestBusNodeOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOwnResult: an applier's metrics count only its own results when
+// several appliers share the bus; run's (no instance) count every one.
+func TestOwnResult(t *testing.T) {
+	result := func(instance string) *nats.Msg {
+		return &nats.Msg{Header: bus.Meta{Stage: bus.StageApplier, Instance: instance}.Header()}
+	}
+	tests := []struct {
+		name, self, from string
+		want             bool
+	}{
+		{"its own", "applier-a", "applier-a", true},
+		{"another applier's", "applier-a", "applier-b", false},
+		{"run counts all", "", "applier-b", true},
+	}
+	for _, tt := range tests {
+		if got := ownResult(&options{instance: tt.self}, result(tt.from)); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
