@@ -62,33 +62,42 @@ func createWebhookSecret(ctx context.Context, client kubernetes.Interface, ns, n
 	if len(hosts) == 0 {
 		return errors.New("create needs --host with the webhook Service's DNS names")
 	}
+	created, err := createSecretOnce(ctx, client, ns, name, corev1.SecretTypeTLS, func() (map[string][]byte, error) {
+		certPEM, keyPEM, err := nginx.SelfSignedCertificate(hosts[0], hosts, time.Now())
+		// The certificate is its own authority: the API server trusts it
+		// through the caBundle and nothing else does.
+		return map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": certPEM}, err
+	})
+	if created {
+		fmt.Printf("Secret %s/%s created for %s\n", ns, name, strings.Join(hosts, ", "))
+	}
+	return err
+}
+
+// createSecretOnce creates Secret ns/name with the data build returns,
+// unless it exists: an install Job run again keeps what the first made.
+func createSecretOnce(ctx context.Context, client kubernetes.Interface, ns, name string, typ corev1.SecretType,
+	build func() (map[string][]byte, error)) (bool, error) {
 	secrets := client.CoreV1().Secrets(ns)
 	if _, err := secrets.Get(ctx, name, metav1.GetOptions{}); err == nil {
 		fmt.Printf("Secret %s/%s exists; kept\n", ns, name)
-		return nil
+		return false, nil
 	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("read Secret %s/%s: %w", ns, name, err)
+		return false, fmt.Errorf("read Secret %s/%s: %w", ns, name, err)
 	}
-	certPEM, keyPEM, err := nginx.SelfSignedCertificate(hosts[0], hosts, time.Now())
+	data, err := build()
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = secrets.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Type:       corev1.SecretTypeTLS,
-		// The certificate is its own authority: the API server trusts it
-		// through the caBundle and nothing else does.
-		Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": certPEM},
-	}, metav1.CreateOptions{})
+	_, err = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: typ, Data: data}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		fmt.Printf("Secret %s/%s exists; kept\n", ns, name)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("create Secret %s/%s: %w", ns, name, err)
+		return false, fmt.Errorf("create Secret %s/%s: %w", ns, name, err)
 	}
-	fmt.Printf("Secret %s/%s created for %s\n", ns, name, strings.Join(hosts, ", "))
-	return nil
+	return true, nil
 }
 
 func patchCABundle(ctx context.Context, client kubernetes.Interface, ns, name, webhook string) error {

@@ -63,6 +63,9 @@ func serveMetrics(ctx context.Context, o *options, connect func(name string) (*b
 			case <-ctx.Done():
 				return
 			case msg := <-results:
+				if !ownResult(o, msg) {
+					continue
+				}
 				if err := collector.Observe(msg.Data, time.Now()); err != nil {
 					log.Warn("metrics", zap.Error(err))
 				}
@@ -71,6 +74,12 @@ func serveMetrics(ctx context.Context, o *options, connect func(name string) (*b
 	}()
 	listenMetrics(ctx, o.metricsAddr, collector, log)
 	return nil
+}
+
+// ownResult says whether an apply result is this process's applier's:
+// with several appliers on one bus, each exports only its own NGINX's.
+func ownResult(o *options, msg *nats.Msg) bool {
+	return o.instance == "" || msg.Header.Get(bus.HeaderInstance) == o.instance
 }
 
 // serveStageMetrics serves the metrics of a process running one stage

@@ -27,6 +27,8 @@ func stageCommand(args []string) error {
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the NATS server the stages share")
 	replicas := fs.Int("nats-replicas", 1, "servers of the NATS cluster that keep each stream this stage creates or writes, on disk (3 on a three-node cluster: a lost node loses nothing); 1 keeps them in one server's memory")
 	insecure := fs.Bool("nats-insecure", false, "connect without a bus identity (--nats-keys), to a NATS server that admits anyone: for development only")
+	instance := fs.String("instance", defaultInstance(), "name of this process on the bus, in its messages and leases (default: $POD_NAME, else HOST-PID)")
+	leaseDuration := fs.Duration("lease-duration", bus.DefaultLeaseDuration, "replicas of the watcher, translator, annotations and renderer stages take turns: one leads and publishes, the others stand by and take over after this long without a renewal")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -42,6 +44,9 @@ func stageCommand(args []string) error {
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
+	if *leaseDuration < bus.MinLeaseDuration || *leaseDuration > bus.MaxLeaseDuration {
+		return fmt.Errorf("--lease-duration %s: from %s to %s", *leaseDuration, bus.MinLeaseDuration, bus.MaxLeaseDuration)
+	}
 	if *replicas < 1 || *replicas > 5 {
 		return fmt.Errorf("--nats-replicas %d: from 1 to 5 (JetStream's limit)", *replicas)
 	}
@@ -55,7 +60,10 @@ func stageCommand(args []string) error {
 		return err
 	}
 	conn.ReplicateStreams(*replicas)
+	conn.SetInstance(*instance)
+	o.instance = *instance
 	defer conn.Close()
+	// The flags are checked now, not when this replica first leads.
 	stage, err := o.newStage(name, conn, log)
 	if err != nil {
 		return err
@@ -73,8 +81,34 @@ func stageCommand(args []string) error {
 	if o.profilingAddr != "" {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}
-	log.Info("stage running", zap.String("stage", name), zap.String("nats", *natsURL))
-	return stage.Run(ctx)
+	log.Info("stage running", zap.String("stage", name), zap.String("instance", *instance), zap.String("nats", *natsURL))
+	if !bus.Leased(name) {
+		// Every applier runs its own NGINX; the webhook publishes nothing.
+		return stage.Run(ctx)
+	}
+	cfg := bus.LeaseConfig{Name: name, Holder: *instance, Duration: *leaseDuration, Log: log.Named(name)}
+	return bus.RunWithLease(ctx, conn, cfg, func(ctx context.Context) error {
+		if stage == nil { // a later term: start afresh from the bus
+			if stage, err = o.newStage(name, conn, log); err != nil {
+				return err
+			}
+		}
+		defer func() { stage = nil }()
+		return stage.Run(ctx)
+	})
+}
+
+// defaultInstance names this process on the bus: the pod, or host and
+// process id outside Kubernetes (two replicas on one host differ).
+func defaultInstance() string {
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "switchyard"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
 // busIdentity authenticates a connection as identity with its seed in

@@ -16,7 +16,7 @@ import (
 )
 
 // traceCommand prints every message on the subject graph: subject, key,
-// generation, producing stage, the time since the change entered the
+// generation, producing stage and instance, an apply result's outcome, the time since the change entered the
 // watcher, and the trace and span of its traceparent (the IDs of the spans
 // --otlp-endpoint exports). It reads the headers-only copies every stream
 // republishes (bus.TraceRoot), so values, which may hold Secret data,
@@ -73,6 +73,14 @@ func traceLine(m *nats.Msg, now time.Time) string {
 	key := strings.TrimPrefix(m.Subject, bus.TraceSubject(bus.StageSubject(meta.Stage))+".")
 	if m.Header.Get(bus.HeaderOp) == bus.OpDelete {
 		key += " (deleted)"
+	}
+	if outcome := m.Header.Get(bus.HeaderResult); outcome != "" {
+		key += " " + outcome
+	}
+	// With several replicas of a stage: which one published (the
+	// applier that failed, the translator that led).
+	if meta.Instance != "" {
+		key += " from " + meta.Instance
 	}
 	span := "-"
 	if meta.Trace.TraceID != "" {

@@ -11,7 +11,8 @@ import (
 )
 
 // TestTraceLineShowsSpan: each line names the trace and span of the
-// message's traceparent, the IDs an exported stage span has.
+// message's traceparent, the IDs an exported stage span has, and the
+// instance that published it with an apply result's outcome.
 func TestTraceLineShowsSpan(t *testing.T) {
 	ingest := time.Unix(100, 0)
 	tc := bus.TraceContext{TraceID: strings.Repeat("ab", 16), SpanID: strings.Repeat("cd", 8)}
@@ -19,13 +20,17 @@ func TestTraceLineShowsSpan(t *testing.T) {
 		name string
 		meta bus.Meta
 		op   string
-		want []string
+		// result is the outcome header of an apply result.
+		result string
+		want   []string
 	}{
 		{"traced", bus.Meta{Generation: 3, Stage: bus.StageTranslator, Trace: tc, Ingest: ingest},
-			"", []string{" translator ", " 3 ", tc.TraceID + "/" + tc.SpanID, " 5ms ", "server.a"}},
+			"", "", []string{" translator ", " 3 ", tc.TraceID + "/" + tc.SpanID, " 5ms ", "server.a"}},
 		{"deleted", bus.Meta{Generation: 4, Stage: bus.StageTranslator, Trace: tc, Ingest: ingest},
-			bus.OpDelete, []string{"server.a (deleted)"}},
-		{"no traceparent", bus.Meta{Stage: bus.StageTranslator}, "", []string{" - "}},
+			bus.OpDelete, "", []string{"server.a (deleted)"}},
+		{"no traceparent", bus.Meta{Stage: bus.StageTranslator}, "", "", []string{" - "}},
+		{"instance", bus.Meta{Stage: bus.StageTranslator, Instance: "translator-7d9f-x2"}, "", "", []string{"server.a from translator-7d9f-x2"}},
+		{"failed apply", bus.Meta{Stage: bus.StageApplier, Instance: "applier-b"}, "", "failed", []string{"server.a failed from applier-b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,6 +40,9 @@ func TestTraceLineShowsSpan(t *testing.T) {
 			}
 			if tt.op != "" {
 				h.Set(bus.HeaderOp, tt.op)
+			}
+			if tt.result != "" {
+				h.Set(bus.HeaderResult, tt.result)
 			}
 			m := &nats.Msg{Subject: bus.StageSubject(bus.StageTranslator) + ".server.a", Header: h}
 			line := traceLine(m, ingest.Add(5*time.Millisecond))

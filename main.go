@@ -20,6 +20,7 @@ type command struct {
 var commands = map[string]command{
 	"run":         {"run everything in one process: embedded NATS, all stages, a managed NGINX", runCommand},
 	"buskeys":     {"create the bus identities' NKeys and a nats-server authorization for them (needed by --nats-listen and split mode)", busKeysCommand},
+	"bus":         {"run a node of split mode's NATS cluster (JetStream, the buskeys identities, authenticated routes)", busCommand},
 	"certgen":     {"create the admission webhook's certificate Secret, or patch it into the webhook's caBundle (install Jobs)", certgenCommand},
 	"check":       {"say for every Ingress and ConfigMap key whether Switchyard serves it as ingress-nginx does (exit 0 only if all)", checkCommand},
 	"render":      {"print the nginx.conf and Lua payloads that run would apply, without NGINX", renderCommand},

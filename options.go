@@ -89,6 +89,9 @@ type options struct {
 	otelServiceName string
 	tcpServices     string
 	udpServices     string
+	// instance names this process on the bus (stage --instance); "" in
+	// run, where one process holds every stage.
+	instance string
 }
 
 func (o *options) register(fs *flag.FlagSet) {

@@ -48,16 +48,19 @@ type access struct {
 	writes, reads []string
 	// subscribes are plain (non-stream) subjects it follows.
 	subscribes []string
+	// lease: its replicas take turns by its key in LeaseBucket
+	// (RunWithLease); it may write that key only.
+	lease bool
 }
 
 var accessOf = map[string]access{
 	// The watcher also writes Ingress status, which follows the annotated
 	// table, the refusals and the applier's results (internal/status).
 	StageWatcher: {writes: []string{StageWatcher},
-		reads: []string{StageAnnotations, TableRefusals, StageApplier}, subscribes: []string{ApplyResultSubject}},
-	StageTranslator:  {writes: []string{StageTranslator}, reads: []string{StageWatcher}},
-	StageAnnotations: {writes: []string{StageAnnotations}, reads: []string{StageTranslator}},
-	StageRenderer:    {writes: []string{StageRenderer}, reads: []string{StageAnnotations, TableRefusals}},
+		reads: []string{StageAnnotations, TableRefusals, StageApplier}, subscribes: []string{ApplyResultSubject}, lease: true},
+	StageTranslator:  {writes: []string{StageTranslator}, reads: []string{StageWatcher}, lease: true},
+	StageAnnotations: {writes: []string{StageAnnotations}, reads: []string{StageTranslator}, lease: true},
+	StageRenderer:    {writes: []string{StageRenderer}, reads: []string{StageAnnotations, TableRefusals}, lease: true},
 	// The applier's metrics (--metrics-addr) follow the annotated table
 	// (certificates, orphans) and the results it publishes.
 	StageApplier: {writes: []string{StageApplier, TableRefusals}, reads: []string{StageRenderer, StageAnnotations},
@@ -80,6 +83,9 @@ func Permissions(identity string) (*server.Permissions, error) {
 	}
 	for _, t := range unique(a.writes, a.reads) {
 		pub = append(pub, readStream(StreamName(t))...)
+	}
+	if a.lease {
+		pub = append(pub, leaseSubjects(identity)...)
 	}
 	if len(pub) > 0 {
 		pub = append(pub, "$JS.API.INFO")
@@ -104,6 +110,21 @@ func readStream(s string) []string {
 		"$JS.API.CONSUMER.INFO." + s + ".>", "$JS.API.CONSUMER.DELETE." + s + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + s + ".>",
 		"$JS.API.STREAM.MSG.GET." + s, "$JS.API.DIRECT.GET." + s, "$JS.API.DIRECT.GET." + s + ".>",
+	}
+}
+
+// Leased says whether replicas of stage take turns by a lease
+// (RunWithLease): every stage that publishes a table but the applier,
+// whose replicas each run their own NGINX.
+func Leased(stage string) bool { return accessOf[stage].lease }
+
+// leaseSubjects let identity open (or create) the lease bucket, read its
+// own lease and write it; no other stage's.
+func leaseSubjects(identity string) []string {
+	key := "$KV." + LeaseBucket + "." + identity
+	return []string{
+		key, "$JS.API.STREAM.CREATE." + leaseStream, "$JS.API.STREAM.INFO." + leaseStream,
+		"$JS.API.DIRECT.GET." + leaseStream + "." + key, "$JS.API.STREAM.MSG.GET." + leaseStream,
 	}
 }
 
@@ -154,33 +175,71 @@ func GenerateKeys(dir string) error {
 	return nil
 }
 
-// PublicKeys reads the seeds in dir and returns each identity's public
-// key. An identity without a seed file gets no access; a dir without any
-// is an error (a bus nobody may use is a mistake, not a setting).
+// PublicKeyFile is the file of identity's public key in dir, which
+// buskeys writes next to the seed: a bus node needs these alone.
+func PublicKeyFile(dir, identity string) string { return filepath.Join(dir, identity+".pub") }
+
+// PublicKeys returns each identity's public key, derived from its seed in
+// dir or, without a seed, read from its public key file (a bus node's
+// mount). An identity with neither gets no access; a dir without any is
+// an error (a bus nobody may use is a mistake, not a setting).
 func PublicKeys(dir string) (map[string]string, error) {
 	keys := map[string]string{}
 	for _, id := range Identities {
-		seed, err := os.ReadFile(SeedFile(dir, id))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		pub, err := publicKeyOf(dir, id)
 		if err != nil {
-			return nil, fmt.Errorf("bus key of %s: %w", id, err)
+			return nil, err
 		}
-		kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
-		if err != nil {
-			return nil, fmt.Errorf("bus key of %s in %s: not an NKey seed", id, SeedFile(dir, id))
+		if pub != "" {
+			keys[id] = pub
 		}
-		pub, err := kp.PublicKey()
-		if err != nil {
-			return nil, fmt.Errorf("bus key of %s: %w", id, err)
-		}
-		keys[id] = pub
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("bus keys: no <identity>.nk in %s (create them with switchyard buskeys %s)", dir, dir)
+		return nil, fmt.Errorf("bus keys: no <identity>.nk or <identity>.pub in %s (create them with switchyard buskeys %s)", dir, dir)
 	}
 	return keys, nil
+}
+
+// publicKeyOf is id's public key in dir, "" when dir has none.
+func publicKeyOf(dir, id string) (string, error) {
+	seed, err := os.ReadFile(SeedFile(dir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err := os.ReadFile(PublicKeyFile(dir, id))
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		pub := strings.TrimSpace(string(data))
+		if err == nil && !nkeys.IsValidPublicUserKey(pub) {
+			err = fmt.Errorf("%s: not an NKey user public key", PublicKeyFile(dir, id))
+		}
+		if err != nil {
+			return "", fmt.Errorf("bus key of %s: %w", id, err)
+		}
+		return pub, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s: %w", id, err)
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(seed))))
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s in %s: not an NKey seed", id, SeedFile(dir, id))
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("bus key of %s: %w", id, err)
+	}
+	return pub, nil
+}
+
+// WritePublicKeys writes each identity's public key file in dir from its
+// seed there.
+func WritePublicKeys(dir string, keys map[string]string) error {
+	for id, pub := range keys {
+		if err := os.WriteFile(PublicKeyFile(dir, id), []byte(pub+"\n"), 0o644); err != nil {
+			return fmt.Errorf("bus key of %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // NkeyUsers are the server's users for the given public keys.

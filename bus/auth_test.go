@@ -72,6 +72,21 @@ func dialAs(t *testing.T, e *Embedded, dir, identity string) (*nats.Conn, <-chan
 	return nc, errs
 }
 
+// connectAs opens a table connection to e over TCP as identity.
+func connectAs(t *testing.T, e *Embedded, dir, identity string) *Conn {
+	t.Helper()
+	opts, err := ClientOptions(identity, SeedFile(dir, identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Connect(e.ClientURL(), identity, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 func expectViolation(t *testing.T, errs <-chan error, what string) {
 	t.Helper()
 	select {
@@ -116,18 +131,7 @@ func TestIdentitiesKeepToTheirSubjects(t *testing.T) {
 	e, dir := lockedBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	connect := func(identity string) *Conn {
-		opts, err := ClientOptions(identity, SeedFile(dir, identity))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Connect(e.ClientURL(), identity, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
+	connect := func(identity string) *Conn { return connectAs(t, e, dir, identity) }
 	// The watcher writes its table; the translator follows it.
 	watcher, translator := connect(StageWatcher), connect(StageTranslator)
 	if _, err := NewWriter(watcher, StageWatcher).Publish(ctx, Meta{Generation: 1}, map[string][]byte{"object.a": []byte("1")}); err != nil {

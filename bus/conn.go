@@ -33,6 +33,26 @@ type Conn struct {
 	// creates (ReplicateStreams).
 	replicas int
 	health   *Health
+	// instance names this process on the bus (SetInstance).
+	instance string
+	// fence, when set, says whether this connection may still publish its
+	// stage's table (a lease it held may have run out, see RunWithLease).
+	fence func() error
+}
+
+// SetInstance names the process every message of this connection's
+// tables comes from (HeaderInstance): the pod, in split mode.
+func (c *Conn) SetInstance(name string) { c.instance = name }
+
+// Instance is the name SetInstance gave, or "".
+func (c *Conn) Instance() string { return c.instance }
+
+// checkFence is nil unless the connection must not publish.
+func (c *Conn) checkFence() error {
+	if c.fence == nil {
+		return nil
+	}
+	return c.fence()
 }
 
 // ReplicateStreams makes the streams this connection creates or owns

@@ -16,10 +16,17 @@ const (
 	HeaderTraceparent = "traceparent"
 	HeaderGeneration  = "Switchyard-Generation"
 	HeaderStage       = "Switchyard-Stage"
-	HeaderSchema      = "Switchyard-Schema"
+	// HeaderInstance names the process of the stage that published (the
+	// pod, with several replicas of a stage), so an operator sees which
+	// applier reported a result and which translator led.
+	HeaderInstance = "Switchyard-Instance"
+	HeaderSchema   = "Switchyard-Schema"
 	// HeaderIngest is when the change entered the watcher (Unix nanoseconds),
 	// so `switchyard trace` can show the latency of every later stage.
 	HeaderIngest = "Switchyard-Ingest"
+	// HeaderResult is an apply result's outcome (ApplyResult.Outcome), so
+	// that trace, which sees headers only, shows which applier failed.
+	HeaderResult = "Switchyard-Result"
 	// HeaderOp marks a deletion: the key's state is gone.
 	HeaderOp = "Switchyard-Op"
 	OpDelete = "delete"
@@ -29,8 +36,11 @@ const (
 type Meta struct {
 	Generation uint64
 	Stage      string
-	Trace      TraceContext
-	Ingest     time.Time
+	// Instance is the producing process (Conn.SetInstance); "" when it
+	// has no name.
+	Instance string
+	Trace    TraceContext
+	Ingest   time.Time
 }
 
 // TraceContext is a W3C trace context: one trace per change entering the
@@ -82,6 +92,9 @@ func (m Meta) Header() nats.Header {
 	h.Set(HeaderTraceparent, m.Trace.String())
 	h.Set(HeaderGeneration, strconv.FormatUint(m.Generation, 10))
 	h.Set(HeaderStage, m.Stage)
+	if m.Instance != "" {
+		h.Set(HeaderInstance, m.Instance)
+	}
 	h.Set(HeaderSchema, SchemaVersion)
 	if !m.Ingest.IsZero() {
 		h.Set(HeaderIngest, strconv.FormatInt(m.Ingest.UnixNano(), 10))
@@ -91,7 +104,7 @@ func (m Meta) Header() nats.Header {
 
 // MetaFromHeader reads the metadata back; missing fields stay zero.
 func MetaFromHeader(h nats.Header) Meta {
-	m := Meta{Stage: h.Get(HeaderStage), Trace: ParseTraceparent(h.Get(HeaderTraceparent))}
+	m := Meta{Stage: h.Get(HeaderStage), Instance: h.Get(HeaderInstance), Trace: ParseTraceparent(h.Get(HeaderTraceparent))}
 	m.Generation, _ = strconv.ParseUint(h.Get(HeaderGeneration), 10, 64)
 	if ns, err := strconv.ParseInt(h.Get(HeaderIngest), 10, 64); err == nil {
 		m.Ingest = time.Unix(0, ns)

@@ -213,6 +213,9 @@ type RenderedFile struct {
 // ApplyResult is the applier's outcome for one generation.
 type ApplyResult struct {
 	Generation uint64 `json:"generation"`
+	// Instance is the applier that reports it (its pod), as
+	// HeaderInstance says: with several appliers, the one that failed.
+	Instance string `json:"instance,omitempty"`
 	// Reloaded says whether NGINX reloaded; endpoint and certificate changes
 	// never reload.
 	Reloaded bool `json:"reloaded"`
@@ -230,6 +233,18 @@ type ApplyResult struct {
 	BackendsPost string `json:"backendsPost,omitempty"`
 	// BackendsBytes is what that took, a delta refused as stale included.
 	BackendsBytes int `json:"backendsBytes,omitempty"`
+}
+
+// Outcome is how the result reads in one word, for HeaderResult: ok,
+// pending (the reload waits for its slot) or failed.
+func (r ApplyResult) Outcome() string {
+	switch {
+	case r.Error != "":
+		return "failed"
+	case r.ReloadPending:
+		return "pending"
+	}
+	return "ok"
 }
 
 // Model is the whole model: what the translator publishes and the

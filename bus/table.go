@@ -108,7 +108,7 @@ func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) 
 // applyOnce is one attempt of Apply. Its error is the bus's; skipped says
 // which keys were left out.
 func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed int, skipped []error, err error) {
-	meta.Stage = w.stage
+	meta.Stage, meta.Instance = w.stage, w.conn.instance
 	first := !w.loaded
 	if _, err := w.Load(ctx); err != nil {
 		return 0, nil, err
@@ -197,6 +197,9 @@ func (w *Writer) batch(ctx context.Context, meta Meta) *batch {
 const MaxValue = MaxPayload - 4096
 
 func (b *batch) send(key string, data []byte, h nats.Header) error {
+	if err := b.w.conn.checkFence(); err != nil {
+		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
+	}
 	if len(b.futures) >= maxInFlight {
 		if err := waitAcks(b.ctx, b.futures); err != nil {
 			return err

@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,35 +18,16 @@ import (
 // change made meanwhile is applied once the bus is back.
 func TestStagesWaitForTheBus(t *testing.T) {
 	harness.Nginx(t)
-	bin := harness.Binary(t)
 	ns := harness.StartNATS(t)
 	proxy := bustest.StartProxy(t, strings.TrimPrefix(ns.ClientURL(), "nats://"), false)
-
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", proxy.URL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
-		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
+	procs := newStageProcs(t, "--nats", proxy.URL(), "--nats-keys", ns.Keys)
 	stages := map[string]*harness.Process{}
 	ready := map[string]string{}
 	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
 		ready[name] = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-		stages[name] = harness.Start(t, bin, append([]string{"stage", name, "--profiling-addr", ready[name]}, common...)...)
+		stages[name] = procs.start(name, "--profiling-addr", ready[name])
 	}
-	client := harness.NewClient()
-	get := func(host string) func() error {
-		return func() error {
-			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
-			if err == nil && !servedBy("a-1")(r) {
-				err = fmt.Errorf("status %d", r.Status)
-			}
-			return err
-		}
-	}
+	get := procs.served
 	readiness := func(want int) func() error {
 		return func() error {
 			for name, addr := range ready {
@@ -78,7 +58,7 @@ func TestStagesWaitForTheBus(t *testing.T) {
 	// Mid-run: the bus goes away while a change is made.
 	proxy.SetUp(false)
 	harness.WaitFor(t, 30*time.Second, "every stage to say it is not ready", readiness(http.StatusServiceUnavailable))
-	harness.WriteFile(t, filepath.Join(dir, "two.yaml"), harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	procs.ingress("two")
 	time.Sleep(2 * time.Second)
 	if err := get("one.example.com")(); err != nil {
 		t.Fatalf("NGINX stopped serving the last good configuration while the bus was away: %v", err)

@@ -22,44 +22,25 @@ import (
 // only the applier's the controller's.
 func TestStagesAsSeparateProcesses(t *testing.T) {
 	harness.Nginx(t)
-	bin := harness.Binary(t)
 	ns := harness.StartNATS(t)
-
-	dir := t.TempDir()
-	port := harness.StartEcho(t, bin, "echo-a", "a-1")
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", port))
-	harness.WriteFile(t, filepath.Join(dir, "ing.yaml"), harness.IngressYAML("default", "one", "one.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	common := []string{"--nats", ns.ClientURL(), "--nats-keys", ns.Keys, "--manifests", dir, "--state-dir", harness.StateDir(t),
-		"--http-addr", httpAddr, "--https-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), "--worker-processes", "1"}
+	procs := newStageProcs(t, "--nats", ns.ClientURL(), "--nats-keys", ns.Keys)
 	stages := map[string]*harness.Process{}
 	metricsAddrs := map[string]string{}
 	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
-		args := append([]string{"stage", name}, common...)
+		var extra []string
 		if name == "applier" || name == "renderer" {
 			metricsAddrs[name] = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-			args = append(args, "--metrics-addr", metricsAddrs[name])
+			extra = []string{"--metrics-addr", metricsAddrs[name]}
 		}
-		stages[name] = harness.Start(t, bin, args...)
+		stages[name] = procs.start(name, extra...)
 	}
-	client := harness.NewClient()
-	get := func(host string) func() error {
-		return func() error {
-			r, err := harness.Do(client, "GET", "http://"+httpAddr+"/", host, nil)
-			if err == nil && !servedBy("a-1")(r) {
-				err = fmt.Errorf("status %d", r.Status)
-			}
-			return err
-		}
-	}
+	get := procs.served
 	harness.WaitFor(t, 30*time.Second, "traffic through five stage processes", get("one.example.com"))
 	checkStageProcessMetrics(t, metricsAddrs)
 
 	stages["translator"].Stop(10 * time.Second)
-	harness.WriteFile(t, filepath.Join(dir, "two.yaml"), harness.IngressYAML("default", "two", "two.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	stages["translator"] = harness.Start(t, bin, append([]string{"stage", "translator"}, common...)...)
+	procs.ingress("two")
+	stages["translator"] = procs.start("translator")
 	harness.WaitFor(t, 30*time.Second, "a change made while the translator was down", get("two.example.com"))
 	if err := get("one.example.com")(); err != nil {
 		t.Fatalf("the first Ingress after the restart: %v", err)

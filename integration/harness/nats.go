@@ -1,8 +1,12 @@
 package harness
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +53,104 @@ func BusKeys(t testing.TB) string {
 		t.Fatalf("switchyard buskeys: %v\n%s", err, out)
 	}
 	return keys
+}
+
+// BusCluster is split mode's NATS cluster: n `switchyard bus` processes
+// on loopback, routed to each other, locked with the keys in Keys.
+type BusCluster struct {
+	Keys  string
+	Nodes []*BusNode
+}
+
+// BusNode is one node of a BusCluster.
+type BusNode struct {
+	Name      string
+	ClientURL string
+	// Monitor is the address of its monitoring endpoints (/healthz, /jsz).
+	Monitor string
+	*Process
+}
+
+// StartBusCluster starts n nodes and waits until each reports JetStream
+// healthy (the cluster has elected its meta leader).
+func StartBusCluster(t testing.TB, n int) *BusCluster {
+	t.Helper()
+	bin := Binary(t)
+	c := &BusCluster{Keys: BusKeys(t)}
+	var routes []string
+	clusterPorts := make([]int, n)
+	for i := range clusterPorts {
+		clusterPorts[i] = FreePort(t)
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", clusterPorts[i]))
+	}
+	for i := range n {
+		node := &BusNode{Name: fmt.Sprintf("n%d", i), ClientURL: fmt.Sprintf("nats://127.0.0.1:%d", FreePort(t)),
+			Monitor: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
+		node.Process = Start(t, bin, "bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
+			"--cluster-listen", routes[i], "--monitor-listen", node.Monitor, "--routes", strings.Join(routes, ","),
+			"--store-dir", t.TempDir(), "--nats-keys", c.Keys,
+			"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass"))
+		c.Nodes = append(c.Nodes, node)
+	}
+	for _, node := range c.Nodes {
+		WaitFor(t, 60*time.Second, "bus node "+node.Name+" healthy", func() error {
+			resp, err := http.Get("http://" + node.Monitor + "/healthz")
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("/healthz %d", resp.StatusCode)
+			}
+			return nil
+		})
+	}
+	return c
+}
+
+// ClientURLs are every node's URL, comma-separated, for --nats.
+func (c *BusCluster) ClientURLs() string {
+	var urls []string
+	for _, n := range c.Nodes {
+		urls = append(urls, n.ClientURL)
+	}
+	return strings.Join(urls, ",")
+}
+
+// StreamLeader is the name of the node leading stream, as the monitoring
+// endpoint of a live node says; "" while it has none.
+func (c *BusCluster) StreamLeader(stream string) (string, error) {
+	for _, n := range c.Nodes {
+		if n.Exited() {
+			continue
+		}
+		resp, err := http.Get("http://" + n.Monitor + "/jsz?accounts=true&streams=true")
+		if err != nil {
+			return "", err
+		}
+		var jsz struct {
+			Accounts []struct {
+				Streams []struct {
+					Name    string `json:"name"`
+					Cluster *struct {
+						Leader string `json:"leader"`
+					} `json:"cluster"`
+				} `json:"stream_detail"`
+			} `json:"account_details"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&jsz)
+		_ = resp.Body.Close()
+		if err != nil {
+			return "", err
+		}
+		for _, a := range jsz.Accounts {
+			for _, s := range a.Streams {
+				if s.Name == stream && s.Cluster != nil {
+					return s.Cluster.Leader, nil
+				}
+			}
+		}
+		return "", fmt.Errorf("no stream %s on %s", stream, n.Name)
+	}
+	return "", fmt.Errorf("no live node")
 }

@@ -5,10 +5,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +24,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/integration/kube"
 	"switchyard.dev/switchyard/internal/chart"
 )
@@ -59,7 +65,10 @@ func applyDryRun(t *testing.T, cluster *kube.Cluster, ns string, data []byte) ma
 			t.Fatal(err)
 		}
 		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &obj.Object); err != nil || len(obj.Object) == 0 {
+		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
+			t.Fatalf("a document that is not YAML: %v\n%s", err, doc)
+		}
+		if len(obj.Object) == 0 {
 			continue
 		}
 		mapping, err := mapper.RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
@@ -187,5 +196,194 @@ udp:
 	objects := applyDryRun(t, cluster, "edge", rendered)
 	if len(objects["Deployment"]) != 1 || len(objects["Service"]) != 2 || len(objects["Job"]) != 0 || len(objects["ConfigMap"]) != 3 {
 		t.Errorf("objects: %d Deployments, %d Services, %d Jobs, %d ConfigMaps", len(objects["Deployment"]), len(objects["Service"]), len(objects["Job"]), len(objects["ConfigMap"]))
+	}
+}
+
+// TestChartSplitMode renders the chart with mode: split and applies it
+// with server-side dry run: a three-node bus from switchyard's own image,
+// one Deployment per stage with its own bus key only, API credentials for
+// the watcher alone, NGINX ports on the appliers alone, probes on every
+// process; the Services select the appliers and the webhook stage.
+func TestChartSplitMode(t *testing.T) {
+	rendered := helmTemplate(t, "edge", map[string]any{
+		"mode":       "split",
+		"controller": map[string]any{"replicaCount": 3},
+		"split":      map[string]any{"stageReplicas": 2, "nats": map[string]any{"storageClassName": "fast"}},
+		"tcp":        map[string]any{"5432": "db/postgres:5432"},
+	})
+	cluster := kube.Start(t)
+	objects := applyDryRun(t, cluster, "edge", rendered)
+	if n := len(objects["StatefulSet"]); n != 1 {
+		t.Fatalf("%d StatefulSets, want the bus's", n)
+	}
+	nats := objects["StatefulSet"][0]
+	if replicas, _, _ := unstructured.NestedInt64(nats.Object, "spec", "replicas"); replicas != 3 {
+		t.Errorf("the bus has %d nodes, want 3", replicas)
+	}
+	natsArgs := containerArgs(t, nats)
+	for _, want := range []string{"bus", "--nats-keys=/etc/switchyard/bus", "--cluster-password-file=/etc/switchyard/bus/cluster.pass",
+		"--routes=switchyard-nats-0.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-1.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-2.switchyard-nats-cluster.edge.svc:6222"} {
+		if !slices.Contains(natsArgs, want) {
+			t.Errorf("bus args %v lack %q", natsArgs, want)
+		}
+	}
+	var natsItems []string
+	for _, id := range bus.Identities {
+		natsItems = append(natsItems, id+".pub")
+	}
+	if items := secretItems(t, nats); !slices.Equal(items, append(natsItems, "cluster.pass")) {
+		t.Errorf("the bus mounts %v of the keys Secret, want the public keys and route password only", items)
+	}
+
+	deployments := map[string]*unstructured.Unstructured{}
+	for _, d := range objects["Deployment"] {
+		deployments[strings.TrimPrefix(d.GetName(), "switchyard-")] = d
+	}
+	if len(deployments) != 6 {
+		t.Fatalf("Deployments %v, want one per stage and the webhook", slices.Sorted(maps.Keys(deployments)))
+	}
+	for stage, d := range deployments {
+		checkStageDeployment(t, stage, d)
+	}
+	if n := len(objects["Job"]); n != 3 {
+		t.Errorf("%d Jobs, want the bus keys' and the webhook certificate's two", n)
+	}
+	for _, svc := range objects["Service"] {
+		selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+		want := map[string]string{"switchyard": "applier", "switchyard-admission": "webhook", "switchyard-nats": "nats", "switchyard-nats-cluster": "nats"}[svc.GetName()]
+		if selector["app.kubernetes.io/component"] != want {
+			t.Errorf("Service %s selects component %q, want %q", svc.GetName(), selector["app.kubernetes.io/component"], want)
+		}
+	}
+	for _, kind := range []string{"NetworkPolicy", "PodDisruptionBudget"} {
+		if len(objects[kind]) != 1 {
+			t.Errorf("%d %ss for the bus", len(objects[kind]), kind)
+		}
+	}
+}
+
+// checkStageDeployment: the stage runs on the bus with its own key only;
+// only the watcher has API credentials, only the applier NGINX's ports;
+// probes on /healthz and /readyz.
+func checkStageDeployment(t *testing.T, stage string, d *unstructured.Unstructured) {
+	t.Helper()
+	args := containerArgs(t, d)
+	for _, want := range []string{"stage", stage, "--nats=nats://switchyard-nats.edge.svc:4222", "--nats-keys=/etc/switchyard/bus", "--nats-replicas=3"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("%s: args %v lack %q", stage, args, want)
+		}
+	}
+	if items := secretItems(t, d); !slices.Equal(items, []string{stage + ".nk"}) {
+		t.Errorf("%s mounts %v of the keys Secret, want its own seed only", stage, items)
+	}
+	automount, found, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "automountServiceAccountToken")
+	account, _, _ := unstructured.NestedString(d.Object, "spec", "template", "spec", "serviceAccountName")
+	if stage == "watcher" {
+		if account != "switchyard" || (found && !automount) {
+			t.Errorf("watcher: account %q, token mounted %v: it reads the API", account, !found || automount)
+		}
+	} else if account != "switchyard-stage" || !found || automount {
+		t.Errorf("%s: account %q with an API token (automount %v, set %v)", stage, account, automount, found)
+	}
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	wantReplicas := map[bool]int64{true: 3, false: 2}[stage == "applier"]
+	if replicas != wantReplicas {
+		t.Errorf("%s: %d replicas, want %d", stage, replicas, wantReplicas)
+	}
+	c := container(t, d)
+	ports, _, _ := unstructured.NestedSlice(c, "ports")
+	var names []string
+	for _, p := range ports {
+		name, _, _ := unstructured.NestedString(p.(map[string]any), "name")
+		names = append(names, name)
+	}
+	if hasHTTP := slices.Contains(names, "http") && slices.Contains(names, "tcp-5432"); hasHTTP != (stage == "applier") {
+		t.Errorf("%s: ports %v (NGINX's only on the applier)", stage, names)
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		if got, _, _ := unstructured.NestedString(c, probe, "httpGet", "path"); got != path {
+			t.Errorf("%s: %s on %q, want %s", stage, probe, got, path)
+		}
+	}
+}
+
+func container(t *testing.T, obj *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 {
+		t.Fatalf("%s: %d containers", obj.GetName(), len(containers))
+	}
+	return containers[0].(map[string]any)
+}
+
+func containerArgs(t *testing.T, obj *unstructured.Unstructured) []string {
+	t.Helper()
+	args, _, _ := unstructured.NestedStringSlice(container(t, obj), "args")
+	return args
+}
+
+// secretItems are the keys of the bus keys Secret a pod mounts.
+func secretItems(t *testing.T, obj *unstructured.Unstructured) []string {
+	t.Helper()
+	volumes, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "volumes")
+	for _, v := range volumes {
+		name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+		if name != "switchyard-bus-keys" {
+			continue
+		}
+		items, _, _ := unstructured.NestedSlice(v.(map[string]any), "secret", "items")
+		var keys []string
+		for _, it := range items {
+			key, _, _ := unstructured.NestedString(it.(map[string]any), "key")
+			keys = append(keys, key)
+		}
+		return keys
+	}
+	t.Fatalf("%s mounts no bus keys", obj.GetName())
+	return nil
+}
+
+// TestBusKeysSecret: split mode's install Job (switchyard buskeys
+// --secret) makes the keys Secret against the real API server: a seed per
+// identity, the authorization naming each one's public key, a route
+// password; run again, it keeps the Secret as it is.
+func TestBusKeysSecret(t *testing.T) {
+	cluster := kube.Start(t)
+	ctx := t.Context()
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "edge"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	buskeys := func() string {
+		out, err := exec.Command(harness.Binary(t), "buskeys", "--secret", "edge/switchyard-bus-keys", "--kubeconfig", cluster.Kubeconfig).CombinedOutput()
+		if err != nil {
+			t.Fatalf("buskeys --secret: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	buskeys()
+	secret, err := cluster.Client.CoreV1().Secrets("edge").Get(ctx, "switchyard-bus-keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := string(secret.Data["nats-auth.conf"])
+	for _, id := range bus.Identities {
+		kp, err := nkeys.FromSeed(bytes.TrimSpace(secret.Data[id+".nk"]))
+		if err != nil {
+			t.Fatalf("%s.nk: %v", id, err)
+		}
+		pub, _ := kp.PublicKey()
+		if !strings.Contains(auth, pub) || string(bytes.TrimSpace(secret.Data[id+".pub"])) != pub {
+			t.Errorf("nats-auth.conf or %s.pub does not name %s's key", id, id)
+		}
+	}
+	if len(bytes.TrimSpace(secret.Data["cluster.pass"])) < 32 {
+		t.Errorf("route password %d bytes", len(secret.Data["cluster.pass"]))
+	}
+	if out := buskeys(); !strings.Contains(out, "exists; kept") {
+		t.Errorf("second run: %s", out)
+	}
+	again, err := cluster.Client.CoreV1().Secrets("edge").Get(ctx, "switchyard-bus-keys", metav1.GetOptions{})
+	if err != nil || !maps.EqualFunc(again.Data, secret.Data, bytes.Equal) {
+		t.Errorf("the second run changed the Secret (%v)", err)
 	}
 }

@@ -182,7 +182,12 @@ func (w *writer) run(ctx context.Context, conn *bus.Conn) error {
 			w.reportKeyRefusals(ctx)
 		case m := <-results:
 			var res bus.ApplyResult
-			if json.Unmarshal(m.Data, &res) != nil || res.Error != "" || res.ReloadPending {
+			if json.Unmarshal(m.Data, &res) != nil || res.ReloadPending {
+				continue
+			}
+			if res.Error != "" {
+				// Which of several appliers: its own log says why.
+				w.log.Warn("an applier failed to apply a generation", zap.String("applier", res.Instance), zap.Uint64("generation", res.Generation))
 				continue
 			}
 			w.applied = max(w.applied, res.Generation)

@@ -507,9 +507,11 @@ func resultError(res bus.ApplyResult) error {
 }
 
 func (s *Stage) publishResult(meta bus.Meta, trace bus.TraceContext, res bus.ApplyResult) {
+	res.Instance = s.conn.Instance()
 	data, _ := json.Marshal(res)
-	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Trace: trace, Ingest: meta.Ingest}
+	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Instance: res.Instance, Trace: trace, Ingest: meta.Ingest}
 	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
+	msg.Header.Set(bus.HeaderResult, res.Outcome())
 	if err := s.conn.NC.PublishMsg(msg); err != nil {
 		s.log.Warn("publish apply result", zap.Error(err))
 		return
