@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -177,4 +178,50 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestForeignSecretRefs: a SecretRef annotation naming another
+// namespace's Secret is refused by the host, before any plugin sees it,
+// while allow-cross-namespace-resources is off; with the key on, the
+// plugin gets the Secret. Turning the key on re-applies the Ingress.
+func TestForeignSecretRefs(t *testing.T) {
+	const secretKey = bus.DefaultAnnotationsPrefix + "/auth-secret"
+	p := &hosted{desc: plugins.Description{Name: "auth", Annotations: []plugins.Annotation{
+		{Key: "auth-secret", Pattern: `[a-z0-9/-]+`, Risk: plugins.RiskMedium, SecretRef: true},
+	}}}
+	keys, err := NewHost(HostConfig{Prefix: bus.DefaultAnnotationsPrefix}, zap.NewNop()).compileKeys(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []map[string]map[string][]byte
+	a := NewAnnotator(keys, bus.DefaultAnnotationsPrefix, func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+		var out []plugins.Result
+		for _, in := range batch {
+			sent = append(sent, in.Secrets)
+			out = append(out, plugins.Result{Namespace: in.Namespace, Name: in.Name})
+		}
+		return out, nil
+	})
+	ctx := context.Background()
+	c := change{}.ingress("app", "web", map[string]string{secretKey: "shared/users"}).settings(bus.DefaultSettings())
+	c[bus.Key(bus.KindSecret, "shared", "users")] = mustJSON(t, &bus.Secret{Namespace: "shared", Name: "users", Data: map[string][]byte{"auth": []byte("u:h")}})
+	out := update(t, a, ctx, c)
+	info := infoOf(t, out, "app", "web")
+	if !info.Rejected || len(info.Problems) != 1 || info.Problems[0].Reason != ReasonAnnotationRefused ||
+		!strings.Contains(info.Problems[0].Message, "allow-cross-namespace-resources") || !strings.Contains(info.Problems[0].Message, "shared/users") {
+		t.Fatalf("key off: %+v, want refused naming the Secret and the key", info)
+	}
+	if len(sent) != 0 {
+		t.Fatalf("key off: the plugin was sent %v", sent)
+	}
+
+	s := bus.DefaultSettings()
+	s.AllowCrossNamespaceResources = true
+	out = update(t, a, ctx, change{}.settings(s))
+	if info := infoOf(t, out, "app", "web"); info.Rejected {
+		t.Fatalf("key on: %+v, want served", info)
+	}
+	if len(sent) != 1 || string(sent[0]["shared/users"]["auth"]) != "u:h" {
+		t.Fatalf("key on: the plugin was sent %d batches, want one with shared/users", len(sent))
+	}
 }

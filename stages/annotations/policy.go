@@ -43,6 +43,10 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 			res.reject(problem)
 			continue
 		}
+		if problem, ok := a.refuseForeignSecret(owner, info.Namespace, key, value); ok {
+			res.reject(problem)
+			continue
+		}
 		p := owner.plugin
 		in, ok := byPlugin[p]
 		if !ok {
@@ -53,9 +57,9 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		}
 		in.Annotations[owner.spec.Key] = value
 		if owner.spec.SecretRef {
-			// Only a Secret of the Ingress's own namespace is sent: the
-			// plugin reports a value naming another one.
-			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok && strings.HasPrefix(id, info.Namespace+"/") {
+			// refuseForeignSecret has let only a Secret the Ingress may
+			// read through; a name the plugin cannot read it reports.
+			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok {
 				if data, ok := a.secrets[id]; ok {
 					if in.Secrets == nil {
 						in.Secrets = map[string]map[string][]byte{}
@@ -67,6 +71,22 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		byPlugin[p] = in
 	}
 	return byPlugin
+}
+
+// refuseForeignSecret refuses a SecretRef annotation naming a Secret of
+// another namespace, unless the controller ConfigMap allows it
+// (allow-cross-namespace-resources): the plugin would get the Secret's
+// data, which the Ingress's owner may have no right to read.
+func (a *Annotator) refuseForeignSecret(owner *ownedKey, namespace, key, value string) (bus.Problem, bool) {
+	if !owner.spec.SecretRef {
+		return bus.Problem{}, false
+	}
+	id, ok := bus.ParseSecretRef(namespace, value)
+	if !ok || bus.RefAllowed(namespace, id, a.settings.AllowCrossNamespaceResources) {
+		return bus.Problem{}, false
+	}
+	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
+		Message: bus.CrossNamespaceRefused("annotation "+key, "Secret", id, namespace)}, true
 }
 
 // refuse checks what the host checks for every annotation, before any

@@ -38,15 +38,16 @@ func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 }
 
 var coreSettingsCases = map[string]keyCases{
-	"ssl-redirect":               boolCases(true, func(s *bus.Settings) *bool { return &s.SSLRedirect }),
-	"hsts":                       boolCases(true, func(s *bus.Settings) *bool { return &s.HSTS }),
-	"hsts-include-subdomains":    boolCases(true, func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
-	"hsts-preload":               boolCases(false, func(s *bus.Settings) *bool { return &s.HSTSPreload }),
-	"use-forwarded-headers":      boolCases(false, func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
-	"compute-full-forwarded-for": boolCases(false, func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
-	"server-tokens":              boolCases(false, func(s *bus.Settings) *bool { return &s.ServerTokens }),
-	"use-http2":                  boolCases(true, func(s *bus.Settings) *bool { return &s.UseHTTP2 }),
-	"allow-snippet-annotations":  boolCases(false, func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"ssl-redirect":                    boolCases(true, func(s *bus.Settings) *bool { return &s.SSLRedirect }),
+	"hsts":                            boolCases(true, func(s *bus.Settings) *bool { return &s.HSTS }),
+	"hsts-include-subdomains":         boolCases(true, func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
+	"hsts-preload":                    boolCases(false, func(s *bus.Settings) *bool { return &s.HSTSPreload }),
+	"use-forwarded-headers":           boolCases(false, func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
+	"compute-full-forwarded-for":      boolCases(false, func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
+	"server-tokens":                   boolCases(false, func(s *bus.Settings) *bool { return &s.ServerTokens }),
+	"use-http2":                       boolCases(true, func(s *bus.Settings) *bool { return &s.UseHTTP2 }),
+	"allow-snippet-annotations":       boolCases(false, func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"allow-cross-namespace-resources": boolCases(false, func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 
 	"hsts-max-age": intCases("31536000", func(s *bus.Settings) *int { return &s.HSTSMaxAge },
 		[]int{0, 600, 63072000, 2147483647}, []string{"-1", "2147483648", "99999999999999999999"}),
