@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/internal/catalog"
 	"switchyard.dev/switchyard/plugins"
 )
@@ -25,7 +26,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	}
 	canary := info.Canary // the translator's decision
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
-		value := info.Annotations[key]
+		value, snippet := a.typedValue(key, info.Annotations[key])
 		owner := a.owners[key]
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
 			// A canary Ingress ignores its other annotations, as in
@@ -39,7 +40,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 			a.unowned(key, res)
 			continue
 		}
-		if problem, ok := a.refuse(owner, key, value, maxRisk); ok {
+		if problem, ok := a.refuse(owner, key, value, maxRisk, snippet); ok {
 			res.reject(problem)
 			continue
 		}
@@ -89,16 +90,36 @@ func (a *Annotator) refuseForeignSecret(owner *ownedKey, namespace, key, value s
 		Message: bus.CrossNamespaceRefused("annotation "+key, "Secret", id, namespace)}, true
 }
 
+// modSecuritySnippet is the one snippet annotation with a typed reading
+// (features.ParseSecRuleEngine), relative to the prefix.
+const modSecuritySnippet = "modsecurity-snippet"
+
+// typedValue is the value of the annotation key as the plugins see it, and
+// whether it is still a snippet (raw text, refused). A modsecurity-snippet
+// that is exactly one SecRuleEngine line becomes its mode ("On"): a typed
+// value, which many real Ingresses use and which is no snippet.
+func (a *Annotator) typedValue(key, value string) (string, bool) {
+	if !isSnippet(key) {
+		return value, false
+	}
+	if key == a.prefix+"/"+modSecuritySnippet {
+		if mode, ok := features.ParseSecRuleEngine(value); ok {
+			return mode, false
+		}
+	}
+	return value, true
+}
+
 // refuse checks what the host checks for every annotation, before any
-// plugin sees the value.
-func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk) (bus.Problem, bool) {
+// plugin sees the value. snippet says the value is raw snippet text.
+func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk, snippet bool) (bus.Problem, bool) {
 	field := "metadata.annotations[" + key + "]"
 	switch {
 	case owner.spec.Risk > maxRisk:
 		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
 			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
-	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
-		return snippetRefused(key), true
+	case snippet && !a.settings.AllowSnippetAnnotations:
+		return a.snippetProblem(key), true
 	case strings.ContainsAny(value, "\r\n\x00"):
 		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: the value holds a line break or NUL", key)}, true
@@ -126,11 +147,8 @@ func (a *Annotator) unowned(key string, res *ingressResult) {
 		entry, _ = catalog.LookupAnnotation(entry.AliasOf)
 	}
 	switch {
-	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
-		res.reject(snippetRefused(key))
 	case isSnippet(key):
-		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
-			Message: fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)})
+		res.reject(a.snippetProblem(key))
 	case known && entry.Status == catalog.Refused:
 		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
 			Message: fmt.Sprintf("annotation %s is not supported by Switchyard and is refused: %s", key, entry.Reason)})
@@ -176,9 +194,17 @@ func unknownMessage(key, prefix, name string) string {
 
 func isSnippet(key string) bool { return strings.HasSuffix(key, "-snippet") }
 
-func snippetRefused(key string) bus.Problem {
-	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
-		Message: fmt.Sprintf("annotation %s is a snippet, and snippet annotations are off (allow-snippet-annotations)", key)}
+// snippetProblem refuses a snippet annotation, saying why as the
+// controller ConfigMap's allow-snippet-annotations reads.
+func (a *Annotator) snippetProblem(key string) bus.Problem {
+	msg := fmt.Sprintf("annotation %s is a snippet, and snippet annotations are off (allow-snippet-annotations)", key)
+	if a.settings.AllowSnippetAnnotations {
+		msg = fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)
+	}
+	if strings.HasSuffix(key, "/"+modSecuritySnippet) {
+		msg += "; only a snippet that is exactly one SecRuleEngine On, DetectionOnly or Off line is read (as the engine mode)"
+	}
+	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused, Message: msg}
 }
 
 // quoteForMessage shows a value in an error message, cut short, so a long

@@ -95,6 +95,16 @@ func newLocationModSecurity(cfg ModSecurityConfig, f *bus.Features, s bus.Settin
 	} else if m.OWASPRules && !s.EnableOWASPCoreRules {
 		v.addCoreRuleSet()
 	}
+	if m.Engine != "" {
+		// The mode is one of three words (Validate). It goes first:
+		// ModSecurity keeps the first SecRuleEngine a location's rules
+		// set (its merge fills only what is unset), so this one wins over
+		// the configuration's, and a location's over its server's.
+		if err := (&bus.Features{ModSecurity: m}).Validate(); err != nil {
+			return nil, err
+		}
+		v.Rules = append([]string{"modsecurity_rules " + quoteStatic("SecRuleEngine "+m.Engine)}, v.Rules...)
+	}
 	if m.TransactionID != "" {
 		// Validate checks the whole value against its pattern (letters,
 		// digits, . _ : - and whole variables, ${name} included, which
