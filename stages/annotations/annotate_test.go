@@ -263,4 +263,12 @@ func TestModSecuritySnippetTypedValue(t *testing.T) {
 			t.Errorf("%q: %+v, plugin sent %+v; want the mode %s", c.value, info, *sent, c.mode)
 		}
 	}
+	// allow-snippet-annotations changes the reason, not the refusal.
+	s := bus.DefaultSettings()
+	s.AllowSnippetAnnotations = true
+	*sent = nil
+	out := update(t, a, ctx, change{}.ingress("app", "raw", map[string]string{key: "Include /etc/passwd"}).settings(s))
+	if info := infoOf(t, out, "app", "raw"); !info.Rejected || len(*sent) != 0 || !strings.Contains(info.Problems[0].Message, "does not render snippets") {
+		t.Errorf("snippets allowed: %+v, plugin sent %d; want refused, Switchyard does not render snippets", info, len(*sent))
+	}
 }

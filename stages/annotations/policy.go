@@ -118,7 +118,9 @@ func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.R
 	case owner.spec.Risk > maxRisk:
 		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
 			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
-	case snippet && !a.settings.AllowSnippetAnnotations:
+	case snippet && (!a.settings.AllowSnippetAnnotations || key == a.prefix+"/"+modSecuritySnippet):
+		// Its plugin takes the typed value only: raw text has nowhere
+		// to go, snippets allowed or not.
 		return a.snippetProblem(key), true
 	case strings.ContainsAny(value, "\r\n\x00"):
 		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
