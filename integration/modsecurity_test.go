@@ -111,13 +111,14 @@ func indent(text, prefix string) string {
 // (SecRuleEngine DetectionOnly), an Ingress whose modsecurity-snippet is
 // just "SecRuleEngine On" blocks the probes with 403 and lets a clean
 // request through, while the Ingress without it only detects; a snippet
-// holding anything more is refused and not served.
+// holding anything more is refused and not served. Then the ConfigMap's
+// modsecurity-snippet, the same line, makes every server block.
 func TestModSecuritySnippetEngineThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	e.write("ingresses.yaml", strings.Join([]string{modSecurityIngresses(),
 		snippetIngressYAML("blocking", "SecRuleEngine On\n"),
 		snippetIngressYAML("smuggled", "SecRuleEngine On\nSecRuleRemoveById 942100\n")}, "---\n"))
-	e.sy = harness.StartSwitchyard(t, e.dir)
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 
 	e.eventually("blocking.example.com", "/", "a clean request through the blocking engine", servedBy("a-1"))
 	e.expectProbes("blocking.example.com", http.StatusForbidden, "the Ingress whose snippet says SecRuleEngine On")
@@ -125,4 +126,12 @@ func TestModSecuritySnippetEngineThroughNginx(t *testing.T) {
 	if r, err := e.send(http.MethodGet, "smuggled.example.com", "/", nil, nil); err != nil || r.Status != http.StatusNotFound {
 		t.Errorf("the Ingress with a longer snippet: got %d %v, want 404 (refused)", r.Status, err)
 	}
+
+	// The ConfigMap's modsecurity-snippet, the same one line, blocks on
+	// every server enable-modsecurity turns on.
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-modsecurity": "true", "enable-owasp-modsecurity-crs": "true",
+		"modsecurity-snippet": "SecRuleEngine On\n"}))
+	e.eventually("plain.example.com", sqlInjectionPath, "the ConfigMap's SecRuleEngine On on the Ingress without annotations", status(http.StatusForbidden))
+	e.eventually("plain.example.com", "/", "a clean request under the ConfigMap's engine", servedBy("a-1"))
+	e.expectProbes("waf.example.com", http.StatusForbidden, "the firewalled Ingress under the ConfigMap's engine")
 }

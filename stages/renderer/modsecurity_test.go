@@ -72,6 +72,25 @@ func TestLocationModSecurityRefusesBadValues(t *testing.T) {
 	}
 }
 
+// TestServerModSecurityEngine: the ConfigMap's typed modsecurity-snippet
+// goes before the configuration of every server enable-modsecurity turns
+// on, so its mode wins.
+func TestServerModSecurityEngine(t *testing.T) {
+	s := bus.Settings{ModSecuritySettings: bus.ModSecuritySettings{EnableModSecurity: true, ModSecurityEngine: "On"}}
+	v, err := newServerModSecurity(ModSecurityConfig{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`modsecurity_rules "SecRuleEngine On"`, "modsecurity_rules " + quoteStatic(templates.ModSecurityDefault)}
+	if !reflect.DeepEqual(v.Rules, want) {
+		t.Errorf("rules %q, want %q", v.Rules, want)
+	}
+	s.ModSecurityEngine = `On"; load_module /tmp/x.so; #`
+	if _, err := newServerModSecurity(ModSecurityConfig{}, s); err == nil {
+		t.Error("an engine that is no mode was written")
+	}
+}
+
 // TestModSecurityModuleLoadedOnlyInUse: nginx.conf loads the module while
 // a server runs ModSecurity, and not before or after; where the module is
 // missing, the location that asks for it answers 503 and is reported,

@@ -33,6 +33,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		value := strings.TrimSpace(data[key])
 		p, known := settingParsers[key]
 		switch {
+		case key == modSecuritySnippetKey && readModSecuritySnippet(&s, data[key]):
 		case !known:
 			problems = append(problems, unparsedKey(key))
 		case !p.apply(&s, value):

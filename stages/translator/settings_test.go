@@ -447,3 +447,25 @@ func TestSnippetsAllowedIsReported(t *testing.T) {
 		t.Errorf("allow-snippet-annotations false: %v", problems)
 	}
 }
+
+// TestModSecuritySnippetSetting: the ConfigMap's modsecurity-snippet that
+// is exactly one SecRuleEngine line is the servers' engine mode, with no
+// problem; any other stays refused as a snippet and sets nothing.
+func TestModSecuritySnippetSetting(t *testing.T) {
+	for value, want := range map[string]string{
+		"SecRuleEngine On\n":                        "On",
+		"  secruleengine detectiononly ":            "DetectionOnly",
+		"SecRuleEngine Off":                         "Off",
+		"SecRuleEngine On\nSecRequestBodyAccess On": "",
+		"Include /etc/passwd":                       "",
+	} {
+		got, problems := parseSettings(map[string]string{"enable-modsecurity": "true", "modsecurity-snippet": value})
+		if got.ModSecurityEngine != want {
+			t.Errorf("%q: engine %q, want %q", value, got.ModSecurityEngine, want)
+		}
+		refused := len(problems) == 1 && problems[0].Reason == ReasonRefused && problems[0].Field == "data.modsecurity-snippet"
+		if (want == "") != refused || (want != "" && len(problems) != 0) {
+			t.Errorf("%q: problems %+v", value, problems)
+		}
+	}
+}
