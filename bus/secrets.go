@@ -42,20 +42,52 @@ func ParseSecretRef(namespace, value string) (id string, ok bool) {
 
 // AnnotationSecretRefs returns the Secrets ("namespace/name", sorted) the
 // annotations of an Ingress in namespace name through SecretAnnotations
-// under prefix. Only Secrets of the Ingress's own namespace are returned:
-// an Ingress must not read another namespace's Secrets (the plugin reports
+// under prefix. A Secret of another namespace is returned only when
+// crossNamespace (the ConfigMap's allow-cross-namespace-resources) is on:
+// otherwise an Ingress must not read it (the annotations stage reports
 // such a value).
-func AnnotationSecretRefs(namespace string, annotations map[string]string, prefix string) []string {
+func AnnotationSecretRefs(namespace string, annotations map[string]string, prefix string, crossNamespace bool) []string {
+	refs := annotationRefs(SecretAnnotations, namespace, annotations, prefix, crossNamespace)
+	slices.Sort(refs)
+	return refs
+}
+
+// AnnotationConfigMapRefs returns the ConfigMaps ("namespace/name", in
+// the order of ConfigMapAnnotations) an Ingress's annotations name, under
+// the same rule as AnnotationSecretRefs (the translator reports any other
+// value).
+func AnnotationConfigMapRefs(namespace string, annotations map[string]string, prefix string, crossNamespace bool) []string {
+	return annotationRefs(ConfigMapAnnotations, namespace, annotations, prefix, crossNamespace)
+}
+
+// annotationRefs are the distinct objects the annotations keys (relative
+// to prefix) of an Ingress in namespace name and may read.
+func annotationRefs(keys []string, namespace string, annotations map[string]string, prefix string, crossNamespace bool) []string {
 	var refs []string
-	for _, key := range SecretAnnotations {
+	for _, key := range keys {
 		value, ok := annotations[prefix+"/"+key]
 		if !ok {
 			continue
 		}
-		if id, ok := ParseSecretRef(namespace, value); ok && strings.HasPrefix(id, namespace+"/") && !slices.Contains(refs, id) {
+		if id, ok := ParseSecretRef(namespace, strings.TrimSpace(value)); ok && RefAllowed(namespace, id, crossNamespace) && !slices.Contains(refs, id) {
 			refs = append(refs, id)
 		}
 	}
-	slices.Sort(refs)
 	return refs
+}
+
+// RefAllowed says whether an Ingress of namespace may read the Secret or
+// ConfigMap id ("namespace/name") an annotation names: one of its own
+// namespace always, another one only when crossNamespace (the controller
+// ConfigMap's allow-cross-namespace-resources, as in ingress-nginx) is on.
+func RefAllowed(namespace, id string, crossNamespace bool) bool {
+	return crossNamespace || strings.HasPrefix(id, namespace+"/")
+}
+
+// CrossNamespaceRefused is the message for an annotation naming a Secret
+// or ConfigMap (kind) of another namespace while the controller ConfigMap
+// does not allow it.
+func CrossNamespaceRefused(annotation, kind, id, namespace string) string {
+	return annotation + ": " + kind + " " + id + " is not of the Ingress's namespace " + namespace +
+		"; resources of other namespaces are read only when the controller ConfigMap sets allow-cross-namespace-resources: \"true\""
 }

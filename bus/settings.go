@@ -44,6 +44,11 @@ type Settings struct {
 
 	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
 	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
+	// AllowCrossNamespaceResources is allow-cross-namespace-resources:
+	// annotations naming a Secret or ConfigMap ("namespace/name") may name
+	// one of another namespace (bus.RefAllowed). Off by default, as in
+	// ingress-nginx since v1.12.
+	AllowCrossNamespaceResources bool `json:"allowCrossNamespaceResources,omitempty"`
 
 	// LoadBalance is load-balance: round_robin or ewma, for every backend
 	// whose Ingresses set no load-balance annotation. It reaches the Lua

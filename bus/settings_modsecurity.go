@@ -11,4 +11,9 @@ type ModSecuritySettings struct {
 	// EnableOWASPCoreRules is enable-owasp-modsecurity-crs: the OWASP Core
 	// Rule Set too, where enable-modsecurity is on.
 	EnableOWASPCoreRules bool `json:"enableOWASPCoreRules,omitempty"`
+	// ModSecurityEngine is the ConfigMap's modsecurity-snippet when it is
+	// exactly one SecRuleEngine line (features.ParseSecRuleEngine): the
+	// engine mode of every server enable-modsecurity turns on; "" keeps
+	// the configuration's. Any other snippet is refused.
+	ModSecurityEngine string `json:"modSecurityEngine,omitempty"`
 }

@@ -73,3 +73,65 @@ func TestModSecurityDetectsThroughNginx(t *testing.T) {
 	e.eventually("waf.example.com", sqlInjectionPath, "the probe passes in DetectionOnly", servedBy("a-1"))
 	e.waitLog("942100") // the Core Rule Set's libinjection SQL injection rule
 }
+
+// snippetIngressYAML is an Ingress on echo-a with ModSecurity, the Core
+// Rule Set and modsecurity-snippet as real manifests write it: a YAML
+// block, so the value ends with a line break.
+func snippetIngressYAML(name, snippet string) string {
+	return `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ` + name + `
+  namespace: default
+  annotations:
+    nginx.ingress.kubernetes.io/enable-modsecurity: "true"
+    nginx.ingress.kubernetes.io/enable-owasp-core-rules: "true"
+    nginx.ingress.kubernetes.io/modsecurity-snippet: |
+` + indent(snippet, "      ") + `spec:
+  ingressClassName: switchyard
+  rules:
+  - host: ` + name + `.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: echo-a, port: {name: http}}}}
+`
+}
+
+func indent(text, prefix string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
+	}
+	return b.String()
+}
+
+// TestModSecuritySnippetEngineThroughNginx: with the default configuration
+// (SecRuleEngine DetectionOnly), an Ingress whose modsecurity-snippet is
+// just "SecRuleEngine On" blocks the probes with 403 and lets a clean
+// request through, while the Ingress without it only detects; a snippet
+// holding anything more is refused and not served. Then the ConfigMap's
+// modsecurity-snippet, the same line, makes every server block.
+func TestModSecuritySnippetEngineThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	e.write("ingresses.yaml", strings.Join([]string{modSecurityIngresses(),
+		snippetIngressYAML("blocking", "SecRuleEngine On\n"),
+		snippetIngressYAML("smuggled", "SecRuleEngine On\nSecRuleRemoveById 942100\n")}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	e.eventually("blocking.example.com", "/", "a clean request through the blocking engine", servedBy("a-1"))
+	e.expectProbes("blocking.example.com", http.StatusForbidden, "the Ingress whose snippet says SecRuleEngine On")
+	e.eventually("waf.example.com", sqlInjectionPath, "the probe passes in DetectionOnly", servedBy("a-1"))
+	if r, err := e.send(http.MethodGet, "smuggled.example.com", "/", nil, nil); err != nil || r.Status != http.StatusNotFound {
+		t.Errorf("the Ingress with a longer snippet: got %d %v, want 404 (refused)", r.Status, err)
+	}
+
+	// The ConfigMap's modsecurity-snippet, the same one line, blocks on
+	// every server enable-modsecurity turns on.
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-modsecurity": "true", "enable-owasp-modsecurity-crs": "true",
+		"modsecurity-snippet": "SecRuleEngine On\n"}))
+	e.eventually("plain.example.com", sqlInjectionPath, "the ConfigMap's SecRuleEngine On on the Ingress without annotations", status(http.StatusForbidden))
+	e.eventually("plain.example.com", "/", "a clean request under the ConfigMap's engine", servedBy("a-1"))
+	e.expectProbes("waf.example.com", http.StatusForbidden, "the firewalled Ingress under the ConfigMap's engine")
+}

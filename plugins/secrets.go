@@ -1,23 +1,19 @@
 package plugins
 
-import (
-	"strings"
+import "switchyard.dev/switchyard/bus/features"
 
-	"switchyard.dev/switchyard/bus/features"
-)
-
-// OwnSecret resolves an annotation value naming a Secret ("name" or
-// "namespace/name") to its "namespace/name", which must be of the
-// Ingress's own namespace (the host sends only those). An unreadable name
-// or another namespace is an Error on key, which rejects the Ingress.
-func OwnSecret(in Ingress, key, ref string) (string, *Error) {
+// SecretID resolves an annotation value naming a Secret ("name" or
+// "namespace/name") to its "namespace/name". An unreadable name is an
+// Error on key, which rejects the Ingress. The host decides which
+// namespaces an Ingress may read: it refuses a value naming another
+// namespace before the plugin sees it, unless the controller ConfigMap
+// sets allow-cross-namespace-resources, and sends only Secrets the Ingress
+// may read, so a plugin looks the id up in Ingress.Secrets and treats an
+// absent one as missing.
+func SecretID(in Ingress, key, ref string) (string, *Error) {
 	id, ok := features.ParseSecretRef(in.Namespace, ref)
 	if !ok {
 		e := Errorf(key, "%q is not a Secret name", ref)
-		return "", &e
-	}
-	if !strings.HasPrefix(id, in.Namespace+"/") {
-		e := Errorf(key, "Secret %s is in another namespace; an Ingress may only use Secrets of its own namespace", id)
 		return "", &e
 	}
 	return id, nil

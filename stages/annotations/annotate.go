@@ -188,7 +188,8 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 			if err := json.Unmarshal(data, &settings); err != nil {
 				return fmt.Errorf("decode %s: %w", key, err)
 			}
-			if settings.AnnotationsRiskLevel != a.settings.AnnotationsRiskLevel || settings.AllowSnippetAnnotations != a.settings.AllowSnippetAnnotations {
+			if settings.AnnotationsRiskLevel != a.settings.AnnotationsRiskLevel || settings.AllowSnippetAnnotations != a.settings.AllowSnippetAnnotations ||
+				settings.AllowCrossNamespaceResources != a.settings.AllowCrossNamespaceResources {
 				for id := range a.ingresses {
 					dirty[id] = true
 				}

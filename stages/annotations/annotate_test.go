@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -177,4 +178,97 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestForeignSecretRefs: a SecretRef annotation naming another
+// namespace's Secret is refused by the host, before any plugin sees it,
+// while allow-cross-namespace-resources is off; with the key on, the
+// plugin gets the Secret. Turning the key on re-applies the Ingress.
+func TestForeignSecretRefs(t *testing.T) {
+	const secretKey = bus.DefaultAnnotationsPrefix + "/auth-secret"
+	a, sent := newRecordingAnnotator(t, plugins.Annotation{Key: "auth-secret", Pattern: `[a-z0-9/-]+`, Risk: plugins.RiskMedium, SecretRef: true})
+	ctx := context.Background()
+	c := change{}.ingress("app", "web", map[string]string{secretKey: "shared/users"}).settings(bus.DefaultSettings())
+	c[bus.Key(bus.KindSecret, "shared", "users")] = mustJSON(t, &bus.Secret{Namespace: "shared", Name: "users", Data: map[string][]byte{"auth": []byte("u:h")}})
+	out := update(t, a, ctx, c)
+	info := infoOf(t, out, "app", "web")
+	if !info.Rejected || len(info.Problems) != 1 || info.Problems[0].Reason != ReasonAnnotationRefused ||
+		!strings.Contains(info.Problems[0].Message, "allow-cross-namespace-resources") || !strings.Contains(info.Problems[0].Message, "shared/users") {
+		t.Fatalf("key off: %+v, want refused naming the Secret and the key", info)
+	}
+	if len(*sent) != 0 {
+		t.Fatalf("key off: the plugin was sent %v", *sent)
+	}
+
+	s := bus.DefaultSettings()
+	s.AllowCrossNamespaceResources = true
+	out = update(t, a, ctx, change{}.settings(s))
+	if info := infoOf(t, out, "app", "web"); info.Rejected {
+		t.Fatalf("key on: %+v, want served", info)
+	}
+	if len(*sent) != 1 || string((*sent)[0].Secrets["shared/users"]["auth"]) != "u:h" {
+		t.Fatalf("key on: the plugin was sent %d Ingresses, want one with shared/users", len(*sent))
+	}
+}
+
+// newRecordingAnnotator is an Annotator whose one plugin owns annotations
+// (relative to the default prefix) and records every Ingress it is sent.
+func newRecordingAnnotator(t *testing.T, annotations ...plugins.Annotation) (*Annotator, *[]plugins.Ingress) {
+	t.Helper()
+	p := &hosted{desc: plugins.Description{Name: "recorder", Annotations: annotations}}
+	keys, err := NewHost(HostConfig{Prefix: bus.DefaultAnnotationsPrefix}, zap.NewNop()).compileKeys(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []plugins.Ingress
+	a := NewAnnotator(keys, bus.DefaultAnnotationsPrefix, func(_ context.Context, _ *hosted, batch []plugins.Ingress) ([]plugins.Result, error) {
+		var out []plugins.Result
+		for _, in := range batch {
+			sent = append(sent, in)
+			out = append(out, plugins.Result{Namespace: in.Namespace, Name: in.Name})
+		}
+		return out, nil
+	})
+	return a, &sent
+}
+
+// TestModSecuritySnippetTypedValue: a modsecurity-snippet that is exactly
+// one SecRuleEngine line reaches its plugin as the mode, with snippets
+// off; any other modsecurity-snippet is refused as a snippet, and the
+// plugin never sees it.
+func TestModSecuritySnippetTypedValue(t *testing.T) {
+	const key = bus.DefaultAnnotationsPrefix + "/modsecurity-snippet"
+	a, sent := newRecordingAnnotator(t, plugins.Annotation{Key: "modsecurity-snippet", Pattern: `On|DetectionOnly|Off`, Risk: plugins.RiskLow})
+	ctx := context.Background()
+	for _, c := range []struct {
+		value, mode string
+	}{
+		{"SecRuleEngine On\n", "On"},
+		{"  secruleengine   DetectionOnly", "DetectionOnly"},
+		{"SecRuleEngine Off", "Off"},
+		{"SecRuleEngine On\nSecRule ARGS \"@rx x\" \"id:1,deny\"", ""},
+		{"Include /etc/passwd", ""},
+		{"On", ""}, // the mode alone is no SecRuleEngine line
+	} {
+		*sent = nil
+		out := update(t, a, ctx, change{}.ingress("app", "waf", map[string]string{key: c.value}).settings(bus.DefaultSettings()))
+		info := infoOf(t, out, "app", "waf")
+		if c.mode == "" {
+			if !info.Rejected || len(info.Problems) != 1 || !strings.Contains(info.Problems[0].Message, "snippet") || len(*sent) != 0 {
+				t.Errorf("%q: %+v, plugin sent %d; want refused as a snippet", c.value, info, len(*sent))
+			}
+			continue
+		}
+		if info.Rejected || len(*sent) != 1 || (*sent)[0].Annotations["modsecurity-snippet"] != c.mode {
+			t.Errorf("%q: %+v, plugin sent %+v; want the mode %s", c.value, info, *sent, c.mode)
+		}
+	}
+	// allow-snippet-annotations changes the reason, not the refusal.
+	s := bus.DefaultSettings()
+	s.AllowSnippetAnnotations = true
+	*sent = nil
+	out := update(t, a, ctx, change{}.ingress("app", "raw", map[string]string{key: "Include /etc/passwd"}).settings(s))
+	if info := infoOf(t, out, "app", "raw"); !info.Rejected || len(*sent) != 0 || !strings.Contains(info.Problems[0].Message, "does not render snippets") {
+		t.Errorf("snippets allowed: %+v, plugin sent %d; want refused, Switchyard does not render snippets", info, len(*sent))
+	}
 }

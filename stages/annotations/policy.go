@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 	"switchyard.dev/switchyard/internal/catalog"
 	"switchyard.dev/switchyard/plugins"
 )
@@ -25,7 +26,7 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	}
 	canary := info.Canary // the translator's decision
 	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
-		value := info.Annotations[key]
+		value, snippet := a.typedValue(key, info.Annotations[key])
 		owner := a.owners[key]
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
 			// A canary Ingress ignores its other annotations, as in
@@ -39,7 +40,11 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 			a.unowned(key, res)
 			continue
 		}
-		if problem, ok := a.refuse(owner, key, value, maxRisk); ok {
+		if problem, ok := a.refuse(owner, key, value, maxRisk, snippet); ok {
+			res.reject(problem)
+			continue
+		}
+		if problem, ok := a.refuseForeignSecret(owner, info.Namespace, key, value); ok {
 			res.reject(problem)
 			continue
 		}
@@ -53,9 +58,9 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		}
 		in.Annotations[owner.spec.Key] = value
 		if owner.spec.SecretRef {
-			// Only a Secret of the Ingress's own namespace is sent: the
-			// plugin reports a value naming another one.
-			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok && strings.HasPrefix(id, info.Namespace+"/") {
+			// refuseForeignSecret has let only a Secret the Ingress may
+			// read through; a name the plugin cannot read it reports.
+			if id, ok := bus.ParseSecretRef(info.Namespace, value); ok {
 				if data, ok := a.secrets[id]; ok {
 					if in.Secrets == nil {
 						in.Secrets = map[string]map[string][]byte{}
@@ -69,16 +74,54 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	return byPlugin
 }
 
+// refuseForeignSecret refuses a SecretRef annotation naming a Secret of
+// another namespace, unless the controller ConfigMap allows it
+// (allow-cross-namespace-resources): the plugin would get the Secret's
+// data, which the Ingress's owner may have no right to read.
+func (a *Annotator) refuseForeignSecret(owner *ownedKey, namespace, key, value string) (bus.Problem, bool) {
+	if !owner.spec.SecretRef {
+		return bus.Problem{}, false
+	}
+	id, ok := bus.ParseSecretRef(namespace, value)
+	if !ok || bus.RefAllowed(namespace, id, a.settings.AllowCrossNamespaceResources) {
+		return bus.Problem{}, false
+	}
+	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
+		Message: bus.CrossNamespaceRefused("annotation "+key, "Secret", id, namespace)}, true
+}
+
+// modSecuritySnippet is the one snippet annotation with a typed reading
+// (features.ParseSecRuleEngine), relative to the prefix.
+const modSecuritySnippet = "modsecurity-snippet"
+
+// typedValue is the value of the annotation key as the plugins see it, and
+// whether it is still a snippet (raw text, refused). A modsecurity-snippet
+// that is exactly one SecRuleEngine line becomes its mode ("On"): a typed
+// value, which many real Ingresses use and which is no snippet.
+func (a *Annotator) typedValue(key, value string) (string, bool) {
+	if !isSnippet(key) {
+		return value, false
+	}
+	if key == a.prefix+"/"+modSecuritySnippet {
+		if mode, ok := features.ParseSecRuleEngine(value); ok {
+			return mode, false
+		}
+	}
+	return value, true
+}
+
 // refuse checks what the host checks for every annotation, before any
-// plugin sees the value.
-func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk) (bus.Problem, bool) {
+// plugin sees the value. snippet says the value is raw snippet text.
+func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk, snippet bool) (bus.Problem, bool) {
 	field := "metadata.annotations[" + key + "]"
 	switch {
 	case owner.spec.Risk > maxRisk:
 		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
 			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
-	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
-		return snippetRefused(key), true
+	case snippet && (!a.settings.AllowSnippetAnnotations || key == a.prefix+"/"+modSecuritySnippet):
+		// Its plugin takes the typed value only: raw text has nowhere
+		// to go, snippets allowed or not.
+		return a.snippetProblem(key), true
 	case strings.ContainsAny(value, "\r\n\x00"):
 		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: the value holds a line break or NUL", key)}, true
@@ -106,11 +149,8 @@ func (a *Annotator) unowned(key string, res *ingressResult) {
 		entry, _ = catalog.LookupAnnotation(entry.AliasOf)
 	}
 	switch {
-	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
-		res.reject(snippetRefused(key))
 	case isSnippet(key):
-		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
-			Message: fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)})
+		res.reject(a.snippetProblem(key))
 	case known && entry.Status == catalog.Refused:
 		res.reject(bus.Problem{Field: field, Reason: ReasonAnnotationRefused,
 			Message: fmt.Sprintf("annotation %s is not supported by Switchyard and is refused: %s", key, entry.Reason)})
@@ -156,9 +196,17 @@ func unknownMessage(key, prefix, name string) string {
 
 func isSnippet(key string) bool { return strings.HasSuffix(key, "-snippet") }
 
-func snippetRefused(key string) bus.Problem {
-	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused,
-		Message: fmt.Sprintf("annotation %s is a snippet, and snippet annotations are off (allow-snippet-annotations)", key)}
+// snippetProblem refuses a snippet annotation, saying why as the
+// controller ConfigMap's allow-snippet-annotations reads.
+func (a *Annotator) snippetProblem(key string) bus.Problem {
+	msg := fmt.Sprintf("annotation %s is a snippet, and snippet annotations are off (allow-snippet-annotations)", key)
+	if a.settings.AllowSnippetAnnotations {
+		msg = fmt.Sprintf("annotation %s: Switchyard does not render snippets; move the configuration to an annotation or a plugin", key)
+	}
+	if strings.HasSuffix(key, "/"+modSecuritySnippet) {
+		msg += "; only a snippet that is exactly one SecRuleEngine On, DetectionOnly or Off line is read (as the engine mode)"
+	}
+	return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused, Message: msg}
 }
 
 // quoteForMessage shows a value in an error message, cut short, so a long

@@ -68,6 +68,9 @@ func newServerModSecurity(cfg ModSecurityConfig, s bus.Settings) (*modSecurityVi
 	if err := v.addConfiguration(cfg, s.EnableOWASPCoreRules); err != nil {
 		return nil, err
 	}
+	if err := v.setEngine(s.ModSecurityEngine); err != nil {
+		return nil, fmt.Errorf("modsecurity-snippet: %w", err)
+	}
 	return v, nil
 }
 
@@ -94,6 +97,9 @@ func newLocationModSecurity(cfg ModSecurityConfig, f *bus.Features, s bus.Settin
 		}
 	} else if m.OWASPRules && !s.EnableOWASPCoreRules {
 		v.addCoreRuleSet()
+	}
+	if err := v.setEngine(m.Engine); err != nil {
+		return nil, err
 	}
 	if m.TransactionID != "" {
 		// Validate checks the whole value against its pattern (letters,
@@ -126,6 +132,22 @@ func (v *modSecurityView) addConfiguration(cfg ModSecurityConfig, crs bool) erro
 	if crs {
 		v.addCoreRuleSet()
 	}
+	return nil
+}
+
+// setEngine writes a SecRuleEngine mode ("" for none) before the rules.
+// It goes first: ModSecurity keeps the first SecRuleEngine a rules set
+// reads (its merge fills only what is unset), so this one wins over the
+// configuration's, and a location's over its server's.
+func (v *modSecurityView) setEngine(mode string) error {
+	if mode == "" {
+		return nil
+	}
+	// Validate checks the mode is one of three words.
+	if err := (&bus.Features{ModSecurity: &bus.ModSecurity{Engine: mode}}).Validate(); err != nil {
+		return err
+	}
+	v.Rules = append([]string{"modsecurity_rules " + quoteStatic("SecRuleEngine "+mode)}, v.Rules...)
 	return nil
 }
 

@@ -37,6 +37,11 @@ func TestLocationModSecurity(t *testing.T) {
 			want: &modSecurityView{Rules: []string{crs}}},
 		{name: "the CRS once", m: &bus.ModSecurity{Enabled: true, OWASPRules: true, TransactionID: "x-${pid}"}, settings: onCRS,
 			want: &modSecurityView{TransactionID: `"x-${pid}"`}},
+		{name: "engine On before the configuration, whose SecRuleEngine it overrides", m: &bus.ModSecurity{Enabled: true, OWASPRules: true, Engine: "On"},
+			want: &modSecurityView{On: true, Rules: []string{`modsecurity_rules "SecRuleEngine On"`, defaultRules, crs}}},
+		{name: "engine under the ConfigMap", m: &bus.ModSecurity{Inherit: true, Engine: "DetectionOnly"}, settings: on,
+			want: &modSecurityView{Rules: []string{`modsecurity_rules "SecRuleEngine DetectionOnly"`}}},
+		{name: "engine where ModSecurity is off writes nothing", m: &bus.ModSecurity{Inherit: true, Engine: "On"}, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := newLocationModSecurity(tc.cfg, &bus.Features{ModSecurity: tc.m}, tc.settings)
@@ -56,6 +61,7 @@ func TestLocationModSecurityRefusesBadValues(t *testing.T) {
 	for _, m := range []*bus.ModSecurity{
 		{Enabled: true, TransactionID: `x"; load_module /tmp/x.so; #`},
 		{Enabled: true, TransactionID: "$http_cookie"},
+		{Enabled: true, Engine: `On"; load_module /tmp/x.so; #`},
 	} {
 		if _, err := newLocationModSecurity(ModSecurityConfig{}, &bus.Features{ModSecurity: m}, bus.Settings{}); err == nil {
 			t.Errorf("%+v was written", m)
@@ -63,6 +69,25 @@ func TestLocationModSecurityRefusesBadValues(t *testing.T) {
 	}
 	if _, err := newLocationModSecurity(ModSecurityConfig{RulesFile: `/x"y`}, &bus.Features{ModSecurity: &bus.ModSecurity{Enabled: true}}, bus.Settings{}); err == nil {
 		t.Error("a rules file with a quote was written")
+	}
+}
+
+// TestServerModSecurityEngine: the ConfigMap's typed modsecurity-snippet
+// goes before the configuration of every server enable-modsecurity turns
+// on, so its mode wins.
+func TestServerModSecurityEngine(t *testing.T) {
+	s := bus.Settings{ModSecuritySettings: bus.ModSecuritySettings{EnableModSecurity: true, ModSecurityEngine: "On"}}
+	v, err := newServerModSecurity(ModSecurityConfig{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`modsecurity_rules "SecRuleEngine On"`, "modsecurity_rules " + quoteStatic(templates.ModSecurityDefault)}
+	if !reflect.DeepEqual(v.Rules, want) {
+		t.Errorf("rules %q, want %q", v.Rules, want)
+	}
+	s.ModSecurityEngine = `On"; load_module /tmp/x.so; #`
+	if _, err := newServerModSecurity(ModSecurityConfig{}, s); err == nil {
+		t.Error("an engine that is no mode was written")
 	}
 }
 

@@ -64,9 +64,10 @@ func (p *ingressPlan) addFastCGIParams(t *Translator, ing *networkingv1.Ingress)
 }
 
 // annotationConfigMap reads the ConfigMap an annotation (relative to the
-// prefix) names, "name" or "namespace/name" of the Ingress's namespace. It
-// rejects the Ingress when the value names another namespace or a
-// ConfigMap that does not exist, and records the ConfigMap so a change of
+// prefix) names, "name" or "namespace/name" (another namespace only with
+// allow-cross-namespace-resources). It rejects the Ingress when the value
+// names another namespace it may not read or a ConfigMap that does not
+// exist, and records the ConfigMap so a change of
 // it translates the Ingress again. ok is false when there is nothing to
 // read (no annotation, or rejected).
 func (p *ingressPlan) annotationConfigMap(t *Translator, ing *networkingv1.Ingress, key string) (data map[string]string, annotation, id string, ok bool) {
@@ -90,9 +91,13 @@ func (p *ingressPlan) lookupAnnotationConfigMap(t *Translator, ing *networkingv1
 	}
 	field := annotationField(annotation)
 	id, valid := bus.ParseSecretRef(ing.Namespace, strings.TrimSpace(value)) // "name" or "namespace/name"
-	if !valid || !strings.HasPrefix(id, ing.Namespace+"/") {
+	if !valid {
 		return nil, annotation, "", &bus.Problem{Field: field, Reason: "InvalidAnnotation",
-			Message: fmt.Sprintf("%s: %s is not the name of a ConfigMap of namespace %s", annotation, clipQuoted(value), ing.Namespace)}, true
+			Message: fmt.Sprintf("%s: %s is not the name of a ConfigMap", annotation, clipQuoted(value))}, true
+	}
+	if !bus.RefAllowed(ing.Namespace, id, t.crossNamespace()) {
+		return nil, annotation, "", &bus.Problem{Field: field, Reason: "InvalidAnnotation",
+			Message: bus.CrossNamespaceRefused(annotation, "ConfigMap", id, ing.Namespace)}, true
 	}
 	p.configMaps = append(p.configMaps, id)
 	cm, found := t.objs.configMaps[id]

@@ -310,9 +310,11 @@ func keyPairPEM(secret *corev1.Secret) (string, error) {
 }
 
 // addAnnotationSecrets records the Secrets annotations name (auth-secret),
-// so a change to one re-plans the Ingress and reaches its plugin.
+// so a change to one re-plans the Ingress and reaches its plugin. Another
+// namespace's Secret is recorded only when allow-cross-namespace-resources
+// is on; otherwise the annotations stage refuses the value.
 func (p *ingressPlan) addAnnotationSecrets(t *Translator, ing *networkingv1.Ingress) {
-	for _, id := range bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, t.cfg.annotationsPrefix()) {
+	for _, id := range bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, t.cfg.annotationsPrefix(), t.crossNamespace()) {
 		p.secrets = append(p.secrets, id)
 		if secret, ok := t.objs.secrets[id]; ok {
 			ns, name, _ := strings.Cut(id, "/")

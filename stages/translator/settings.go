@@ -33,6 +33,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 		value := strings.TrimSpace(data[key])
 		p, known := settingParsers[key]
 		switch {
+		case key == modSecuritySnippetKey && readModSecuritySnippet(&s, data[key]):
 		case !known:
 			problems = append(problems, unparsedKey(key))
 		case !p.apply(&s, value):
@@ -119,7 +120,7 @@ func KeyStatuses() []KeyStatus {
 	for _, k := range catalog.Keys() {
 		seen[k.Name] = true
 		if p, ok := settingParsers[k.Name]; ok {
-			out = append(out, KeyStatus{Key: k.Name, Implemented: true, Status: "implemented", Default: p.show(&defaults), Rule: p.rule})
+			out = append(out, KeyStatus{Key: k.Name, Implemented: true, Status: "implemented", Default: p.show(&defaults), Rule: p.rule, Note: keyNotes[k.Name]})
 			continue
 		}
 		out = append(out, KeyStatus{Key: k.Name, Status: string(k.Status), Default: k.Default, Note: k.Reason})
@@ -132,6 +133,13 @@ func KeyStatuses() []KeyStatus {
 	}
 	slices.SortFunc(out, func(a, b KeyStatus) int { return strings.Compare(a.Key, b.Key) })
 	return out
+}
+
+// keyNotes say what an implemented key does where its rule alone would
+// not tell a reader of docs/configmap.md.
+var keyNotes = map[string]string{
+	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
+		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
 }
 
 // settingParser validates one ConfigMap key and stores it in Settings.
@@ -215,9 +223,10 @@ var coreSettings = map[string]settingParser{
 	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
 		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
 	// NGINX's limit_req_status and limit_conn_status take 400 to 599.
-	"limit-req-status-code":     intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
-	"limit-conn-status-code":    intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
-	"allow-snippet-annotations": boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"limit-req-status-code":           intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-status-code":          intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
+	"allow-snippet-annotations":       boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"allow-cross-namespace-resources": boolSetting(func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
 	// The global algorithm, as in ingress-nginx's ConfigMap: the hashing

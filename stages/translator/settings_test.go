@@ -38,15 +38,16 @@ func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 }
 
 var coreSettingsCases = map[string]keyCases{
-	"ssl-redirect":               boolCases(true, func(s *bus.Settings) *bool { return &s.SSLRedirect }),
-	"hsts":                       boolCases(true, func(s *bus.Settings) *bool { return &s.HSTS }),
-	"hsts-include-subdomains":    boolCases(true, func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
-	"hsts-preload":               boolCases(false, func(s *bus.Settings) *bool { return &s.HSTSPreload }),
-	"use-forwarded-headers":      boolCases(false, func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
-	"compute-full-forwarded-for": boolCases(false, func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
-	"server-tokens":              boolCases(false, func(s *bus.Settings) *bool { return &s.ServerTokens }),
-	"use-http2":                  boolCases(true, func(s *bus.Settings) *bool { return &s.UseHTTP2 }),
-	"allow-snippet-annotations":  boolCases(false, func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"ssl-redirect":                    boolCases(true, func(s *bus.Settings) *bool { return &s.SSLRedirect }),
+	"hsts":                            boolCases(true, func(s *bus.Settings) *bool { return &s.HSTS }),
+	"hsts-include-subdomains":         boolCases(true, func(s *bus.Settings) *bool { return &s.HSTSIncludeSubdomains }),
+	"hsts-preload":                    boolCases(false, func(s *bus.Settings) *bool { return &s.HSTSPreload }),
+	"use-forwarded-headers":           boolCases(false, func(s *bus.Settings) *bool { return &s.UseForwardedHeaders }),
+	"compute-full-forwarded-for":      boolCases(false, func(s *bus.Settings) *bool { return &s.ComputeFullForwardedFor }),
+	"server-tokens":                   boolCases(false, func(s *bus.Settings) *bool { return &s.ServerTokens }),
+	"use-http2":                       boolCases(true, func(s *bus.Settings) *bool { return &s.UseHTTP2 }),
+	"allow-snippet-annotations":       boolCases(false, func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
+	"allow-cross-namespace-resources": boolCases(false, func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 
 	"hsts-max-age": intCases("31536000", func(s *bus.Settings) *int { return &s.HSTSMaxAge },
 		[]int{0, 600, 63072000, 2147483647}, []string{"-1", "2147483648", "99999999999999999999"}),
@@ -449,5 +450,27 @@ func TestSnippetsAllowedIsReported(t *testing.T) {
 	}
 	if _, problems := parseSettings(map[string]string{"allow-snippet-annotations": "false"}); len(problems) != 0 {
 		t.Errorf("allow-snippet-annotations false: %v", problems)
+	}
+}
+
+// TestModSecuritySnippetSetting: the ConfigMap's modsecurity-snippet that
+// is exactly one SecRuleEngine line is the servers' engine mode, with no
+// problem; any other stays refused as a snippet and sets nothing.
+func TestModSecuritySnippetSetting(t *testing.T) {
+	for value, want := range map[string]string{
+		"SecRuleEngine On\n":                        "On",
+		"  secruleengine detectiononly ":            "DetectionOnly",
+		"SecRuleEngine Off":                         "Off",
+		"SecRuleEngine On\nSecRequestBodyAccess On": "",
+		"Include /etc/passwd":                       "",
+	} {
+		got, problems := parseSettings(map[string]string{"enable-modsecurity": "true", "modsecurity-snippet": value})
+		if got.ModSecurityEngine != want {
+			t.Errorf("%q: engine %q, want %q", value, got.ModSecurityEngine, want)
+		}
+		refused := len(problems) == 1 && problems[0].Reason == ReasonRefused && problems[0].Field == "data.modsecurity-snippet"
+		if (want == "") != refused || (want != "" && len(problems) != 0) {
+			t.Errorf("%q: problems %+v", value, problems)
+		}
 	}
 }

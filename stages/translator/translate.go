@@ -300,9 +300,11 @@ func (t *Translator) Flush() Delta {
 	if d.settings {
 		// Settings first: strict-validate-path-type decides which paths
 		// an Ingress may have, so a change replans every Ingress.
-		strict := t.strictPathType()
+		// allow-cross-namespace-resources decides which Secrets and
+		// ConfigMaps an Ingress may read.
+		strict, cross := t.strictPathType(), t.crossNamespace()
 		t.refreshSettings(&delta)
-		if t.strictPathType() != strict {
+		if t.strictPathType() != strict || t.crossNamespace() != cross {
 			d.all = true
 		}
 	}
@@ -747,6 +749,13 @@ func (t *Translator) strictPathType() bool {
 		return bus.DefaultSettings().StrictValidatePathType
 	}
 	return t.model.Settings.StrictValidatePathType
+}
+
+// crossNamespace is allow-cross-namespace-resources of the parsed
+// settings: whether annotations may name other namespaces' Secrets and
+// ConfigMaps.
+func (t *Translator) crossNamespace() bool {
+	return t.model.Settings != nil && t.model.Settings.AllowCrossNamespaceResources
 }
 
 // SettingsProblems are the problems found in the controller ConfigMap by

@@ -2,12 +2,10 @@ package watcher
 
 import (
 	"encoding/json"
-	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"switchyard.dev/switchyard/bus"
 )
 
 // headerConfigMapKeys are the controller ConfigMap keys whose value names
@@ -18,15 +16,29 @@ var headerConfigMapKeys = []string{"add-headers", "proxy-set-headers"}
 // ("namespace/name").
 var secretKeys = []string{"ssl-dh-param"}
 
-// controllerRefs returns the ConfigMaps and the Secrets the controller
-// ConfigMap (its canonical JSON) names, "namespace/name"; the translator
-// checks the values, this only has to find them.
-func controllerRefs(data []byte) (configMaps, secrets []string) {
+// controllerConfig is what the watcher reads of the controller ConfigMap.
+type controllerConfig struct {
+	// configMaps and secrets are the ConfigMaps and the Secrets it names,
+	// "namespace/name"; the translator checks the values, this only has
+	// to find them.
+	configMaps, secrets []string
+	// crossNamespace is allow-cross-namespace-resources: annotations may
+	// name Secrets and ConfigMaps of other namespaces, which are then
+	// forwarded too.
+	crossNamespace bool
+}
+
+// readControllerConfig decodes the controller ConfigMap (its canonical
+// JSON) once; an undecodable one reads as defaults.
+func readControllerConfig(data []byte) controllerConfig {
 	var cm corev1.ConfigMap
 	if json.Unmarshal(data, &cm) != nil {
-		return nil, nil
+		return controllerConfig{}
 	}
-	return refsIn(cm.Data, headerConfigMapKeys), refsIn(cm.Data, secretKeys)
+	// The translator reads the key with strconv.ParseBool too; an invalid
+	// value is its default, false.
+	cross, _ := strconv.ParseBool(strings.TrimSpace(cm.Data["allow-cross-namespace-resources"]))
+	return controllerConfig{configMaps: refsIn(cm.Data, headerConfigMapKeys), secrets: refsIn(cm.Data, secretKeys), crossNamespace: cross}
 }
 
 // refsIn are the values of keys that have the shape "namespace/name".
@@ -36,23 +48,6 @@ func refsIn(data map[string]string, keys []string) []string {
 		ref := strings.TrimSpace(data[key])
 		if ns, name, ok := strings.Cut(ref, "/"); ok && ns != "" && name != "" && !strings.Contains(name, "/") {
 			refs = append(refs, ref)
-		}
-	}
-	return refs
-}
-
-// annotationConfigMapRefs returns the ConfigMaps an Ingress's annotations
-// name (bus.ConfigMapAnnotations), "namespace/name", when they are of the
-// Ingress's own namespace (the translator reports any other value).
-func annotationConfigMapRefs(namespace string, annotations map[string]string, prefix string) []string {
-	var refs []string
-	for _, key := range bus.ConfigMapAnnotations {
-		value, ok := annotations[prefix+"/"+key]
-		if !ok {
-			continue
-		}
-		if id, ok := bus.ParseSecretRef(namespace, strings.TrimSpace(value)); ok && strings.HasPrefix(id, namespace+"/") && !slices.Contains(refs, id) {
-			refs = append(refs, id)
 		}
 	}
 	return refs

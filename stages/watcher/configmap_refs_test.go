@@ -25,7 +25,7 @@ func TestControllerConfigMapRefs(t *testing.T) {
 		{`not json`, nil},
 	}
 	for _, c := range cases {
-		if got, _ := controllerRefs([]byte(c.data)); !slices.Equal(got, c.want) {
+		if got := readControllerConfig([]byte(c.data)).configMaps; !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.data, got, c.want)
 		}
 	}
@@ -39,31 +39,25 @@ func TestControllerSecretRefs(t *testing.T) {
 		`{"data":{}}`:                              nil,
 		`not json`:                                 nil,
 	} {
-		if _, got := controllerRefs([]byte(data)); !slices.Equal(got, want) {
+		if got := readControllerConfig([]byte(data)).secrets; !slices.Equal(got, want) {
 			t.Errorf("%s: got %v, want %v", data, got, want)
 		}
 	}
 }
 
-func TestAnnotationConfigMapRefs(t *testing.T) {
-	const prefix = "nginx.ingress.kubernetes.io"
-	cases := []struct {
-		value string
-		want  []string
-	}{
-		{"headers", []string{"app/headers"}},
-		{"app/headers", []string{"app/headers"}},
-		{"other/headers", nil},
-		{"", nil},
-	}
-	for _, c := range cases {
-		got := annotationConfigMapRefs("app", map[string]string{prefix + "/custom-headers": c.value}, prefix)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%q: got %v, want %v", c.value, got, c.want)
+func TestControllerCrossNamespace(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{"data":{"allow-cross-namespace-resources":"true"}}`:   true,
+		`{"data":{"allow-cross-namespace-resources":" True "}}`: true,
+		`{"data":{"allow-cross-namespace-resources":"1"}}`:      true,
+		`{"data":{"allow-cross-namespace-resources":"false"}}`:  false,
+		`{"data":{"allow-cross-namespace-resources":"yes"}}`:    false, // invalid: the translator keeps the default
+		`{"data":{}}`: false,
+		`not json`:    false,
+	} {
+		if got := readControllerConfig([]byte(data)).crossNamespace; got != want {
+			t.Errorf("%s: got %v, want %v", data, got, want)
 		}
-	}
-	if got := annotationConfigMapRefs("app", map[string]string{}, prefix); got != nil {
-		t.Errorf("no annotation: %v", got)
 	}
 }
 
@@ -98,5 +92,49 @@ func TestKubeSourceForwardsHeaderConfigMaps(t *testing.T) {
 	}
 	if _, ok := got[bus.ObjectKey(bus.ObjectConfigMap, "app", "unrelated")]; ok {
 		t.Error("an unrelated ConfigMap is published")
+	}
+}
+
+// TestKubeSourceForwardsCrossNamespaceRefs: a Secret and a ConfigMap of
+// another namespace that an Ingress's annotations name are published only
+// while the controller ConfigMap sets allow-cross-namespace-resources, and
+// a change of that key alone changes what is published.
+func TestKubeSourceForwardsCrossNamespaceRefs(t *testing.T) {
+	const prefix = "nginx.ingress.kubernetes.io"
+	s := newKubeSource(nil, "", "ingress/controller", zap.NewNop()).withAnnotationsPrefix(prefix)
+	put := func(obj runtime.Object) {
+		cached, err := s.encodeForCache(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, _ := watchedKind(obj)
+		s.set(kind, cached)
+	}
+	put(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Annotations: map[string]string{
+		prefix + "/auth-secret": "shared/users", prefix + "/custom-headers": "shared/headers", prefix + "/proxy-ssl-secret": "own-ca"}}})
+	put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "users"}})
+	put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "unnamed"}})
+	put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "own-ca"}})
+	put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "headers"}})
+	foreign := []string{bus.ObjectKey(bus.ObjectSecret, "shared", "users"), bus.ObjectKey(bus.ObjectConfigMap, "shared", "headers")}
+	own := bus.ObjectKey(bus.ObjectSecret, "app", "own-ca")
+	for _, c := range []struct {
+		setting     string
+		wantForeign bool
+	}{{"", false}, {"true", true}, {"false", false}} {
+		put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ingress", Name: "controller"},
+			Data: map[string]string{"allow-cross-namespace-resources": c.setting}})
+		got := s.desired()
+		for _, key := range foreign {
+			if _, ok := got[key]; ok != c.wantForeign {
+				t.Errorf("allow-cross-namespace-resources %q: %s published %v, want %v", c.setting, key, ok, c.wantForeign)
+			}
+		}
+		if _, ok := got[own]; !ok {
+			t.Errorf("allow-cross-namespace-resources %q: the Ingress's own Secret is not published", c.setting)
+		}
+		if _, ok := got[bus.ObjectKey(bus.ObjectSecret, "shared", "unnamed")]; ok {
+			t.Errorf("allow-cross-namespace-resources %q: a Secret no Ingress names is published", c.setting)
+		}
 	}
 }

@@ -228,9 +228,11 @@ type cachedObject struct {
 	namespace, name string
 	data            []byte
 	// secretRefs are the Secrets an Ingress names, "namespace/name": under
-	// spec.tls, and in the annotations of bus.SecretAnnotations.
+	// spec.tls, and in the annotations of bus.SecretAnnotations (of any
+	// namespace: desired filters).
 	secretRefs []string
-	// configRefs are the ConfigMaps its annotations name (custom-headers).
+	// configRefs are the ConfigMaps its annotations name (custom-headers),
+	// of any namespace.
 	configRefs []string
 }
 
@@ -268,8 +270,11 @@ func (s *kubeSource) encodeForCache(obj any) (any, error) {
 	if ing, ok := o.(*networkingv1.Ingress); ok {
 		refs = tlsSecrets(ing)
 		if s.prefix != "" {
-			refs = append(refs, bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix)...)
-			configRefs = annotationConfigMapRefs(ing.Namespace, ing.Annotations, s.prefix)
+			// Every namespace the annotations name: desired forwards one
+			// of another namespace only while the controller ConfigMap
+			// allows it, which can change without this Ingress changing.
+			refs = append(refs, bus.AnnotationSecretRefs(ing.Namespace, ing.Annotations, s.prefix, true)...)
+			configRefs = bus.AnnotationConfigMapRefs(ing.Namespace, ing.Annotations, s.prefix, true)
 		}
 	}
 	data, err := canonicalJSON(kind, o)
@@ -410,22 +415,10 @@ func (s *kubeSource) desired() map[string][]byte {
 			}
 		}
 	}
-	for _, refs := range s.secretRefs {
-		for _, ref := range refs {
-			ns, name, _ := cutNamespacedName(ref)
-			if data, ok := s.secrets[ref]; ok && s.inScope(ns) {
-				set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
-			}
-		}
-	}
-	for _, refs := range s.configRefs {
-		for _, ref := range refs {
-			ns, name, _ := cutNamespacedName(ref)
-			if data, ok := s.configs[ref]; ok && s.inScope(ns) {
-				set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
-			}
-		}
-	}
+	controller, hasController := s.configs[s.configMap]
+	cfg := readControllerConfig(controller)
+	s.putIngressRefs(set, bus.ObjectSecret, s.secretRefs, s.secrets, cfg.crossNamespace)
+	s.putIngressRefs(set, bus.ObjectConfigMap, s.configRefs, s.configs, cfg.crossNamespace)
 	if data, ok := s.secrets[s.defaultCert]; ok && s.defaultCert != "" {
 		ns, name, _ := cutNamespacedName(s.defaultCert)
 		set[bus.ObjectKey(bus.ObjectSecret, ns, name)] = data
@@ -436,16 +429,35 @@ func (s *kubeSource) desired() map[string][]byte {
 			set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
 		}
 	}
-	if data, ok := s.configs[s.configMap]; ok {
+	if hasController {
 		ns, name, _ := cutNamespacedName(s.configMap)
-		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = data
+		set[bus.ObjectKey(bus.ObjectConfigMap, ns, name)] = controller
 		// The ConfigMaps of headers (add-headers, proxy-set-headers) and
 		// the Secret (ssl-dh-param) it names.
-		configMaps, secrets := controllerRefs(data)
-		putRefs(set, bus.ObjectConfigMap, configMaps, s.configs)
-		putRefs(set, bus.ObjectSecret, secrets, s.secrets)
+		putRefs(set, bus.ObjectConfigMap, cfg.configMaps, s.configs)
+		putRefs(set, bus.ObjectSecret, cfg.secrets, s.secrets)
 	}
 	return set
+}
+
+// putIngressRefs adds to set the objects of kind that objects holds and
+// the Ingresses name (refs: Ingress key → "namespace/name"), in a served
+// namespace. One of another namespace than its Ingress's is added only
+// when crossNamespace (allow-cross-namespace-resources): the bus never
+// carries a Secret an Ingress may not read.
+func (s *kubeSource) putIngressRefs(set map[string][]byte, kind string, refs map[string][]string, objects map[string][]byte, crossNamespace bool) {
+	for key, ids := range refs {
+		_, parts, err := bus.SplitKey(key)
+		if err != nil || len(parts) != 3 {
+			continue
+		}
+		for _, id := range ids {
+			ns, name, _ := cutNamespacedName(id)
+			if data, ok := objects[id]; ok && s.inScope(ns) && bus.RefAllowed(parts[1], id, crossNamespace) {
+				set[bus.ObjectKey(kind, ns, name)] = data
+			}
+		}
+	}
 }
 
 // putRefs adds to set the objects of kind named by refs ("namespace/name")

@@ -168,7 +168,7 @@ func basicAuth(in plugins.Ingress) (*features.BasicAuth, *features.Deny, []plugi
 	if !ok {
 		return nil, nil, []plugins.Error{plugins.Errorf(KeySecret, "is required with auth-type: basic")}
 	}
-	id, refused := plugins.OwnSecret(in, KeySecret, ref)
+	id, refused := plugins.SecretID(in, KeySecret, ref)
 	if refused != nil {
 		return nil, nil, []plugins.Error{*refused}
 	}

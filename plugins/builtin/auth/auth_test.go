@@ -37,6 +37,9 @@ func TestApply(t *testing.T) {
 		"ns/users": {"auth": []byte("# comment\n\nalice:" + apr1 + "\r\nbad line\nbob:{PLAIN}pw\n")},
 		"ns/map":   {"carol": []byte(apr1 + "\n"), "dave": []byte("nothash")},
 		"ns/empty": {"auth": []byte("# nobody\n")},
+		// The host sends another namespace's Secret only when
+		// allow-cross-namespace-resources is on.
+		"shared/users": {"auth": []byte("erin:" + apr1 + "\n")},
 	}
 	cases := []struct {
 		name        string
@@ -57,8 +60,10 @@ func TestApply(t *testing.T) {
 			wantDeny: true, wantWarn: []string{KeySecret}},
 		{name: "auth-file without key auth", annotations: map[string]string{KeyType: "basic", KeySecret: "map"},
 			wantDeny: true, wantWarn: []string{KeySecret}},
-		{name: "other namespace", annotations: map[string]string{KeyType: "basic", KeySecret: "other/users"},
-			wantErrs: []string{KeySecret}},
+		{name: "another namespace not sent fails closed", annotations: map[string]string{KeyType: "basic", KeySecret: "other/users"},
+			wantDeny: true, wantWarn: []string{KeySecret}},
+		{name: "another namespace sent is used", annotations: map[string]string{KeyType: "basic", KeySecret: "shared/users"},
+			wantUsers: []string{"erin:" + apr1}},
 		{name: "digest", annotations: map[string]string{KeyType: "digest", KeySecret: "users"}, wantErrs: []string{KeyType}},
 		{name: "secret without type", annotations: map[string]string{KeySecret: "users"}, wantErrs: []string{KeySecret}},
 		{name: "type without secret", annotations: map[string]string{KeyType: "basic"}, wantErrs: []string{KeySecret}},

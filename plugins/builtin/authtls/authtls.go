@@ -124,7 +124,7 @@ func Parse(in plugins.Ingress) (*features.ClientAuth, *features.Deny, []plugins.
 	if len(errs) > 0 {
 		return nil, nil, errs
 	}
-	id, bad := plugins.OwnSecret(in, KeySecret, ref)
+	id, bad := plugins.SecretID(in, KeySecret, ref)
 	if bad != nil {
 		return nil, nil, []plugins.Error{*bad}
 	}

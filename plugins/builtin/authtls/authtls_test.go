@@ -47,7 +47,7 @@ func TestParse(t *testing.T) {
 		{name: "missing Secret fails closed", in: map[string]string{KeySecret: "nope"}, deny: true, warnKeys: []string{KeySecret}},
 		{name: "no ca.crt fails closed", in: map[string]string{KeySecret: "no-ca"}, deny: true, warnKeys: []string{KeySecret}},
 		{name: "garbage ca.crt fails closed", in: map[string]string{KeySecret: "garbage"}, deny: true, warnKeys: []string{KeySecret}},
-		{name: "another namespace rejects", in: map[string]string{KeySecret: "other/ca"}, errKey: KeySecret},
+		{name: "another namespace not sent fails closed", in: map[string]string{KeySecret: "other/ca"}, deny: true, warnKeys: []string{KeySecret}},
 		{name: "depth out of range rejects", in: map[string]string{KeySecret: "ca", KeyVerifyDepth: "0"}, errKey: KeyVerifyDepth},
 		{name: "backtracking match-cn rejects", in: map[string]string{KeySecret: "ca", KeyMatchCN: "CN=(a+)+b"}, errKey: KeyMatchCN},
 		{name: "not a boolean rejects", in: map[string]string{KeySecret: "ca", KeyPassCert: "yes"}, errKey: KeyPassCert},

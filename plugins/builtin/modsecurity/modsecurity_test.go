@@ -35,6 +35,11 @@ func TestParse(t *testing.T) {
 		{name: "an injection rejects", in: map[string]string{KeyEnable: "true", KeyTransactionID: `x"; load_module /tmp/x.so; #`}, errKey: KeyTransactionID},
 		{name: "a brace rejects", in: map[string]string{KeyEnable: "true", KeyTransactionID: "${request_id"}, errKey: KeyTransactionID},
 		{name: "too long rejects", in: map[string]string{KeyEnable: "true", KeyTransactionID: strings.Repeat("a", 257)}, errKey: KeyTransactionID},
+		{name: "engine On from the snippet", in: map[string]string{KeyEnable: "true", KeyOWASPRules: "true", KeySnippet: "On"},
+			want: &features.ModSecurity{Enabled: true, OWASPRules: true, Engine: "On"}},
+		{name: "engine alone follows the ConfigMap", in: map[string]string{KeySnippet: "DetectionOnly"},
+			want: &features.ModSecurity{Inherit: true, Engine: "DetectionOnly"}, warnKey: KeySnippet},
+		{name: "an engine that is no mode rejects", in: map[string]string{KeyEnable: "true", KeySnippet: "SecRuleEngine On"}, errKey: KeySnippet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, errs := Parse(tc.in)
@@ -71,7 +76,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("", "1", "${pid}-x")
 	f.Add("false", "", `"; }`)
 	f.Fuzz(func(t *testing.T, enable, owasp, id string) {
-		in := map[string]string{KeyEnable: enable, KeyOWASPRules: owasp, KeyTransactionID: id}
+		in := map[string]string{KeyEnable: enable, KeyOWASPRules: owasp, KeyTransactionID: id, KeySnippet: owasp}
 		got, _ := Parse(in)
 		if err := (&features.Features{ModSecurity: got}).Validate(); err != nil {
 			t.Fatalf("%v: returned %+v, which does not validate: %v", in, got, err)

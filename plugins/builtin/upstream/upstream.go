@@ -182,7 +182,7 @@ func parseTLS(in plugins.Ingress) (*features.UpstreamTLS, *features.Deny, []plug
 // readSecret fills t from the Secret ref names; a Secret that cannot be
 // used denies the Ingress rather than proxying without the TLS asked for.
 func readSecret(in plugins.Ingress, ref string, t *features.UpstreamTLS) (*features.Deny, []plugins.Error) {
-	id, bad := plugins.OwnSecret(in, KeySecret, ref)
+	id, bad := plugins.SecretID(in, KeySecret, ref)
 	if bad != nil {
 		return nil, []plugins.Error{*bad}
 	}

@@ -63,7 +63,7 @@ func TestParse(t *testing.T) {
 		{name: "Secret without certificates fails closed", in: map[string]string{KeySecret: "empty"}, wantDeny: true, warnKeys: []string{KeySecret}},
 		{name: "garbage CA fails closed", in: map[string]string{KeySecret: "garbage"}, wantDeny: true, warnKeys: []string{KeySecret}},
 		{name: "certificate without key fails closed", in: map[string]string{KeySecret: "half"}, wantDeny: true, warnKeys: []string{KeySecret}},
-		{name: "another namespace's Secret refused", in: map[string]string{KeySecret: "other/full"}, errKeys: []string{KeySecret}},
+		{name: "another namespace's Secret not sent fails closed", in: map[string]string{KeySecret: "other/full"}, wantDeny: true, warnKeys: []string{KeySecret}},
 		{name: "bad protocols refused", in: map[string]string{KeyProtocols: "TLSv1.4"}, errKeys: []string{KeyProtocols}},
 		{name: "depth 0 refused", in: map[string]string{KeyVerifyDepth: "0"}, errKeys: []string{KeyVerifyDepth}},
 		{name: "depth over 100 refused", in: map[string]string{KeyVerifyDepth: "101"}, errKeys: []string{KeyVerifyDepth}},
