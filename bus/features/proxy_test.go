@@ -1,0 +1,39 @@
+package features
+
+import (
+	"regexp"
+	"testing"
+)
+
+// sizePattern is the whole-string pattern splitSize spells out.
+var sizePattern = regexp.MustCompile(`^([0-9]{1,13})([kKmMgG]?)$`)
+
+func TestSplitSize(t *testing.T) {
+	for _, tc := range []struct{ in, digits, unit string }{
+		{"0", "0", ""}, {"64m", "64", "m"}, {"16K", "16", "K"}, {"1024g", "1024", "g"}, {"1234567890123", "1234567890123", ""},
+	} {
+		if d, u, ok := splitSize(tc.in); !ok || d != tc.digits || u != tc.unit {
+			t.Errorf("splitSize(%q) = %q, %q, %v; want %q, %q", tc.in, d, u, ok, tc.digits, tc.unit)
+		}
+	}
+	for _, bad := range []string{"", "k", "m", "12kk", "1.5m", " 1m", "1m ", "-1", "+1", "12345678901234", "1t", "1mb", "٣"} {
+		if d, u, ok := splitSize(bad); ok {
+			t.Errorf("splitSize(%q) = %q, %q: accepted", bad, d, u)
+		}
+	}
+}
+
+// FuzzSplitSize holds splitSize equal to the whole-string pattern it
+// replaces.
+func FuzzSplitSize(f *testing.F) {
+	for _, seed := range []string{"64m", "0", "k", "12kk", "1234567890123g", "12345678901234", "1 m", "9G"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		digits, unit, ok := splitSize(v)
+		m := sizePattern.FindStringSubmatch(v)
+		if ok != (m != nil) || (ok && (digits != m[1] || unit != m[2])) {
+			t.Fatalf("splitSize(%q) = %q, %q, %v; the pattern says %q", v, digits, unit, ok, m)
+		}
+	})
+}
