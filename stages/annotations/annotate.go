@@ -105,8 +105,12 @@ func (a *Annotator) Update(ctx context.Context, changed map[string][]byte) (bus.
 	out := bus.Output{Puts: make(map[string][]byte, len(changed))}
 	touchedServers := make(map[string]bool, len(changed)/3)
 	dirty := make(map[string]bool, len(changed)/3)
+	decoded, err := predecode(changed)
+	if err != nil {
+		return bus.Output{}, err
+	}
 	for key, data := range changed {
-		if err := a.set(key, data, &out, touchedServers, dirty); err != nil {
+		if err := a.set(key, data, decoded[key], &out, touchedServers, dirty); err != nil {
 			return bus.Output{}, err
 		}
 	}
@@ -136,8 +140,9 @@ func (a *Annotator) Retry(ctx context.Context, name string) (bus.Output, error) 
 }
 
 // set records one changed key; keys the stage does not annotate pass
-// through unchanged.
-func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty map[string]bool) error {
+// through unchanged. decoded is data already decoded (predecode), for a
+// server or an Ingress info.
+func (a *Annotator) set(key string, data []byte, decoded any, out *bus.Output, touched, dirty map[string]bool) error {
 	kind, parts, err := bus.SplitKey(key)
 	if err != nil {
 		return err
@@ -151,9 +156,9 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 			a.backends.setServer(key, nil)
 			return nil
 		}
-		s := new(bus.Server)
-		if err := json.Unmarshal(data, s); err != nil {
-			return fmt.Errorf("decode %s: %w", key, err)
+		s, ok := decoded.(*bus.Server)
+		if !ok {
+			return fmt.Errorf("server %s was not decoded", key)
 		}
 		a.servers[key] = s
 		a.index(key)
@@ -165,10 +170,10 @@ func (a *Annotator) set(key string, data []byte, out *bus.Output, touched, dirty
 		}
 		a.backends.setBackend(parts[0], data)
 	case bus.KindIngress:
-		info := new(bus.IngressInfo)
 		if data != nil {
-			if err := json.Unmarshal(data, info); err != nil {
-				return fmt.Errorf("decode %s: %w", key, err)
+			info, ok := decoded.(*bus.IngressInfo)
+			if !ok {
+				return fmt.Errorf("ingress info %s was not decoded", key)
 			}
 			a.ingresses[info.Namespace+"/"+info.Name] = info
 			dirty[info.Namespace+"/"+info.Name] = true

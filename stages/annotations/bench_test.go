@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/cputime"
 	"switchyard.dev/switchyard/plugins/builtin/proxy"
 )
 
@@ -55,7 +54,7 @@ func benchTable(b *testing.B, n int) map[string][]byte {
 // process and wire.
 func BenchmarkAnnotateStart(b *testing.B) {
 	table := benchTable(b, 10000)
-	cpu := processCPU()
+	cpu := cputime.Process()
 	b.ResetTimer()
 	for b.Loop() {
 		a := builtinAnnotator(b, proxy.New())
@@ -63,15 +62,5 @@ func BenchmarkAnnotateStart(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// CPU time, GC included, says more than wall time on a shared machine.
-	b.ReportMetric(float64((processCPU()-cpu).Milliseconds())/float64(b.N), "cpu-ms/op")
-}
-
-// processCPU is the user and system time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(cputime.PerOp(cpu, b.N), "cpu-ms/op")
 }
