@@ -3,41 +3,19 @@ package annotations
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/parallel"
 )
 
 // JSON on every CPU: at a start the stage decodes and encodes tens of
 // thousands of values (10,000 Ingresses: a server and an info each, in
 // and out), its largest cost; each value is independent of the others.
 
-// minParallel is the fewest values worth spreading over goroutines: an
-// edited Ingress is a handful, decoded in turn.
+// minParallel is the fewest values worth a goroutine: an edited Ingress
+// is a handful, decoded in turn.
 const minParallel = 256
-
-// inParallel calls fn(i) for i in [0, n), on GOMAXPROCS goroutines when n
-// is large enough, and returns when every call has.
-func inParallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/minParallel)
-	if workers <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < n; i += workers {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // predecode decodes the changed servers and Ingress infos, the values set
 // would decode one by one, into their typed values by key.
@@ -49,7 +27,7 @@ func predecode(changed map[string][]byte) (map[string]any, error) {
 		}
 	}
 	values, errs := make([]any, len(keys)), make([]error, len(keys))
-	inParallel(len(keys), func(i int) {
+	parallel.For(len(keys), minParallel, func(i int) {
 		var v any = new(bus.Server)
 		if kindOf(keys[i]) == bus.KindIngress {
 			v = new(bus.IngressInfo)
@@ -79,7 +57,7 @@ func kindOf(key string) string {
 // encodings in the same order.
 func encodeAll(keys []string, values []any) ([][]byte, error) {
 	out, errs := make([][]byte, len(values)), make([]error, len(values))
-	inParallel(len(values), func(i int) {
+	parallel.For(len(values), minParallel, func(i int) {
 		out[i], errs[i] = json.Marshal(values[i])
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("encode %s: %w", keys[i], errs[i])
