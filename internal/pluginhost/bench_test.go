@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"switchyard.dev/switchyard/internal/cputime"
 	"switchyard.dev/switchyard/plugins"
@@ -22,16 +18,7 @@ import (
 // controller's start; it reports the CPU time of the host and of the
 // plugin process per batch.
 func BenchmarkApplyProxy10k(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "switchyard-plugins")
-	build := exec.Command("go", "build", "-o", bin, "switchyard.dev/switchyard/plugins/builtin/switchyard-plugins")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build switchyard-plugins: %v\n%s", err, out)
-	}
-	c, err := Launch(exec.Command(bin, "plugin", "proxy"), hclog.NewNullLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Kill)
+	c := launchBuilt(b, "switchyard.dev/switchyard/plugins/builtin/switchyard-plugins", "plugin", "proxy")
 	batch := make([]plugins.Ingress, 10000)
 	for i := range batch {
 		batch[i] = plugins.Ingress{Namespace: "default", Name: fmt.Sprintf("ing-%d", i), Annotations: map[string]string{
