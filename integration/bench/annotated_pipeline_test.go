@@ -2,7 +2,7 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -159,16 +159,17 @@ func measureOneChange(ctx context.Context, t *testing.T, p *annotatedPipeline, i
 }
 
 // encodeValues is what the bus does with a stage's output: one JSON value
-// per key.
+// per key (bus.EncodeValues, which the writer calls a chunk at a time).
 func encodeValues(t *testing.T, values map[string]any) map[string][]byte {
 	t.Helper()
+	keys := slices.Collect(maps.Keys(values))
+	encoded, errs := bus.EncodeValues(values, keys)
+	if errs != nil {
+		t.Fatal(errors.Join(errs...))
+	}
 	out := make(map[string][]byte, len(values))
-	for k, v := range values {
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("%s: %v", k, err)
-		}
-		out[k] = data
+	for i, key := range keys {
+		out[key] = encoded[i]
 	}
 	return out
 }
