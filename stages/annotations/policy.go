@@ -76,18 +76,18 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 // refuse checks what the host checks for every annotation, before any
 // plugin sees the value.
 func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk) (bus.Problem, bool) {
-	field := "metadata.annotations[" + key + "]"
+	field := func() string { return "metadata.annotations[" + key + "]" } // only for a refusal
 	switch {
 	case owner.spec.Risk > maxRisk:
-		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
+		return bus.Problem{Field: field(), Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
 			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
 	case isSnippet(key) && !a.settings.AllowSnippetAnnotations:
 		return snippetRefused(key), true
 	case strings.ContainsAny(value, "\r\n\x00"):
-		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+		return bus.Problem{Field: field(), Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: the value holds a line break or NUL", key)}, true
 	case !a.matches(owner, value):
-		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+		return bus.Problem{Field: field(), Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: value %s does not match %s", key, quoteForMessage(value), owner.spec.Pattern)}, true
 	}
 	return bus.Problem{}, false
