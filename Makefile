@@ -95,6 +95,8 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzExternalAuthOptions$$' -fuzztime $(FUZZTIME) ./plugins/builtin/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthCacheValues$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSecRuleEngine$$' -fuzztime $(FUZZTIME) ./bus/features
+	$(GO) test -run '^$$' -fuzz '^FuzzSplitSize$$' -fuzztime $(FUZZTIME) ./bus/features
+	$(GO) test -run '^$$' -fuzz '^FuzzValidUpstreamVhost$$' -fuzztime $(FUZZTIME) ./bus/features
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/authtls
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/mirror
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./plugins/builtin/modsecurity

@@ -3,6 +3,8 @@ package bus
 import (
 	"encoding/json"
 	"fmt"
+
+	"switchyard.dev/switchyard/internal/parallel"
 )
 
 // Values lists the model as table values by key, not yet encoded. The
@@ -88,4 +90,30 @@ func decodeInto[V any](values map[string]*V, key string, data []byte) error {
 	}
 	values[key] = v
 	return nil
+}
+
+// minEncodeEach is the fewest values worth a goroutine of EncodeValues.
+const minEncodeEach = 128
+
+// EncodeValues encodes values[key] for each of keys, as JSON, on every
+// CPU when there are hundreds (a start's whole table is tens of
+// thousands), and returns the encodings in the order of keys. A value
+// that does not encode has a nil encoding and its error, naming the key,
+// in errs at the same index; errs is nil when every value encoded.
+func EncodeValues(values map[string]any, keys []string) (encoded [][]byte, errs []error) {
+	encoded, all := make([][]byte, len(keys)), make([]error, len(keys))
+	parallel.For(len(keys), minEncodeEach, func(i int) {
+		data, err := json.Marshal(values[keys[i]])
+		if err != nil {
+			all[i] = fmt.Errorf("encode %s: %w", keys[i], err)
+			return
+		}
+		encoded[i] = data
+	})
+	for _, err := range all {
+		if err != nil {
+			return encoded, all
+		}
+	}
+	return encoded, nil
 }

@@ -119,15 +119,8 @@ func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed 
 			return b.changed, nil, err
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(out.Values)) {
-		data, err := json.Marshal(out.Values[key])
-		if err != nil {
-			b.skipped = append(b.skipped, fmt.Errorf("publish %s %s: encode: %w", w.stage, key, err))
-			continue
-		}
-		if err := b.put(key, data); err != nil {
-			return b.changed, nil, err
-		}
+	if err := b.putValues(out.Values); err != nil {
+		return b.changed, nil, err
 	}
 	deletes := out.Deletes
 	if out.Full {
@@ -144,6 +137,31 @@ func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed 
 		telemetry.Get().StageHandled(w.stage, meta.Generation, meta.Ingest, committed)
 	}
 	return changed, b.skipped, err
+}
+
+// encodeChunk is how many values putValues encodes at once: enough to
+// keep every CPU busy, few enough that the table is never held encoded
+// whole.
+const encodeChunk = 1024
+
+// putValues encodes and puts values, in key order, a chunk at a time. A
+// value that does not encode is left out and recorded in skipped.
+func (b *batch) putValues(values map[string]any) error {
+	keys := slices.Sorted(maps.Keys(values))
+	for start := 0; start < len(keys); start += encodeChunk {
+		chunk := keys[start:min(start+encodeChunk, len(keys))]
+		encoded, errs := EncodeValues(values, chunk)
+		for i, key := range chunk {
+			if errs != nil && errs[i] != nil {
+				b.skipped = append(b.skipped, fmt.Errorf("publish %s: %w", b.w.stage, errs[i]))
+				continue
+			}
+			if err := b.put(key, encoded[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // keysNotIn lists, sorted, the published keys a whole-table output drops.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"strconv"
 	"syscall"
@@ -152,7 +151,9 @@ func descriptionToWire(d Description) *pluginpb.Description {
 }
 
 func ingressFromWire(w *pluginpb.Ingress) Ingress {
-	in := Ingress{Namespace: w.Namespace, Name: w.Name, Annotations: maps.Clone(w.Annotations)}
+	// The request is this call's alone: its map is handed over, not copied
+	// (10,000 copies in a start's batch).
+	in := Ingress{Namespace: w.Namespace, Name: w.Name, Annotations: w.Annotations}
 	if in.Annotations == nil {
 		in.Annotations = map[string]string{}
 	}

@@ -173,5 +173,7 @@ func (h Header) validate() error {
 
 // IsZero reports whether f holds no feature.
 func (f *Features) IsZero() bool {
-	return f == nil || reflect.DeepEqual(*f, Features{})
+	// Pointers, not values: a Features copied into an interface is an
+	// allocation, once per Ingress.
+	return f == nil || reflect.DeepEqual(f, &Features{})
 }

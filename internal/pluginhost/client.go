@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"switchyard.dev/switchyard/internal/parallel"
 	"switchyard.dev/switchyard/plugins"
 	"switchyard.dev/switchyard/plugins/pluginpb"
 )
@@ -133,13 +134,16 @@ func (c *Client) Apply(ctx context.Context, batch []plugins.Ingress) ([]plugins.
 	if err != nil {
 		return nil, err
 	}
-	results := make([]plugins.Result, 0, len(resp.Results))
-	for _, r := range resp.Results {
-		res, err := resultFromWire(r)
+	// The features come as JSON, one value per Ingress: decoded on every
+	// CPU, since a start's batch holds every Ingress.
+	results, errs := make([]plugins.Result, len(resp.Results)), make([]error, len(resp.Results))
+	parallel.For(len(resp.Results), 256, func(i int) {
+		results[i], errs[i] = resultFromWire(resp.Results[i])
+	})
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		results = append(results, res)
 	}
 	return results, nil
 }

@@ -12,19 +12,26 @@ import (
 	"switchyard.dev/switchyard/plugins"
 )
 
-// TestLaunchExamplePlugin runs the example plugin, built from source, as a
-// real process and calls it over protocol version 1.
-func TestLaunchExamplePlugin(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "responseheader")
-	build := exec.Command("go", "build", "-o", bin, "switchyard.dev/switchyard/plugins/examples/responseheader")
+// launchBuilt builds the plugin program pkg and launches it with args.
+func launchBuilt(t testing.TB, pkg string, args ...string) *Client {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the example plugin: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
 	}
-	c, err := Launch(exec.Command(bin), hclog.NewNullLogger())
+	c, err := Launch(exec.Command(bin, args...), hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Kill)
+	return c
+}
+
+// TestLaunchExamplePlugin runs the example plugin, built from source, as a
+// real process and calls it over protocol version 1.
+func TestLaunchExamplePlugin(t *testing.T) {
+	c := launchBuilt(t, "switchyard.dev/switchyard/plugins/examples/responseheader")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	desc, err := c.Describe(ctx)

@@ -16,7 +16,7 @@ import (
 
 // builtinAnnotator is an Annotator whose plugins are the given built-in
 // ones, called in-process.
-func builtinAnnotator(t *testing.T, ps ...plugins.Plugin) *Annotator {
+func builtinAnnotator(t testing.TB, ps ...plugins.Plugin) *Annotator {
 	t.Helper()
 	owners := map[string]*ownedKey{}
 	byHosted := map[*hosted]plugins.Plugin{}

@@ -13,19 +13,26 @@ import (
 // plugins' features and problems, as the renderer reads them.
 
 // emit writes the touched servers with their features and the dirty
-// Ingresses' infos with the plugins' problems added.
-func (a *Annotator) emit(touched, dirty map[string]bool, out *bus.Output) error {
+// Ingresses' infos with the plugins' problems added. An info the plugins
+// add nothing to (most of them) goes out as the translator encoded it, in
+// changed, rather than encoded again.
+func (a *Annotator) emit(touched, dirty map[string]bool, changed map[string][]byte, out *bus.Output) error {
+	var keys []string
+	var servers []any
 	for key := range touched {
 		s, ok := a.servers[key]
 		if !ok {
 			out.Deletes = append(out.Deletes, key)
 			continue
 		}
-		data, err := json.Marshal(a.annotatedServer(s))
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", key, err)
-		}
-		out.Puts[key] = data
+		keys, servers = append(keys, key), append(servers, a.annotatedServer(s))
+	}
+	encoded, err := encodeAll(keys, servers)
+	if err != nil {
+		return err
+	}
+	for i, key := range keys {
+		out.Puts[key] = encoded[i]
 	}
 	for id := range dirty {
 		namespace, name, _ := strings.Cut(id, "/")
@@ -35,7 +42,12 @@ func (a *Annotator) emit(touched, dirty map[string]bool, out *bus.Output) error 
 			out.Deletes = append(out.Deletes, key)
 			continue
 		}
-		data, err := json.Marshal(a.annotatedInfo(id, info))
+		annotated := a.annotatedInfo(id, info)
+		if data := changed[key]; annotated == info && data != nil {
+			out.Puts[key] = data
+			continue
+		}
+		data, err := json.Marshal(annotated)
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", key, err)
 		}

@@ -2,7 +2,6 @@ package annotations
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -25,7 +24,12 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 		maxRisk = plugins.RiskHigh
 	}
 	canary := info.Canary // the translator's decision
-	for _, key := range slices.Sorted(maps.Keys(info.Annotations)) {
+	a.keyBuf = a.keyBuf[:0]
+	for key := range info.Annotations {
+		a.keyBuf = append(a.keyBuf, key)
+	}
+	slices.Sort(a.keyBuf) // problems come in key order
+	for _, key := range a.keyBuf {
 		value, snippet := a.typedValue(key, info.Annotations[key])
 		owner := a.owners[key]
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
@@ -113,23 +117,50 @@ func (a *Annotator) typedValue(key, value string) (string, bool) {
 // refuse checks what the host checks for every annotation, before any
 // plugin sees the value. snippet says the value is raw snippet text.
 func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.Risk, snippet bool) (bus.Problem, bool) {
-	field := "metadata.annotations[" + key + "]"
+	field := func() string { return "metadata.annotations[" + key + "]" } // only for a refusal
 	switch {
 	case owner.spec.Risk > maxRisk:
-		return bus.Problem{Field: field, Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
+		return bus.Problem{Field: field(), Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
 			"annotation %s has risk %s, above the controller's annotations-risk-level %s", key, owner.spec.Risk, maxRisk)}, true
 	case snippet && (!a.settings.AllowSnippetAnnotations || key == a.prefix+"/"+modSecuritySnippet):
 		// Its plugin takes the typed value only: raw text has nowhere
 		// to go, snippets allowed or not.
 		return a.snippetProblem(key), true
 	case strings.ContainsAny(value, "\r\n\x00"):
-		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+		return bus.Problem{Field: field(), Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: the value holds a line break or NUL", key)}, true
-	case !owner.pattern.MatchString(value):
-		return bus.Problem{Field: field, Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
+	case !a.matches(owner, value):
+		return bus.Problem{Field: field(), Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: value %s does not match %s", key, quoteForMessage(value), owner.spec.Pattern)}, true
 	}
 	return bus.Problem{}, false
+}
+
+// maxMatchMemo bounds how many accepted values of one key matches
+// remembers.
+const maxMatchMemo = 256
+
+// matches says whether value matches owner's whole-string pattern. The
+// values that did are remembered, up to maxMatchMemo per key: across
+// 10,000 Ingresses most values repeat ("64m", "3600", "true"), and a map
+// lookup costs a fraction of a regex match. A key's pattern never changes
+// while the host runs (a plugin that comes back with another is refused).
+func (a *Annotator) matches(owner *ownedKey, value string) bool {
+	memo := a.matched[owner]
+	if _, ok := memo[value]; ok {
+		return true
+	}
+	if !owner.pattern.MatchString(value) {
+		return false
+	}
+	if memo == nil {
+		memo = map[string]struct{}{}
+		a.matched[owner] = memo
+	}
+	if len(memo) < maxMatchMemo {
+		memo[value] = struct{}{}
+	}
+	return true
 }
 
 // unowned handles an annotation no plugin owns. Nothing under our prefix

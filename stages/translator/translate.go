@@ -7,6 +7,7 @@ package translator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -195,6 +196,18 @@ type dirtySet struct {
 	streams   bool // the TCP and UDP services (streams.go)
 }
 
+// sizeFor makes the sets replan fills room for n Ingresses' worth of
+// hosts, backends and infos, when they are empty: at a start n is every
+// Ingress, and maps grown one rehash at a time cost more than filling
+// them.
+func (d *dirtySet) sizeFor(n int) {
+	for _, m := range []*map[string]bool{&d.hosts, &d.backends, &d.infos} {
+		if len(*m) == 0 {
+			*m = make(map[string]bool, n)
+		}
+	}
+}
+
 func newDirtySet() dirtySet {
 	return dirtySet{ingresses: map[string]bool{}, hosts: map[string]bool{}, backends: map[string]bool{},
 		certs: map[string]bool{}, secrets: map[string]bool{}, infos: map[string]bool{}}
@@ -315,6 +328,13 @@ func (t *Translator) Flush() Delta {
 		for key := range t.plans {
 			d.ingresses[key] = true
 		}
+	}
+	if n := len(d.ingresses); n >= 64 {
+		// A server, a backend and an info per Ingress, mostly.
+		d.sizeFor(n)
+		puts := make(map[string]any, 3*n+len(delta.Puts))
+		maps.Copy(puts, delta.Puts)
+		delta.Puts = puts
 	}
 	for key := range d.ingresses {
 		t.replan(key, &d)

@@ -230,13 +230,13 @@ func (ps *parser) rewrites() {
 		}
 		return redirectURL(v)
 	})
-	ps.str(KeyConnectionHeader, &ps.p.ConnectionHeader, matching(features.ConnectionHeaderPattern, "a Connection header value: tokens such as keep-alive, close or upgrade, separated by commas"))
+	ps.str(KeyConnectionHeader, &ps.p.ConnectionHeader, matching(features.ConnectionHeaderPattern.MatchString, "a Connection header value: tokens such as keep-alive, close or upgrade, separated by commas"))
 	if v, ok := ps.a[KeyServiceUpstream]; ok {
 		if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
 			ps.fail(KeyServiceUpstream, "%q is not true or false", cut(v))
 		}
 	}
-	ps.str(KeyUpstreamVhost, &ps.p.UpstreamVhost, matching(features.UpstreamVhostPattern, "a host name or address with an optional port (no $, quotes or spaces)"))
+	ps.str(KeyUpstreamVhost, &ps.p.UpstreamVhost, matching(features.ValidUpstreamVhost, "a host name or address with an optional port (no $, quotes or spaces)"))
 	ps.str(KeyUsePortInRedirects, &ps.p.PortInRedirect, boolToOnOff(false))
 	ps.str(KeyRelativeRedirects, &ps.p.AbsoluteRedirect, boolToOnOff(true))
 	if ps.p.RedirectTo != "" && ps.p.RedirectTo != "off" && !isURLOrPath(ps.p.RedirectFrom) {
@@ -307,9 +307,9 @@ func oneOf(options ...string) func(string) (string, error) {
 	}
 }
 
-func matching(re interface{ MatchString(string) bool }, what string) func(string) (string, error) {
+func matching(match func(string) bool, what string) func(string) (string, error) {
 	return func(v string) (string, error) {
-		if !re.MatchString(v) {
+		if !match(v) {
 			return "", fmt.Errorf("want %s", what)
 		}
 		return v, nil
