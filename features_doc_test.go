@@ -381,7 +381,7 @@ var features = []feature{
 		templates: []string{"templates/server.conf.tmpl"},
 		lua:       []string{"lua/switchyard/router.lua", "lua/switchyard/util/backend_store.lua", "lua/switchyard/configuration.lua"},
 		testdata:  []string{"stages/renderer/testdata/lua-routing.model.json"},
-		tests:     []string{"integration.TestLuaRoutingAnswersAsServerBlocks", "integration.TestLuaRoutedHostNeedsNoReload", "stages/applier.TestRoutesDeltaAndKeptRoutes"},
+		tests:     []string{"stages/renderer.TestDynamicServer", "integration.TestLuaRoutingAnswersAsServerBlocks", "integration.TestLuaRoutedHostNeedsNoReload", "stages/applier.TestRoutesDeltaAndKeptRoutes", "lua.dataPlane.testRoutesEndpoint"},
 	},
 	{
 		name: "Request traces", summary: "enable-opentelemetry, opentelemetry-trust-incoming-span and opentelemetry-operation-name (annotations over the ConfigMap's keys of the same names), done in Lua as Debian has no OpenTelemetry module: a traced location continues the client's W3C traceparent (when trusted) or starts a trace, sends traceparent upstream, and, when the otel-sampler* keys sample it, records a span with the HTTP, upstream and Ingress attributes into a bounded shared dict (otel-max-queuesize; drops counted in switchyard_request_spans_dropped_total); the process that runs NGINX drains it every otel-schedule-delay-millis and exports over OTLP/gRPC to otlp-collector-host:port (else --otlp-endpoint) as otel-service-name. Rendered only when there is a collector.",

@@ -1,0 +1,74 @@
+package renderer
+
+import (
+	"strings"
+	"testing"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// TestDynamicServer: which servers dynamicServer lets router.lua serve,
+// and why the others keep their server blocks.
+func TestDynamicServer(t *testing.T) {
+	yes := true
+	plain := func(host string, f *bus.Features) *bus.Server {
+		return &bus.Server{Hostname: host, Locations: []bus.Location{
+			{Path: "/", PathType: bus.PathPrefix, Backend: "ns-web-80", Ingress: "ns/web", Service: "web", ServicePort: "80", Features: f}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		server   *bus.Server
+		settings func(*bus.Settings)
+		off      bool
+		want     string // "" when routed in Lua, else the reason's start
+	}{
+		{name: "plain", server: plain("a.example.com", nil)},
+		{name: "force-ssl-redirect", server: plain("a.example.com",
+			&bus.Features{Redirect: &bus.Redirect{ForceSSLRedirect: &yes}})},
+		{name: "app-root and x-forwarded-prefix", server: plain("a.example.com",
+			&bus.Features{Rewrite: &bus.Rewrite{AppRoot: "/app", XForwardedPrefix: "/p"}})},
+		{name: "lua routing off", server: plain("a.example.com", nil), off: true, want: "lua routing is off"},
+		{name: "the catch-all", server: plain(bus.DefaultServerName, nil), want: "not an exact host name"},
+		{name: "wildcard", server: plain("*.example.com", nil), want: "not an exact host name"},
+		{name: "server-alias", server: func() *bus.Server {
+			s := plain("a.example.com", nil)
+			s.Aliases = []string{"b.example.com"}
+			return s
+		}(), want: "server-alias"},
+		{name: "proxy-body-size", server: plain("a.example.com", &bus.Features{Proxy: &bus.Proxy{BodySize: "8m"}}),
+			want: "location"},
+		{name: "permanent-redirect", server: plain("a.example.com",
+			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 301}}), want: "location"},
+		{name: "rewrite-target", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}),
+			want: "location"},
+		{name: "ssl-reject-handshake", server: plain("a.example.com", nil),
+			settings: func(s *bus.Settings) { s.SSLRejectHandshake = true }, want: "ssl-reject-handshake"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.LuaRouting = !tc.off
+			settings := bus.DefaultSettings()
+			if tc.settings != nil {
+				tc.settings(&settings)
+			}
+			view, err := newServerView(cfg, settings, tc.server, backendContext{hostExists: func(string) bool { return false }}, sources{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, why := dynamicServer(cfg, settings, view, tc.server)
+			if ok != (tc.want == "") || !strings.HasPrefix(why, tc.want) {
+				t.Errorf("dynamic %v (%q), want %q", ok, why, tc.want)
+			}
+			if !ok {
+				return
+			}
+			route, err := newLuaRoute(settings, tc.server, view)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(route.Locations) == 0 || route.Host != tc.server.Hostname {
+				t.Errorf("route %+v", route)
+			}
+		})
+	}
+}
