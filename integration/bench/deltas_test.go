@@ -82,22 +82,9 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		return err
 	}
 	workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
-	change := series{name: "one-endpoint change to traffic on it"}
-	for i := range changes {
-		if !budget(rep, t, change) {
-			break
-		}
-		port, pod := portB, "pod-b"
-		if i%2 == 1 {
-			port, pod = portA, "pod-a"
-		}
-		begin := time.Now()
-		setScaleEndpoint(t, dir, port)
-		at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
-		if err != nil {
-			return fmt.Errorf("one-endpoint change %d: %w", i, err)
-		}
-		change.samples = append(change.samples, at.Sub(begin))
+	change, err := endpointChanges(rep, t, sy, dir, portA, portB)
+	if err != nil {
+		return err
 	}
 	// The apply result that feeds the metrics is published after the
 	// post; give the last one a moment to arrive.

@@ -208,3 +208,27 @@ func dirSize(dir string) (bytes int64, files int, err error) {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// endpointChanges moves the first scale host's endpoint between the two
+// echo backends, changes times, and measures each change to the first
+// answer from the new one. It stops at the first change never served.
+func endpointChanges(rep *strings.Builder, t *testing.T, sy *harness.Switchyard, dir string, portA, portB int) (series, error) {
+	change := series{name: "one-endpoint change to traffic on it"}
+	for i := range changes {
+		if !budget(rep, t, change) {
+			break
+		}
+		port, pod := portB, "pod-b"
+		if i%2 == 1 {
+			port, pod = portA, "pod-a"
+		}
+		begin := time.Now()
+		setScaleEndpoint(t, dir, port)
+		at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
+		if err != nil {
+			return change, fmt.Errorf("one-endpoint change %d: %w", i, err)
+		}
+		change.samples = append(change.samples, at.Sub(begin))
+	}
+	return change, nil
+}

@@ -240,23 +240,9 @@ func TestBenchScale(t *testing.T) {
 			}
 
 			workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
-			endpointChange := series{name: "one-endpoint change to traffic on it"}
-			for i := range changes {
-				if !budget(&rep, t, endpointChange) {
-					break
-				}
-				port, pod := portB, "pod-b"
-				if i%2 == 1 {
-					port, pod = portA, "pod-a"
-				}
-				begin := time.Now()
-				setScaleEndpoint(t, dir, port)
-				at, err := waitAnswer(sy.HTTPAddr, scaleHost(0), "/", pod, changePoll, changeTimeout)
-				if err != nil {
-					fail("one-endpoint change %d: %v", i, err)
-					break
-				}
-				endpointChange.samples = append(endpointChange.samples, at.Sub(begin))
+			endpointChange, err := endpointChanges(&rep, t, sy, dir, portA, portB)
+			if err != nil {
+				fail("%v", err)
 			}
 			if len(endpointChange.samples) > 0 {
 				fmt.Fprintf(&rep, "%s  (no reload expected)\n", endpointChange)
