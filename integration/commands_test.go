@@ -120,9 +120,18 @@ func TestTraceShowsEveryStage(t *testing.T) {
 	}
 }
 
-// TestRenderPrintsWhatRunWouldApply renders the examples without NGINX.
+// TestRenderPrintsWhatRunWouldApply renders the examples without NGINX:
+// by default the plain hosts as Lua routes, with --lua-routing=false as
+// server blocks.
 func TestRenderPrintsWhatRunWouldApply(t *testing.T) {
 	out, err := exec.Command(harness.Binary(t), "render", "--manifests", "../examples").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if routes := string(out); !strings.Contains(routes, "-- lua/routes.json --") || !strings.Contains(routes, `"host": "echo.switchyard.local"`) {
+		t.Errorf("render output lacks the route of echo.switchyard.local:\n%s", routes)
+	}
+	out, err = exec.Command(harness.Binary(t), "render", "--manifests", "../examples", "--lua-routing=false").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

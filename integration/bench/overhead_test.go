@@ -444,7 +444,10 @@ func startOverheadFixture(t *testing.T) (nginx string, f *fixture, sy *harness.S
 	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
 	// With --metrics-addr, as deployed: NGINX counts every request for
 	// the per-request metrics, and the overhead includes it.
-	sy = harness.StartSwitchyard(t, f.dir, "--log-level", "warn", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
+	// Server blocks: the plain copy is made of them (plainConfig). The Lua
+	// routing path is measured against it in TestBenchOverheadRouting.
+	sy = harness.StartSwitchyard(t, f.dir, "--log-level", "warn", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		"--lua-routing=false")
 	waitServed(t, sy, f.host, "", 30*time.Second)
 	return nginx, f, sy
 }

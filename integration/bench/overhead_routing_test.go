@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestBenchOverheadRouting compares, in one run, throughput through a
+// Lua-routed host (--lua-routing, the default: no server block, the
+// catch-all's router.lua picks the location) with the same host on plain
+// NGINX (its server block, Lua taken out: plainConfig), loaded alternately.
+// It runs once with the host alone and once among SWITCHYARD_SCALE_N
+// Lua-routed hosts (10,000 by default): routing must not cost more per
+// request with more hosts.
+func TestBenchOverheadRouting(t *testing.T) {
+	requireBench(t)
+	nginx, f, blocks := startOverheadFixture(t)
+	plain := startScratch(t, nginx, blocks, "plain", plainConfig(f.portA, f.portB))
+	waitScratch(t, plain, f.host)
+	blocks.Stop(10 * time.Second)
+
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "\n%s\nrouting overhead: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100),
+		overheadClients, 3, 5*time.Second)
+	for _, hosts := range []int{1, scaleN(t)} {
+		dir := t.TempDir()
+		for _, name := range []string{"class.yaml", "service.yaml", "ingress.yaml"} {
+			data, err := os.ReadFile(filepath.Join(f.dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			harness.WriteFile(t, filepath.Join(dir, name), string(data))
+		}
+		if hosts > 1 {
+			writeScaleManifests(t, dir, hosts-1, f.portA)
+		}
+		begin := time.Now()
+		lua := startScaled(t, dir, "--lua-routing=true", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
+		for _, host := range []string{f.host, scaleHost(hosts - 2)} {
+			if host == scaleHost(-1) {
+				continue // the host alone
+			}
+			if _, err := waitAnswer(lua.HTTPAddr, host, "/", "", startupPoll, startupTimeout); err != nil {
+				t.Fatalf("lua-routed %s: %v", host, err)
+			}
+		}
+		ready := time.Since(begin)
+		if _, err := os.Stat(filepath.Join(lua.ConfDir(), "servers", "bench_2eexample_2ecom.conf")); err == nil {
+			t.Fatalf("%s has a server block with --lua-routing", f.host)
+		}
+		targets := []benchTarget{{name: fmt.Sprintf("lua-routed, %d hosts", hosts), addr: lua.HTTPAddr, master: lua.MasterPID(t)},
+			{name: "plain NGINX, server block", addr: plain.httpAddr, master: plain.master}}
+		runs := alternate(targets, f.host, 3, 5*time.Second)
+		for i, r := range runs {
+			fmt.Fprintf(&rep, "%-36s %s\n", targets[i].name, r)
+		}
+		throughput := runs[0].rps() / runs[1].rps()
+		fmt.Fprintf(&rep, "%d hosts (all served after %s): throughput ratio lua-routed / plain %.2f (target >= 0.9: %s); p99 ratio %.2f; NGINX CPU per request plain / lua-routed %.2f\n",
+			hosts, ready.Round(100*time.Millisecond), throughput, met(throughput >= 0.9), ratio(runs[0].quantile(0.99), runs[1].quantile(0.99)),
+			ratio(runs[1].cpuPerRequest(), runs[0].cpuPerRequest()))
+		for i, r := range runs {
+			if r.failed > 0 {
+				t.Errorf("%d requests failed through %s", r.failed, targets[i].name)
+			}
+		}
+		lua.Stop(10 * time.Second)
+	}
+	t.Log(rep.String())
+}
+
+// startScaled runs switchyard on dir like harness.StartSwitchyard, but
+// without its 30 s limit for NGINX to answer: thousands of hosts may need
+// longer.
+func startScaled(t *testing.T, dir string, extra ...string) *harness.Switchyard {
+	t.Helper()
+	sy := &harness.Switchyard{
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		StateDir:  harness.StateDir(t),
+		Manifests: dir,
+	}
+	args := append([]string{"run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
+		"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s", "--log-level", "warn"}, extra...)
+	sy.Process = harness.Start(t, harness.Binary(t), args...)
+	return sy
+}
