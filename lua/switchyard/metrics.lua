@@ -230,6 +230,17 @@ local function value(v)
     return v or ""
 end
 
+-- host is the host label: the server's name, or for a request of the
+-- catch-all server the Lua-routed host router.lua served it as. Only
+-- catch-all requests touch ngx.ctx (creating it costs every request).
+local function host()
+    local name = ngx_var.server_name
+    if name == "_" then
+        return ngx.ctx.switchyard_host or name
+    end
+    return value(name)
+end
+
 -- labels of this request, joined.
 local function labels()
     local method = ngx_var.request_method
@@ -239,7 +250,7 @@ local function labels()
     return value(ngx_var.status) .. SEP .. method .. SEP .. value(ngx_var.location_path)
         .. SEP .. value(ngx_var.namespace) .. SEP .. value(ngx_var.ingress_name)
         .. SEP .. value(ngx_var.service_name) .. SEP .. value(ngx_var.proxy_alternative_upstream_name)
-        .. SEP .. value(ngx.ctx.switchyard_host or ngx_var.server_name)
+        .. SEP .. host()
 end
 
 -- log_by_lua (http level in nginx.conf.tmpl): counts this request.

@@ -303,9 +303,10 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		}
 	}
 	// Routes too go before the reload, but a route the new configuration
-	// replaces with a server block stays until the reload is done.
+	// replaces with a server block stays until the reload is done. A new
+	// NGINX has none: it gets d's.
 	routes := d.Routes
-	if plan.WriteConfig || res.ReloadPending {
+	if !fresh && (plan.WriteConfig || res.ReloadPending) {
 		routes = keptRoutes(d.Routes, s.running.routes)
 	}
 	if pushed, err := s.pushRoutes(ctx, routes, fresh, ""); err != nil {
