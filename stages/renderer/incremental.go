@@ -393,9 +393,8 @@ func (r *Renderer) renderServerOrRoute(settings bus.Settings, s *bus.Server, key
 		return "", nil, err
 	}
 	if ok, _ := dynamicServer(r.cfg, settings, view, s); ok && !r.coveredByWildcard(s.Hostname) && !r.catchAllTLS {
-		route, err := newLuaRoute(settings, s, view)
-		if err != nil || route.size() <= maxRouteBytes {
-			return "", route, err
+		if route := newLuaRoute(settings, s, view); route.size() <= maxRouteBytes {
+			return "", route, nil
 		}
 		// Too large for one bus message: a server file can be split.
 	}

@@ -98,7 +98,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	}
 	rest := v
 	rest.HeaderSource, rest.ServerName, rest.Listens, rest.Locations, rest.Blocks = "", "", nil, nil, nil
-	rest.RouterBodyLimit = 0
+	rest.RouterBodyLimit, rest.locations = 0, nil
 	if !reflect.ValueOf(rest).IsZero() {
 		return false, "server-level settings"
 	}
@@ -119,17 +119,11 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	return true, ""
 }
 
-// newLuaRoute is the route of server s, which dynamicServer accepted.
-func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) (*LuaRoute, error) {
-	locs, err := nginxLocations(s.Locations)
-	if err != nil {
-		return nil, err
-	}
-	if len(locs) != len(v.Locations) {
-		return nil, fmt.Errorf("server %s: %d locations resolved from %d", s.Hostname, len(v.Locations), len(locs))
-	}
+// newLuaRoute is the route of server s, which dynamicServer accepted, from
+// the locations its view v was resolved from.
+func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 	route := &LuaRoute{Host: s.Hostname}
-	for i, l := range locs {
+	for i, l := range v.locations {
 		rl := LuaRouteLocation{Match: strings.TrimSpace(l.Modifier), Path: l.Path, Kind: string(v.Locations[i].Kind),
 			Upstream: l.Backend}
 		if rl.Kind == string(kindNotFound) {
@@ -151,7 +145,7 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) (*LuaRoute,
 		}
 		route.Locations = append(route.Locations, rl)
 	}
-	return route, nil
+	return route
 }
 
 // maxRouteBytes bounds a route: one bus message, with room for its

@@ -62,10 +62,7 @@ func TestDynamicServer(t *testing.T) {
 			if !ok {
 				return
 			}
-			route, err := newLuaRoute(settings, tc.server, view)
-			if err != nil {
-				t.Fatal(err)
-			}
+			route := newLuaRoute(settings, tc.server, view)
 			if len(route.Locations) == 0 || route.Host != tc.server.Hostname {
 				t.Errorf("route %+v", route)
 			}

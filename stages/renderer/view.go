@@ -69,6 +69,9 @@ type serverView struct {
 	// which a named location skips.
 	Router          bool
 	RouterBodyLimit int64
+	// locations are what Locations were resolved from, in their order:
+	// a Lua route is made of them (newLuaRoute). Not printed.
+	locations []location
 }
 
 // wwwView is the server that redirects the www counterpart of a host.
@@ -212,6 +215,7 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 	if err != nil {
 		return serverView{}, err
 	}
+	view.locations = locations
 	c := locationContext{cfg: cfg, settings: settings, host: s.Hostname, backends: backends, src: src,
 		pages: pages, serverWideErrors: len(serverPages) > 0}
 	for i, l := range locations {
