@@ -86,6 +86,12 @@ func (h *Health) SetLogger(log *zap.Logger) {
 	h.log = log
 }
 
+func (h *Health) logger() *zap.Logger {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.log
+}
+
 // Ready reports whether no call to the bus is failing now, and if one is,
 // its error.
 func (h *Health) Ready() (bool, error) {

@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -434,57 +433,6 @@ type tableMsg struct {
 	deleted    bool
 	meta       Meta
 	numPending uint64
-}
-
-// subscribeTable delivers the last message of every key, then live updates.
-// It waits for the bus as long as ctx lasts; the ordered consumer then
-// recreates itself whenever the server loses it.
-func subscribeTable(ctx context.Context, conn *Conn, stage string) (<-chan tableMsg, func(), error) {
-	stream, err := conn.EnsureStream(ctx, stage)
-	if err != nil {
-		return nil, nil, err
-	}
-	prefix := StageSubject(stage) + "."
-	out := make(chan tableMsg, 1024)
-	handler := func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			return
-		}
-		// Consumers keep keys and values (a whole table, at start-up).
-		// Copies let the rest go at once: the key is a slice of the
-		// subject, the payload shares a buffer with the headers.
-		msg := tableMsg{
-			key:        strings.Clone(strings.TrimPrefix(m.Subject(), prefix)),
-			data:       bytes.Clone(m.Data()),
-			deleted:    m.Headers().Get(HeaderOp) == OpDelete,
-			meta:       MetaFromHeader(m.Headers()),
-			numPending: md.NumPending,
-		}
-		select {
-		case out <- msg:
-		case <-ctx.Done():
-		}
-	}
-	cc, err := retry(ctx, conn, "follow "+stage, func(ctx context.Context) (jetstream.ConsumeContext, error) {
-		ctx, cancel := context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
-		cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("follow %s: %w", stage, err)
-		}
-		cc, err := cons.Consume(handler)
-		if err != nil {
-			return nil, fmt.Errorf("follow %s: %w", stage, err)
-		}
-		return cc, nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, cc.Stop, nil
 }
 
 // ReadTable returns what stage's table holds now, and the meta of its last

@@ -354,7 +354,7 @@ func startDataPlaneWith(t *testing.T, configDict string) *dataPlane {
 
 	sock := filepath.Join(dir, "config.sock")
 	dp.config = &http.Client{
-		Timeout: 10 * time.Second,
+		Timeout: 60 * time.Second,
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer
