@@ -410,6 +410,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
 				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
+				TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices,
 			},
 		}, log), nil
 	case bus.StageTranslator:

@@ -49,6 +49,11 @@ type Config struct {
 	// ConfigMap is the controller ConfigMap ("namespace/name"): a key of
 	// it NGINX refused gets an Event there.
 	ConfigMap string
+	// TCPServicesConfigMap and UDPServicesConfigMap ("namespace/name",
+	// --tcp-services-configmap, --udp-services-configmap): an entry NGINX
+	// refused (its port held by another process, say) gets an Event on
+	// its ConfigMap.
+	TCPServicesConfigMap, UDPServicesConfigMap string
 }
 
 // Run takes part in leader election and, while leading, writes the
@@ -257,15 +262,17 @@ func withRefusals(infos map[string]bus.IngressInfo, refusals map[string]bus.Refu
 	return out
 }
 
-// reportKeyRefusals writes a Warning Event on the controller ConfigMap for
-// each of its keys NGINX newly refused.
+// reportKeyRefusals writes a Warning Event on a ConfigMap for each of its
+// keys NGINX newly refused: the controller ConfigMap's, and the TCP and
+// UDP services ConfigMaps' entries.
 func (w *writer) reportKeyRefusals(ctx context.Context) {
-	ns, name, ok := strings.Cut(w.cfg.ConfigMap, "/")
 	for key, ref := range w.refusals {
-		if ref.Kind != bus.RefusedConfigMap || w.keysEvented[key] == ref {
+		cm := w.refusedConfigMap(ref)
+		if cm == "" || w.keysEvented[key] == ref {
 			continue
 		}
 		w.keysEvented[key] = ref
+		ns, name, ok := strings.Cut(cm, "/")
 		if !ok {
 			continue
 		}
@@ -276,6 +283,22 @@ func (w *writer) reportKeyRefusals(ctx context.Context) {
 			delete(w.keysEvented, key)
 		}
 	}
+}
+
+// refusedConfigMap is the ConfigMap ("namespace/name") a refused key or
+// services entry comes from, or "" for a refusal of another kind.
+func (w *writer) refusedConfigMap(ref bus.Refusal) string {
+	switch ref.Kind {
+	case bus.RefusedConfigMap:
+		return w.cfg.ConfigMap
+	case bus.RefusedServices:
+		protocol, _, _ := strings.Cut(ref.Name, "/")
+		if protocol == "udp" {
+			return w.cfg.UDPServicesConfigMap
+		}
+		return w.cfg.TCPServicesConfigMap
+	}
+	return ""
 }
 
 // settingsProblemsOf returns the controller ConfigMap's problems when the

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -78,15 +79,7 @@ func TestWithRefusals(t *testing.T) {
 // TestSettingsProblemsEvented: the controller ConfigMap's problems become
 // Warning Events on it, once per change.
 func TestSettingsProblemsEvented(t *testing.T) {
-	client := fake.NewSimpleClientset()
-	// The fake client does not fill in generateName as the API server does.
-	n := 0
-	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
-		n++
-		ev.Name = ev.GenerateName + strconv.Itoa(n)
-		return false, nil, nil
-	})
+	client := eventsClient()
 	w := &writer{client: client, cfg: Config{ConfigMap: "ingress/controller"}, log: zap.NewNop()}
 	s := bus.DefaultSettings()
 	s.Problems = []bus.Problem{
@@ -119,4 +112,75 @@ func TestSettingsProblemsEvented(t *testing.T) {
 	if _, ok := settingsProblemsOf(bus.Snapshot{Puts: map[string][]byte{}}); ok {
 		t.Fatal("a snapshot without settings gave problems")
 	}
+}
+
+// TestServicesRefusalsEvented: a TCP or UDP services entry NGINX refused
+// (its port held by another process) becomes a Warning Event on that
+// protocol's services ConfigMap, naming the port's key, once; the
+// controller ConfigMap's refused keys go on the controller ConfigMap; an
+// Ingress's refusal is not a ConfigMap's.
+func TestServicesRefusalsEvented(t *testing.T) {
+	client := eventsClient()
+	w := &writer{client: client, log: zap.NewNop(), keysEvented: map[string]bus.Refusal{}, cfg: Config{
+		ConfigMap: "ingress/controller", TCPServicesConfigMap: "ingress/tcp", UDPServicesConfigMap: "dns/udp",
+	}}
+	refusals := []bus.Refusal{
+		{Kind: bus.RefusedServices, Name: "tcp/9000", Rev: "0123456789ab", Message: "bind() to 0.0.0.0:9000 failed (98: Address in use)"},
+		{Kind: bus.RefusedServices, Name: "udp/53", Rev: "0123456789ab", Message: "bind() to 0.0.0.0:53 failed (98: Address in use)"},
+		{Kind: bus.RefusedConfigMap, Name: "ssl-ciphers", Rev: "0123456789ab", Message: "no cipher match"},
+		{Kind: bus.RefusedIngress, Name: "shop/web", Rev: "0123456789ab", Message: "unknown directive"},
+	}
+	w.refusals = map[string]bus.Refusal{}
+	for _, r := range refusals {
+		w.refusals[r.Key()] = r
+	}
+	ctx := context.Background()
+	w.reportKeyRefusals(ctx)
+	w.reportKeyRefusals(ctx) // unchanged: no new Events
+	want := map[string]string{"ingress/tcp": "data.9000", "dns/udp": "data.53", "ingress/controller": "data.ssl-ciphers"}
+	got := map[string]string{}
+	for _, ns := range []string{"ingress", "dns", "shop"} {
+		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			obj := e.InvolvedObject
+			if obj.Kind != "ConfigMap" || e.Type != "Warning" || e.Reason != bus.ReasonRefusedByNginx {
+				t.Errorf("event %+v", e)
+			}
+			if _, dup := got[obj.Namespace+"/"+obj.Name]; dup {
+				t.Errorf("two Events on %s/%s", obj.Namespace, obj.Name)
+			}
+			got[obj.Namespace+"/"+obj.Name] = e.InvolvedObject.FieldPath + fieldOf(e.Message)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Events on %v, want on %v", got, want)
+	}
+	for cm, field := range want {
+		if !strings.Contains(got[cm], field) {
+			t.Errorf("the Event on %s says %q, want it to name %s", cm, got[cm], field)
+		}
+	}
+}
+
+// fieldOf is the field an Event's message names (eventOn writes it first).
+func fieldOf(message string) string {
+	field, _, _ := strings.Cut(message, ":")
+	return field
+}
+
+// eventsClient is a fake client that names Events from their generateName,
+// as the API server does (the fake one does not).
+func eventsClient() *fake.Clientset {
+	client := fake.NewSimpleClientset()
+	n := 0
+	client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ev := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		n++
+		ev.Name = ev.GenerateName + strconv.Itoa(n)
+		return false, nil, nil
+	})
+	return client
 }
