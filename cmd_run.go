@@ -42,6 +42,7 @@ func runCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go keepHeadroom(ctx, log)
 	if o.profilingAddr != "" {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}

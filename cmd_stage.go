@@ -70,6 +70,7 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go keepHeadroom(ctx, log)
 	if name == bus.StageApplier {
 		if err := startRequestSpans(ctx, &o, log); err != nil {
 			return err

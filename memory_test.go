@@ -24,3 +24,22 @@ func TestParseMemoryLimit(t *testing.T) {
 		t.Errorf("the default does not parse: %v", err)
 	}
 }
+
+// TestLimitFor: the limit is the configured one while the live heap leaves
+// headroom under it, and follows the heap up otherwise (a quarter of it,
+// at least 32 MiB); off stays off.
+func TestLimitFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct{ floor, live, want int64 }{
+		{220 * mib, 50 * mib, 220 * mib},
+		{220 * mib, 176 * mib, 220 * mib},   // 176 + 44 = 220
+		{220 * mib, 190 * mib, 237.5 * mib}, // a quarter of 190
+		{220 * mib, 400 * mib, 500 * mib},
+		{64 * mib, 40 * mib, 72 * mib}, // at least 32 MiB
+		{math.MaxInt64, 400 * mib, math.MaxInt64},
+	} {
+		if got := limitFor(c.floor, c.live); got != c.want {
+			t.Errorf("limitFor(%d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, float64(got)/mib, float64(c.want)/mib)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "console", "console or json")
 	fs.StringVar(&o.workerProcesses, "worker-processes", "", "NGINX worker processes; overrides the ConfigMap's worker-processes (default auto)")
-	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+")")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "soft limit of the memory the Go runtime uses, e.g. 220MiB, or off (default: GOMEMLIMIT if set, else "+defaultMemoryLimit+"); it rises with the live heap to keep a quarter of it free")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "how long NGINX may take to drain on shutdown")
 	fs.BoolVar(&o.luaRouting, "lua-routing", true, "serve the hosts that need no NGINX directive of their own from one shared server, routed in Lua, so adding, changing or removing them never reloads NGINX (docs/features.md says which annotations keep a host in a server block)")
 	fs.BoolVar(&o.sslPassthrough, "enable-ssl-passthrough", false, "route TLS connections by SNI name in NGINX's stream module, so Ingresses with ssl-passthrough get their TLS unterminated (off: the annotation is a warning, as in ingress-nginx)")

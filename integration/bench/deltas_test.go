@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,7 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		time.Sleep(50 * time.Millisecond)
 	}
 	fmt.Fprintln(rep, change)
+	stageShares(rep, before, after)
 	for _, mode := range []string{"full", "delta"} {
 		count := after["posts "+mode] - before["posts "+mode]
 		if count == 0 {
@@ -118,6 +120,44 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 }
 
 func posts(m map[string]float64) float64 { return m["posts full"] + m["posts delta"] }
+
+var stageLabel = regexp.MustCompile(`stage="([a-z]+)"`)
+
+// addStageLatency records a line of switchyard_stage_latency_seconds' sum
+// or count as "latency sum <stage>" or "latency count <stage>".
+func addStageLatency(out map[string]float64, line string) error {
+	m := stageLabel.FindStringSubmatch(line)
+	if m == nil {
+		return fmt.Errorf("metrics line %q: no stage", line)
+	}
+	v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	if err != nil {
+		return fmt.Errorf("metrics line %q: %w", line, err)
+	}
+	kind := "latency count "
+	if strings.HasPrefix(line, "switchyard_stage_latency_seconds_sum{") {
+		kind = "latency sum "
+	}
+	out[kind+m[1]] = v
+	return nil
+}
+
+// stageShares reports, per stage in pipeline order, the mean time from a
+// change entering the watcher to the stage having published it, over the
+// generations between two scrapes: where an endpoint change spends its
+// time.
+func stageShares(rep *strings.Builder, before, after map[string]float64) {
+	var parts []string
+	for _, stage := range []string{"watcher", "translator", "annotations", "renderer", "applier"} {
+		n := after["latency count "+stage] - before["latency count "+stage]
+		if n <= 0 {
+			continue
+		}
+		mean := time.Duration((after["latency sum "+stage] - before["latency sum "+stage]) / n * float64(time.Second))
+		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", stage, mean.Round(100*time.Microsecond), n))
+	}
+	fmt.Fprintf(rep, "%-42s %s\n", "mean time from ingest to each stage done", strings.Join(parts, ", "))
+}
 
 // backendPosts scrapes switchyard_backends_posts_total and
 // switchyard_backends_posted_bytes_total as "posts <mode>" and
@@ -139,6 +179,11 @@ func backendPosts(addr string) (map[string]float64, error) {
 			kind = "posts"
 		case strings.HasPrefix(line, "switchyard_backends_posted_bytes_total{"):
 			kind = "bytes"
+		case strings.HasPrefix(line, "switchyard_stage_latency_seconds_sum{"), strings.HasPrefix(line, "switchyard_stage_latency_seconds_count{"):
+			if err := addStageLatency(out, line); err != nil {
+				return nil, err
+			}
+			continue
 		default:
 			continue
 		}

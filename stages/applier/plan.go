@@ -205,13 +205,15 @@ func namedPayload(values map[string]json.RawMessage) []byte {
 // no longer has, on top of the stored version base. Sorted by key, so
 // equal changes give equal bodies; nil when nothing changed.
 func namedDelta(field string, next, running map[string]json.RawMessage, base uint64) []byte {
+	// Only what changed is sorted: an endpoint change among 10,000
+	// backends must not cost a sorted copy of every name.
 	var changed, removed []string
-	for _, name := range slices.Sorted(maps.Keys(next)) {
-		if old, ok := running[name]; !ok || !jsonEqual(old, next[name]) {
+	for name, value := range next {
+		if old, ok := running[name]; !ok || !jsonEqual(old, value) {
 			changed = append(changed, name)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(running)) {
+	for name := range running {
 		if _, ok := next[name]; !ok {
 			removed = append(removed, name)
 		}
@@ -219,6 +221,8 @@ func namedDelta(field string, next, running map[string]json.RawMessage, base uin
 	if len(changed) == 0 && len(removed) == 0 {
 		return nil
 	}
+	slices.Sort(changed)
+	slices.Sort(removed)
 	buf := fmt.Appendf(nil, `{"base":%d,"%s":[`, base, field)
 	for i, name := range changed {
 		if i > 0 {

@@ -57,7 +57,8 @@ func newManifestSource(dir string, log *zap.Logger) *manifestSource {
 
 // Run sends the complete desired object set (key → JSON) once at start and again after every change, until ctx ends.
 //
-// Each map sent belongs to the receiver. A set is sent only when it differs
+// A map sent, and the bytes in it, are never written afterwards; the
+// receiver must not write them either. A set is sent only when it differs
 // from the last one delivered; if the receiver is slow, intermediate sets are
 // folded into the newest. Run returns an error when the directory does not
 // exist or cannot be watched, and nil when ctx ends. While the directory is
@@ -93,10 +94,12 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 	if _, ok := st.scan(nil, true); !ok {
 		retryC = time.After(s.retry)
 	}
+	// Every set merge returns is new and never written afterwards, so the
+	// receiver and this loop share it.
 	current := st.merge()
 	var (
-		sent    map[string][]byte // last set delivered, owned here
-		pending = cloneSet(current)
+		sent    map[string][]byte // last set delivered
+		pending = current
 	)
 	s.log.Info("watching manifest directory",
 		zap.String("dir", s.dir), zap.Int("files", len(st.files)), zap.Int("objects", len(current)))
@@ -123,7 +126,7 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 		case sent != nil && equalSets(next, sent):
 			pending = nil // back to what the receiver already has
 		case pending == nil || !equalSets(next, current):
-			pending = cloneSet(next)
+			pending = next
 		}
 		current = next
 	}
@@ -336,22 +339,52 @@ func (st *scanState) failIO(name string, err error) {
 }
 
 // merge assembles the desired set from every file in lexical order, later
-// definitions winning, and warns about each overridden one.
+// definitions winning, and warns about each overridden one. It runs on
+// every change, over every object: it allocates the set once, at its size,
+// and shares each object's bytes with the file's parse (never written
+// after), since at 10,000 Ingresses copies would be most of what a change
+// costs, in garbage collection.
 func (st *scanState) merge() map[string][]byte {
 	names := slices.Sorted(maps.Keys(st.files))
-	set := map[string][]byte{}
-	from := map[string]string{}
+	total := 0
 	for _, name := range names {
-		for _, o := range st.files[name].objects {
-			if prev, dup := from[o.Key]; dup {
+		total += len(st.files[name].objects)
+	}
+	set := make(map[string][]byte, total)
+	// from says where each key was defined; it is built only once a key
+	// turns out to be defined twice, which is rare.
+	var from map[string]string
+	for i, name := range names {
+		for j, o := range st.files[name].objects {
+			if _, dup := set[o.Key]; dup {
+				if from == nil {
+					from = st.definitions(names[:i], st.files[name].objects[:j])
+				}
 				st.src.log.Warn("object defined twice; the later definition wins",
-					zap.String("key", o.Key), zap.String("source", o.Source), zap.String("overrides", prev))
+					zap.String("key", o.Key), zap.String("source", o.Source), zap.String("overrides", from[o.Key]))
 			}
 			set[o.Key] = o.JSON
-			from[o.Key] = o.Source
+			if from != nil {
+				from[o.Key] = o.Source
+			}
 		}
 	}
 	return set
+}
+
+// definitions maps each key the given files, then the given objects,
+// define to the source of its last definition.
+func (st *scanState) definitions(names []string, more []manifest.Object) map[string]string {
+	from := map[string]string{}
+	for _, name := range names {
+		for _, o := range st.files[name].objects {
+			from[o.Key] = o.Source
+		}
+	}
+	for _, o := range more {
+		from[o.Key] = o.Source
+	}
+	return from
 }
 
 func readLimited(path string, limit int64) ([]byte, os.FileInfo, error) {
@@ -401,14 +434,6 @@ func equalObjects(a, b []manifest.Object) bool {
 
 func equalSets(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
-}
-
-func cloneSet(m map[string][]byte) map[string][]byte {
-	out := make(map[string][]byte, len(m))
-	for k, v := range m {
-		out[k] = bytes.Clone(v)
-	}
-	return out
 }
 
 // clip bounds a document string put into a log line.

@@ -246,26 +246,32 @@ func TestManifestSourceDuplicateKeys(t *testing.T) {
 	h := &harness{t: t, dir: dir}
 	h.write("10-base.yaml", configMap("shared", "base"))
 	h.write("20-override.yaml", configMap("shared", "override"))
+	h.write("30-last.yaml", configMap("other", "x")+"---\n"+configMap("shared", "last"))
 	h = startSource(t, dir)
 
 	set := h.next()
-	if got := cmValue(t, set, "shared"); got != "override" || len(set) != 1 {
-		t.Fatalf("shared = %q (keys %q), want the lexically later file's", got, sortedKeys(set))
+	if got := cmValue(t, set, "shared"); got != "last" || len(set) != 2 {
+		t.Fatalf("shared = %q (keys %q), want the lexically last file's", got, sortedKeys(set))
 	}
-	warned := false
-	for _, e := range h.logs.FilterMessage("object defined twice; the later definition wins").All() {
-		m := e.ContextMap()
-		if m["key"] == cmKey("shared") && m["source"] == "20-override.yaml:1" && m["overrides"] == "10-base.yaml:1" {
-			warned = true
+	// Each overriding definition names the one it overrides.
+	for source, overrides := range map[string]string{"20-override.yaml:1": "10-base.yaml:1", "30-last.yaml:8": "20-override.yaml:1"} {
+		warned := false
+		for _, e := range h.logs.FilterMessage("object defined twice; the later definition wins").All() {
+			m := e.ContextMap()
+			if m["key"] == cmKey("shared") && m["source"] == source && m["overrides"] == overrides {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Errorf("no warning that %s overrides %s; logs: %v", source, overrides, h.logs.All())
 		}
 	}
-	if !warned {
-		t.Errorf("no warning naming both files; logs: %v", h.logs.All())
-	}
 
-	// Removing the winner brings the other definition back.
-	if err := os.Remove(filepath.Join(dir, "20-override.yaml")); err != nil {
-		t.Fatal(err)
+	// Removing the winners brings the first definition back.
+	for _, name := range []string{"30-last.yaml", "20-override.yaml"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h.waitFor("base", func(s map[string][]byte) bool { return cmValue(t, s, "shared") == "base" })
 }
