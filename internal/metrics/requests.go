@@ -8,6 +8,7 @@ package metrics
 // between scrapes.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -344,15 +345,18 @@ func (h *hist) cumulative(bounds []float64) map[float64]uint64 {
 // maxBuckets bounds the bucket lists NGINX may announce.
 const maxBuckets = 64
 
+// parseDump reads NGINX's answer: a JSON line of the bucket bounds and
+// the dicts' use, then a "<key>\t<value>" line per key (metrics.lua's
+// serve).
 func parseDump(data []byte) (dump, error) {
+	head, values, _ := bytes.Cut(data, []byte("\n"))
 	var in struct {
 		Buckets  map[string][]float64 `json:"buckets"`
-		Values   map[string]float64   `json:"values"`
 		Capacity float64              `json:"capacity"`
 		Free     float64              `json:"free"`
 		Dicts    map[string]dictUse   `json:"dicts"`
 	}
-	if err := json.Unmarshal(data, &in); err != nil {
+	if err := json.Unmarshal(head, &in); err != nil {
 		return dump{}, fmt.Errorf("decode NGINX's request metrics: %w", err)
 	}
 	d := dump{buckets: map[string][]float64{}, raw: map[string]*series{}, capacity: in.Capacity, free: in.Free, dicts: map[string]dictUse{}}
@@ -369,7 +373,19 @@ func parseDump(data []byte) (dump, error) {
 		}
 		d.buckets[h.code] = b
 	}
-	for key, v := range in.Values {
+	for len(values) > 0 {
+		var line []byte
+		line, values, _ = bytes.Cut(values, []byte("\n"))
+		// The key may hold a tab; the value, a number, does not.
+		tab := bytes.LastIndexByte(line, '\t')
+		if tab < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(string(line[tab+1:]), 64)
+		if err != nil {
+			continue
+		}
+		key := string(line[:tab])
 		if key == "dropped" {
 			d.dropped = v
 			continue

@@ -60,7 +60,7 @@ func BenchmarkRequestCollectorScrape(b *testing.B) {
 // writeText are, byte for byte, what client_golang writes for the same
 // dump (Collect), whatever the options, label values and failures.
 func TestRequestTextMatchesClientGolang(t *testing.T) {
-	odd := []string{"200", "GET", `/a\"b` + "\n", "ns", "web", "web", "", `~^[^.]+\.example\.com$`}
+	odd := []string{"200", "GET", `/a\"b` + "\t", "ns", "web", "web", "", `~^[^.]+\.example\.com$`}
 	values := benchDumpValues(20)
 	values[key("rd", "12", odd...)] = 3
 	values[key("rd", "s", odd...)] = 1e9
@@ -69,7 +69,7 @@ func TestRequestTextMatchesClientGolang(t *testing.T) {
 	values["dropped"] = 5
 	good := func(context.Context) ([]byte, error) { return luaDump(t, values), nil }
 	onlyRequests := func(context.Context) ([]byte, error) {
-		return []byte(`{"buckets":{"rd":[1],"cd":[1],"hd":[1],"sd":[1],"rq":[1],"rs":[1],"bs":[1]},"values":{"rd\u00011\u0001200\u0001GET\u0001/\u0001a\u0001b\u0001c\u0001\u0001_":1}}`), nil
+		return []byte("{\"buckets\":{\"rd\":[1],\"cd\":[1],\"hd\":[1],\"sd\":[1],\"rq\":[1],\"rs\":[1],\"bs\":[1]}}\nrd\x011\x01200\x01GET\x01/\x01a\x01b\x01c\x01\x01_\t1\n"), nil
 	}
 	failing := func(context.Context) ([]byte, error) { return nil, errors.New("connection refused") }
 	for name, tc := range map[string]struct {
