@@ -270,9 +270,15 @@ function _M.log()
         pending_count = pending_count + 1
     end
     acc[REQUESTS] = acc[REQUESTS] + 1
+    local var, v
     for i = 1, #HISTOGRAMS do
         local h = HISTOGRAMS[i]
-        local v = tonumber(ngx_var[h.var])
+        -- response_size and bytes_sent observe the same variable, one
+        -- after the other: read once (an ngx.var read is a lookup by name).
+        if h.var ~= var then
+            var = h.var
+            v = tonumber(ngx_var[var])
+        end
         if v then
             local slot = h.first + bucket(h.buckets, v) - 1
             acc[slot] = (acc[slot] or 0) + 1
