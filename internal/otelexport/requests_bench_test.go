@@ -1,14 +1,20 @@
 package otelexport
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 )
 
 // benchDrain is a drain answer of n spans as tracing.lua writes them.
@@ -75,5 +81,48 @@ func TestLuaAttributesAreKnown(t *testing.T) {
 		if kv.Key == "http.status_code" && kv.Value.AsInt64() != 200 || kv.Key == "upstream.header_time" && kv.Value.AsFloat64() != 0.001 {
 			t.Errorf("attribute %s = %v", kv.Key, kv.Value.Emit())
 		}
+	}
+}
+
+// countingCollector is an OTLP trace service that only counts spans.
+type countingCollector struct {
+	collectortrace.UnimplementedTraceServiceServer
+	spans atomic.Int64
+}
+
+func (c *countingCollector) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.spans.Add(int64(len(ss.GetSpans())))
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// BenchmarkDrainExport is the controller's whole work per drained batch:
+// decoding, the SDK's spans and the OTLP export to a collector in this
+// process (whose decoding is in the profile too, under grpc's server).
+func BenchmarkDrainExport(b *testing.B) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &countingCollector{}
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, c)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	data := []byte(strings.Replace(string(benchDrain(4096)), "127.0.0.1:4317", lis.Addr().String(), 1))
+	r := &RequestSpans{post: func(context.Context, int) (int, []byte, error) { return 200, data, nil }, onError: func(error) {}}
+	defer r.shutdown()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.drain(context.Background(), 4096); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*4096)/1e3, "µs/span")
+	if c.spans.Load() != int64(b.N*4096) {
+		b.Fatalf("%d spans received", c.spans.Load())
 	}
 }
