@@ -30,6 +30,9 @@ local pairs = pairs
 local pcall = pcall
 local type = type
 local tbl_concat = table.concat
+local fmt = string.format
+local setmetatable = setmetatable
+local get_method = ngx.req.get_method
 local cjson = require("cjson.safe")
 
 local _M = {}
@@ -241,13 +244,22 @@ local function host()
     return value(name)
 end
 
+-- STATUS holds the status label of each code seen, as $status writes it
+-- ("%03d"): ngx.status is read without a variable lookup by name, and
+-- its string made once per code.
+local STATUS = setmetatable({}, { __index = function(t, code)
+    local s = fmt("%03d", code)
+    t[code] = s
+    return s
+end })
+
 -- labels of this request, joined.
 local function labels()
-    local method = ngx_var.request_method
+    local method = get_method()
     if not METHODS[method] then
         method = "OTHER"
     end
-    return value(ngx_var.status) .. SEP .. method .. SEP .. value(ngx_var.location_path)
+    return STATUS[ngx.status] .. SEP .. method .. SEP .. value(ngx_var.location_path)
         .. SEP .. value(ngx_var.namespace) .. SEP .. value(ngx_var.ingress_name)
         .. SEP .. value(ngx_var.service_name) .. SEP .. value(ngx_var.proxy_alternative_upstream_name)
         .. SEP .. host()

@@ -348,13 +348,22 @@ function _M.drain()
         return ngx.exit(ngx.OK)
     end
     local max = tonumber(ngx_var.arg_max) or config.batch or 512
-    local spans = {}
+    -- The answer's pieces: "," between the spans, the head and tail put
+    -- in below. ngx.print copies them into its buffers; no string of the
+    -- whole batch (megabytes) is made here.
+    local out = { "", ',"spans":[' }
+    local n = 2
     for i = 1, max do
         local v = dict:lpop(QUEUE)
         if not v then
             break
         end
-        spans[i] = v
+        if i > 1 then
+            n = n + 1
+            out[n] = ","
+        end
+        n = n + 1
+        out[n] = v
     end
     local head = cjson.encode({
         endpoint = config.endpoint or "",
@@ -368,7 +377,9 @@ function _M.drain()
     })
     ngx.status = 200
     -- The spans are JSON already: spliced in, not decoded and encoded again.
-    ngx.print(sub(head, 1, -2), ',"spans":[', tbl_concat(spans, ","), "]}")
+    out[1] = sub(head, 1, -2)
+    out[n + 1] = "]}"
+    ngx.print(out)
     return ngx.exit(ngx.OK)
 end
 
