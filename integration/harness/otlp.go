@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -86,3 +87,39 @@ func (r *OTLPReceiver) Spans() []OTLPSpan {
 	defer r.mu.Unlock()
 	return append([]OTLPSpan(nil), r.spans...)
 }
+
+// SpanCounter is an OTLP trace service on loopback that only counts what
+// it receives: benchmarks send far too many spans to keep.
+type SpanCounter struct {
+	collectortrace.UnimplementedTraceServiceServer
+	Addr  string
+	spans atomic.Int64
+}
+
+// StartSpanCounter starts a counter, stopped when the test ends.
+func StartSpanCounter(t testing.TB) *SpanCounter {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &SpanCounter{Addr: lis.Addr().String()}
+	srv := grpc.NewServer()
+	collectortrace.RegisterTraceServiceServer(srv, c)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return c
+}
+
+// Export counts the spans of one request.
+func (c *SpanCounter) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.spans.Add(int64(len(ss.GetSpans())))
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// Spans is how many spans it received.
+func (c *SpanCounter) Spans() int64 { return c.spans.Load() }

@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 // benchDrain is a drain answer of n spans as tracing.lua writes them.
@@ -84,35 +81,12 @@ func TestLuaAttributesAreKnown(t *testing.T) {
 	}
 }
 
-// countingCollector is an OTLP trace service that only counts spans.
-type countingCollector struct {
-	collectortrace.UnimplementedTraceServiceServer
-	spans atomic.Int64
-}
-
-func (c *countingCollector) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			c.spans.Add(int64(len(ss.GetSpans())))
-		}
-	}
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
 // BenchmarkDrainExport is the controller's whole work per drained batch:
 // decoding, the SDK's spans and the OTLP export to a collector in this
 // process (whose decoding is in the profile too, under grpc's server).
 func BenchmarkDrainExport(b *testing.B) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &countingCollector{}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, c)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	data := []byte(strings.Replace(string(benchDrain(4096)), "127.0.0.1:4317", lis.Addr().String(), 1))
+	c := harness.StartSpanCounter(b)
+	data := []byte(strings.Replace(string(benchDrain(4096)), "127.0.0.1:4317", c.Addr, 1))
 	r := &RequestSpans{post: func(context.Context, int) (int, []byte, error) { return 200, data, nil }, onError: func(error) {}}
 	defer r.shutdown()
 	b.ResetTimer()
@@ -122,7 +96,7 @@ func BenchmarkDrainExport(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*4096)/1e3, "µs/span")
-	if c.spans.Load() != int64(b.N*4096) {
-		b.Fatalf("%d spans received", c.spans.Load())
+	if c.Spans() != int64(b.N*4096) {
+		b.Fatalf("%d spans received", c.Spans())
 	}
 }
