@@ -33,16 +33,24 @@ type OTLPReceiver struct {
 // StartOTLP starts a receiver, stopped when the test ends.
 func StartOTLP(t testing.TB) *OTLPReceiver {
 	t.Helper()
+	r := &OTLPReceiver{}
+	r.Addr = serveTraces(t, r)
+	return r
+}
+
+// serveTraces serves an OTLP trace service on a loopback port until the
+// test ends, and returns its address.
+func serveTraces(t testing.TB, svc collectortrace.TraceServiceServer) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &OTLPReceiver{Addr: lis.Addr().String()}
 	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, r)
+	collectortrace.RegisterTraceServiceServer(srv, svc)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return r
+	return lis.Addr().String()
 }
 
 // Export keeps the spans of one request.
@@ -99,15 +107,8 @@ type SpanCounter struct {
 // StartSpanCounter starts a counter, stopped when the test ends.
 func StartSpanCounter(t testing.TB) *SpanCounter {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &SpanCounter{Addr: lis.Addr().String()}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, c)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
+	c := &SpanCounter{}
+	c.Addr = serveTraces(t, c)
 	return c
 }
 
