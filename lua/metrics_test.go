@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,20 +17,34 @@ import (
 
 type metricsDump struct {
 	Buckets  map[string][]float64 `json:"buckets"`
-	Values   map[string]float64   `json:"values"`
+	Values   map[string]float64   `json:"-"`
 	Capacity int64                `json:"capacity"`
 	Free     int64                `json:"free"`
 }
 
+// metrics reads GET /metrics: a JSON line, then "<key>\t<value>" lines.
 func (dp *dataPlane) metrics(t *testing.T) metricsDump {
 	t.Helper()
 	status, body := dp.configRequest("GET", "/metrics", "")
 	if status != 200 {
 		t.Fatalf("GET /metrics: %d %s", status, body)
 	}
+	head, lines, _ := strings.Cut(body, "\n")
 	var d metricsDump
-	if err := json.Unmarshal([]byte(body), &d); err != nil {
+	if err := json.Unmarshal([]byte(head), &d); err != nil {
 		t.Fatalf("GET /metrics: %v in %.200s", err, body)
+	}
+	d.Values = map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSuffix(lines, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		tab := strings.LastIndexByte(line, '\t')
+		v, err := strconv.ParseFloat(line[tab+1:], 64)
+		if tab < 0 || err != nil {
+			t.Fatalf("GET /metrics: line %q", line)
+		}
+		d.Values[line[:tab]] = v
 	}
 	return d
 }

@@ -200,6 +200,14 @@ func (dp *dataPlane) testTracing(t *testing.T) {
 		t.Errorf("no upstream timing or bad times: %+v", span)
 	}
 
+	// Values JSON must escape (written by cjson) and plain ones (written
+	// between quotes) make one valid record.
+	agent := "say \"hi\" \\ \t ünï"
+	send("11", map[string]string{"User-Agent": agent})
+	if span := dp.waitSpans(t, 1)[0]; span.Attrs["http.user_agent"] != agent || span.Attrs["http.method"] != "GET" {
+		t.Errorf("user agent %q, method %q", span.Attrs["http.user_agent"], span.Attrs["http.method"])
+	}
+
 	// Not trusted: a new trace, without the client's tracestate; the
 	// default name is the location's path.
 	send("10", map[string]string{"Traceparent": incoming, "Tracestate": "k=v"})

@@ -229,23 +229,39 @@ func (c closedLoop) cpuPerRequest() time.Duration {
 // (the NGINX workers), from /proc.
 func workersCPU(master int) time.Duration {
 	entries, _ := os.ReadDir("/proc")
-	var ticks int64
+	var total time.Duration
 	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
+		ppid, cpu, ok := procStat(filepath.Join("/proc", e.Name(), "stat"))
+		if ok && ppid == master {
+			total += cpu
 		}
-		// The command name may hold spaces: fields count from after ")".
-		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-		if len(fields) < 13 || fields[1] != strconv.Itoa(master) {
-			continue
-		}
-		utime, _ := strconv.ParseInt(fields[11], 10, 64)
-		stime, _ := strconv.ParseInt(fields[12], 10, 64)
-		ticks += utime + stime
 	}
+	return total
+}
+
+// processCPU is the user and system CPU time of process pid (its threads
+// included).
+func processCPU(pid int) time.Duration {
+	_, cpu, _ := procStat(fmt.Sprintf("/proc/%d/stat", pid))
+	return cpu
+}
+
+// procStat reads a process's parent and CPU time from its /proc stat file.
+func procStat(path string) (ppid int, cpu time.Duration, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name may hold spaces: fields count from after ")".
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(fields[1])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	// USER_HZ is 100 on Linux.
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return ppid, time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
 
 func (c closedLoop) rps() float64 { return float64(len(c.samples)) / c.elapsed.Seconds() }

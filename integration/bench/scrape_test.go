@@ -63,7 +63,10 @@ func TestBenchMetricsScrape(t *testing.T) {
 
 	times := series{name: "scrape of /metrics"}
 	var size int
-	for range 20 {
+	const scrapes = 20
+	master := sy.MasterPID(t)
+	controllerBefore, nginxBefore := processCPU(sy.Cmd.Process.Pid), workersCPU(master)
+	for range scrapes {
 		start := time.Now()
 		n, _, err := scrape(metricsAddr, "")
 		if err != nil {
@@ -72,8 +75,11 @@ func TestBenchMetricsScrape(t *testing.T) {
 		times.samples = append(times.samples, time.Since(start))
 		size = n
 	}
-	t.Logf("\n%s\nmetrics scrape: %d Ingresses with traffic, %d requests series, %d KiB per scrape\n%s\n",
-		strings.Repeat("=", 100), ingresses, seriesCount, size/1024, times)
+	// CPU time is steadier than wall time on a shared machine.
+	controllerCPU := (processCPU(sy.Cmd.Process.Pid) - controllerBefore) / scrapes
+	nginxCPU := (workersCPU(master) - nginxBefore) / scrapes
+	t.Logf("\n%s\nmetrics scrape: %d Ingresses with traffic, %d requests series, %d KiB per scrape\n%s\nCPU per scrape: controller %s, NGINX workers %s\n",
+		strings.Repeat("=", 100), ingresses, seriesCount, size/1024, times, controllerCPU.Round(time.Millisecond), nginxCPU.Round(time.Millisecond))
 }
 
 // scrape GETs /metrics and returns its size and how many lines start with

@@ -2,51 +2,16 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
-
 	"switchyard.dev/switchyard/integration/harness"
 )
-
-// spanCounter is an OTLP trace service that only counts what it receives
-// (a bench sends far too many spans to keep).
-type spanCounter struct {
-	collectortrace.UnimplementedTraceServiceServer
-	spans atomic.Int64
-}
-
-func (c *spanCounter) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			c.spans.Add(int64(len(ss.GetSpans())))
-		}
-	}
-	return &collectortrace.ExportTraceServiceResponse{}, nil
-}
-
-func startSpanCounter(t *testing.T) (*spanCounter, string) {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &spanCounter{}
-	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, c)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return c, lis.Addr().String()
-}
 
 // TestBenchRequestTracing compares, in one run of one Switchyard, the
 // throughput of a host whose Ingress traces every request
@@ -58,8 +23,8 @@ func startSpanCounter(t *testing.T) (*spanCounter, string) {
 // many were exported and dropped.
 func TestBenchRequestTracing(t *testing.T) {
 	requireBench(t)
-	counter, addr := startSpanCounter(t)
-	host, port, _ := net.SplitHostPort(addr)
+	counter := harness.StartSpanCounter(t)
+	host, port, _ := net.SplitHostPort(counter.Addr)
 	f := newFixture(t)
 	harness.WriteFile(t, filepath.Join(f.dir, "service.yaml"), harness.ServiceYAML("default", "echo", f.portA, f.portB))
 	const traced = "traced.bench.example.com"
@@ -84,7 +49,7 @@ data:
 		if _, err := sy.Get(traced, "/"); err != nil {
 			return err
 		}
-		if counter.spans.Load() == 0 {
+		if counter.Spans() == 0 {
 			return fmt.Errorf("no span yet")
 		}
 		return nil
@@ -97,12 +62,19 @@ data:
 	}
 	const rounds = 3
 	per := 4 * time.Second
-	before := counter.spans.Load()
+	before := counter.Spans()
+	controllerBefore := processCPU(sy.Cmd.Process.Pid)
 	runs := alternate(targets, f.host, rounds, per)
 	off, on := runs[0], runs[1]
 	// What the controller drains after the load: every span it could keep.
 	time.Sleep(time.Second)
-	exported := counter.spans.Load() - before
+	exported := counter.Spans() - before
+	// The controller's CPU is all for the spans: it drains and exports
+	// them (the untraced host costs it nothing).
+	var controllerPerSpan time.Duration
+	if exported > 0 {
+		controllerPerSpan = (processCPU(sy.Cmd.Process.Pid) - controllerBefore) / time.Duration(exported)
+	}
 	dropped := scrapeValue(t, metricsAddr, "switchyard_request_spans_dropped_total")
 	var rep strings.Builder
 	fmt.Fprintf(&rep, "\n%s\nrequest tracing: %d keep-alive clients, %d alternating rounds of %s each\n", strings.Repeat("=", 100),
@@ -112,6 +84,8 @@ data:
 	}
 	fmt.Fprintf(&rep, "throughput ratio tracing on / off: %.2f; p99 ratio: %.2f; NGINX CPU per request off / on: %.2f\n",
 		on.rps()/off.rps(), ratio(on.quantile(0.99), off.quantile(0.99)), ratio(off.cpuPerRequest(), on.cpuPerRequest()))
+	fmt.Fprintf(&rep, "NGINX CPU per request for tracing: %.1fµs; controller CPU per exported span (drain and OTLP export): %.1fµs\n",
+		float64((on.cpuPerRequest()-off.cpuPerRequest()).Nanoseconds())/1e3, float64(controllerPerSpan.Nanoseconds())/1e3)
 	fmt.Fprintf(&rep, "spans exported during the load: %d (traced requests: %d); dropped since start: %s\n",
 		exported, len(on.samples), dropped)
 	t.Log(rep.String())

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -32,16 +33,24 @@ type OTLPReceiver struct {
 // StartOTLP starts a receiver, stopped when the test ends.
 func StartOTLP(t testing.TB) *OTLPReceiver {
 	t.Helper()
+	r := &OTLPReceiver{}
+	r.Addr = serveTraces(t, r)
+	return r
+}
+
+// serveTraces serves an OTLP trace service on a loopback port until the
+// test ends, and returns its address.
+func serveTraces(t testing.TB, svc collectortrace.TraceServiceServer) string {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &OTLPReceiver{Addr: lis.Addr().String()}
 	srv := grpc.NewServer()
-	collectortrace.RegisterTraceServiceServer(srv, r)
+	collectortrace.RegisterTraceServiceServer(srv, svc)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return r
+	return lis.Addr().String()
 }
 
 // Export keeps the spans of one request.
@@ -86,3 +95,32 @@ func (r *OTLPReceiver) Spans() []OTLPSpan {
 	defer r.mu.Unlock()
 	return append([]OTLPSpan(nil), r.spans...)
 }
+
+// SpanCounter is an OTLP trace service on loopback that only counts what
+// it receives: benchmarks send far too many spans to keep.
+type SpanCounter struct {
+	collectortrace.UnimplementedTraceServiceServer
+	Addr  string
+	spans atomic.Int64
+}
+
+// StartSpanCounter starts a counter, stopped when the test ends.
+func StartSpanCounter(t testing.TB) *SpanCounter {
+	t.Helper()
+	c := &SpanCounter{}
+	c.Addr = serveTraces(t, c)
+	return c
+}
+
+// Export counts the spans of one request.
+func (c *SpanCounter) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.spans.Add(int64(len(ss.GetSpans())))
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// Spans is how many spans it received.
+func (c *SpanCounter) Spans() int64 { return c.spans.Load() }

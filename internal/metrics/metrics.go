@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -43,6 +42,9 @@ type Collector struct {
 	// endpoint by mode (full, delta) and what they sent.
 	backendsPosts *prometheus.CounterVec
 	backendsBytes *prometheus.CounterVec
+	// requests are NGINX's per-request series, when NGINX counts them: a
+	// text scrape writes them itself (metricsHandler).
+	requests atomic.Pointer[RequestCollector]
 }
 
 // New registers the controller metrics with their constant labels.
@@ -150,7 +152,7 @@ func (c *Collector) Applied() bool { return c.configApplied.Load() }
 // bus: healthy) and /readyz (healthy, and a configuration is applied).
 func (c *Collector) Handler(busReady func() error) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(c.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", c.metricsHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if err := busReady(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

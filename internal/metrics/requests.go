@@ -8,6 +8,7 @@ package metrics
 // between scrapes.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,6 +76,11 @@ type RequestCollector struct {
 	// onError is told why a scrape found no per-request series.
 	onError func(error)
 
+	// names are the families' names and help, for both ways of writing
+	// them (Collect, writeText); constLabels the controller's labels.
+	names       requestFamilyNames
+	constLabels [][2]string
+
 	requests   *prometheus.Desc
 	histograms map[string]*prometheus.Desc
 	latency    *prometheus.Desc
@@ -82,7 +89,41 @@ type RequestCollector struct {
 	dictFree   *prometheus.Desc
 	// luaDictBytes and luaDictFree are the dynamic configuration's dicts.
 	luaDictBytes, luaDictFree *prometheus.Desc
-	readErrors                prometheus.Counter
+	readErrorsDesc            *prometheus.Desc
+	readErrors                atomic.Uint64
+}
+
+// family is a metric family's name and help.
+type family struct{ name, help string }
+
+type requestFamilyNames struct {
+	requests, latency, dropped, dictBytes, dictFree, luaDictBytes, luaDictFree, readErrors family
+	histograms                                                                             map[string]family
+}
+
+func newRequestFamilyNames() requestFamilyNames {
+	fq := func(name string) string { return prometheus.BuildFQName("nginx", "ingress_controller", name) }
+	n := requestFamilyNames{
+		requests: family{fq("requests"), "The total number of client requests"},
+		// Deprecated in ingress-nginx, and still on its request handling
+		// dashboard: the connect time per Ingress, as a summary. Its
+		// quantiles cannot be had from buckets summed over workers; sum
+		// and count, which the dashboard reads, can.
+		latency: family{fq("ingress_upstream_latency_seconds"), "DEPRECATED Upstream service latency per Ingress"},
+		dropped: family{"switchyard_request_metrics_dropped_total",
+			"Requests whose metrics were not all counted because NGINX's metrics dict was full"},
+		dictBytes: family{"switchyard_request_metrics_dict_bytes", "Size of NGINX's shared dict of per-request metrics"},
+		dictFree:  family{"switchyard_request_metrics_dict_free_bytes", "Free pages of NGINX's shared dict of per-request metrics, in bytes"},
+		luaDictBytes: family{"switchyard_lua_dict_bytes",
+			"Size of an NGINX shared dict of the dynamic configuration (switchyard_config: backends, switchyard_certs: certificates)"},
+		luaDictFree: family{"switchyard_lua_dict_free_bytes", "Free pages of an NGINX shared dict of the dynamic configuration, in bytes"},
+		readErrors:  family{"switchyard_request_metrics_read_errors_total", "Scrapes that could not read the per-request metrics from NGINX"},
+		histograms:  map[string]family{},
+	}
+	for _, h := range histograms {
+		n.histograms[h.code] = family{fq(h.name), h.help}
+	}
+	return n
 }
 
 // NewRequestCollector reads the aggregates from the configuration endpoint
@@ -93,43 +134,41 @@ func NewRequestCollector(l Labels, socket string, o RequestOptions, onError func
 
 func newRequestCollector(l Labels, fetch func(context.Context) ([]byte, error), o RequestOptions, onError func(error)) *RequestCollector {
 	constLabels := prometheus.Labels{"controller_namespace": l.Namespace, "controller_class": l.Class, "controller_pod": l.Pod}
-	names := requestLabels[:len(requestLabels)-1]
-	if o.PerHost {
-		names = requestLabels
-	}
-	fq := func(name string) string { return prometheus.BuildFQName("nginx", "ingress_controller", name) }
 	excluded := map[string]bool{}
 	for _, name := range o.Exclude {
 		excluded[strings.TrimPrefix(strings.TrimSpace(name), "nginx_ingress_controller_")] = true
 	}
 	c := &RequestCollector{
 		fetch: fetch, perHost: o.PerHost, statusClasses: o.StatusClasses, excluded: excluded, ingresses: o.Ingresses, onError: onError,
-		requests:   prometheus.NewDesc(fq("requests"), "The total number of client requests", names, constLabels),
-		histograms: map[string]*prometheus.Desc{},
-		// Deprecated in ingress-nginx, and still on its request handling
-		// dashboard: the connect time per Ingress, as a summary. Its
-		// quantiles cannot be had from buckets summed over workers; sum
-		// and count, which the dashboard reads, can.
-		latency: prometheus.NewDesc(fq("ingress_upstream_latency_seconds"), "DEPRECATED Upstream service latency per Ingress",
-			latencyLabels, constLabels),
-		dropped: prometheus.NewDesc("switchyard_request_metrics_dropped_total",
-			"Requests whose metrics were not all counted because NGINX's metrics dict was full", nil, constLabels),
-		dictBytes: prometheus.NewDesc("switchyard_request_metrics_dict_bytes",
-			"Size of NGINX's shared dict of per-request metrics", nil, constLabels),
-		dictFree: prometheus.NewDesc("switchyard_request_metrics_dict_free_bytes",
-			"Free pages of NGINX's shared dict of per-request metrics, in bytes", nil, constLabels),
-		luaDictBytes: prometheus.NewDesc("switchyard_lua_dict_bytes",
-			"Size of an NGINX shared dict of the dynamic configuration (switchyard_config: backends, switchyard_certs: certificates)",
-			[]string{"dict"}, constLabels),
-		luaDictFree: prometheus.NewDesc("switchyard_lua_dict_free_bytes",
-			"Free pages of an NGINX shared dict of the dynamic configuration, in bytes", []string{"dict"}, constLabels),
-		readErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_request_metrics_read_errors_total",
-			Help: "Scrapes that could not read the per-request metrics from NGINX", ConstLabels: constLabels}),
+		names:       newRequestFamilyNames(),
+		constLabels: [][2]string{{"controller_class", l.Class}, {"controller_namespace", l.Namespace}, {"controller_pod", l.Pod}},
+		histograms:  map[string]*prometheus.Desc{},
 	}
+	names := c.labelNames()
+	desc := func(f family, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc(f.name, f.help, labels, constLabels)
+	}
+	c.requests = desc(c.names.requests, names)
+	c.latency = desc(c.names.latency, latencyLabels)
+	c.dropped = desc(c.names.dropped, nil)
+	c.dictBytes = desc(c.names.dictBytes, nil)
+	c.dictFree = desc(c.names.dictFree, nil)
+	c.luaDictBytes = desc(c.names.luaDictBytes, []string{"dict"})
+	c.luaDictFree = desc(c.names.luaDictFree, []string{"dict"})
+	c.readErrorsDesc = desc(c.names.readErrors, nil)
 	for _, h := range histograms {
-		c.histograms[h.code] = prometheus.NewDesc(fq(h.name), h.help, names, constLabels)
+		c.histograms[h.code] = desc(c.names.histograms[h.code], names)
 	}
 	return c
+}
+
+// labelNames are the request series' labels, in the order of the Lua
+// keys; host only per host.
+func (c *RequestCollector) labelNames() []string {
+	if c.perHost {
+		return requestLabels
+	}
+	return requestLabels[:len(requestLabels)-1]
 }
 
 // Describe implements prometheus.Collector.
@@ -144,7 +183,7 @@ func (c *RequestCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.dictFree
 	ch <- c.luaDictBytes
 	ch <- c.luaDictFree
-	c.readErrors.Describe(ch)
+	ch <- c.readErrorsDesc
 }
 
 // scrapeTimeout bounds one read of NGINX's aggregates: a scrape waits
@@ -153,21 +192,30 @@ const scrapeTimeout = 10 * time.Second
 
 // Collect implements prometheus.Collector: one read of NGINX's dict.
 func (c *RequestCollector) Collect(ch chan<- prometheus.Metric) {
-	defer c.readErrors.Collect(ch)
+	d, err := c.read()
+	if err == nil {
+		c.emit(ch, d)
+	}
+	ch <- prometheus.MustNewConstMetric(c.readErrorsDesc, prometheus.CounterValue, float64(c.readErrors.Load()))
+}
+
+// read is one read of NGINX's aggregates; a failure is counted and
+// reported.
+func (c *RequestCollector) read() (dump, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	data, err := c.fetch(ctx)
 	if err == nil {
 		var d dump
 		if d, err = parseDump(data); err == nil {
-			c.emit(ch, d)
-			return
+			return d, nil
 		}
 	}
-	c.readErrors.Inc()
+	c.readErrors.Add(1)
 	if c.onError != nil {
 		c.onError(err)
 	}
+	return dump{}, err
 }
 
 func (c *RequestCollector) emit(ch chan<- prometheus.Metric, d dump) {
@@ -297,15 +345,18 @@ func (h *hist) cumulative(bounds []float64) map[float64]uint64 {
 // maxBuckets bounds the bucket lists NGINX may announce.
 const maxBuckets = 64
 
+// parseDump reads NGINX's answer: a JSON line of the bucket bounds and
+// the dicts' use, then a "<key>\t<value>" line per key (metrics.lua's
+// serve).
 func parseDump(data []byte) (dump, error) {
+	head, values, _ := bytes.Cut(data, []byte("\n"))
 	var in struct {
 		Buckets  map[string][]float64 `json:"buckets"`
-		Values   map[string]float64   `json:"values"`
 		Capacity float64              `json:"capacity"`
 		Free     float64              `json:"free"`
 		Dicts    map[string]dictUse   `json:"dicts"`
 	}
-	if err := json.Unmarshal(data, &in); err != nil {
+	if err := json.Unmarshal(head, &in); err != nil {
 		return dump{}, fmt.Errorf("decode NGINX's request metrics: %w", err)
 	}
 	d := dump{buckets: map[string][]float64{}, raw: map[string]*series{}, capacity: in.Capacity, free: in.Free, dicts: map[string]dictUse{}}
@@ -322,7 +373,19 @@ func parseDump(data []byte) (dump, error) {
 		}
 		d.buckets[h.code] = b
 	}
-	for key, v := range in.Values {
+	for len(values) > 0 {
+		var line []byte
+		line, values, _ = bytes.Cut(values, []byte("\n"))
+		// The key may hold a tab; the value, a number, does not.
+		tab := bytes.LastIndexByte(line, '\t')
+		if tab < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(string(line[tab+1:]), 64)
+		if err != nil {
+			continue
+		}
+		key := string(line[:tab])
 		if key == "dropped" {
 			d.dropped = v
 			continue
@@ -335,20 +398,28 @@ func parseDump(data []byte) (dump, error) {
 }
 
 // add records one dict value: "<code>\x01<bucket index or s>\x01<labels>".
+// A scrape adds some 14 values per label set: the labels are split once,
+// for the first.
 func (d *dump) add(key string, v float64) bool {
-	parts := strings.Split(key, "\x01")
-	if len(parts) != 2+len(requestLabels) {
+	code, rest, ok := strings.Cut(key, "\x01")
+	if !ok {
 		return false
 	}
-	code, slot := parts[0], parts[1]
+	slot, labelKey, ok := strings.Cut(rest, "\x01")
+	if !ok {
+		return false
+	}
 	bounds, ok := d.buckets[code]
 	if !ok {
 		return false
 	}
-	labelKey := strings.Join(parts[2:], "\x01")
 	s := d.raw[labelKey]
 	if s == nil {
-		s = &series{labels: parts[2:], hists: map[string]*hist{}}
+		labels := strings.Split(labelKey, "\x01")
+		if len(labels) != len(requestLabels) {
+			return false
+		}
+		s = &series{labels: labels, hists: map[string]*hist{}}
 		d.raw[labelKey] = s
 	}
 	h := s.hists[code]
@@ -469,7 +540,7 @@ func unixGetter(socket, path string) func(context.Context) ([]byte, error) {
 
 // RegisterRequests adds the per-request series to the scrape.
 func (c *Collector) RegisterRequests(r *RequestCollector) {
-	c.registry.MustRegister(r)
+	c.requests.Store(r)
 }
 
 // configDicts are the dynamic configuration's dicts NGINX reports the use

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,9 +17,8 @@ func luaDump(t *testing.T, values map[string]float64) []byte {
 	time := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 	length := []float64{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}
 	size := []float64{10, 100, 1000, 10000, 100000, 1000000, 10000000}
-	data, err := json.Marshal(map[string]any{
+	head, err := json.Marshal(map[string]any{
 		"buckets":  map[string][]float64{"rd": time, "cd": time, "hd": time, "sd": time, "rq": length, "rs": length, "bs": size},
-		"values":   values,
 		"capacity": 1 << 20, "free": 1 << 19,
 		"dicts": map[string]any{"switchyard_config": map[string]int{"capacity": 1 << 20, "free": 1 << 18},
 			"some_other_dict": map[string]int{"capacity": 1, "free": 1}},
@@ -26,7 +26,11 @@ func luaDump(t *testing.T, values map[string]float64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	out := append(head, '\n')
+	for k, v := range values {
+		out = fmt.Appendf(out, "%s\t%v\n", k, v)
+	}
+	return out
 }
 
 // key is a dict key of metrics.lua for the labels status, method, path,
@@ -132,9 +136,11 @@ func TestRequestCollector(t *testing.T) {
 func TestRequestCollectorUnreadable(t *testing.T) {
 	l := Labels{Namespace: "ns", Class: "nginx", Pod: "p-1"}
 	for name, fetch := range map[string]func(context.Context) ([]byte, error){
-		"no NGINX":    func(context.Context) ([]byte, error) { return nil, errors.New("connection refused") },
-		"not JSON":    func(context.Context) ([]byte, error) { return []byte("<html>"), nil },
-		"bad buckets": func(context.Context) ([]byte, error) { return []byte(`{"buckets":{"rd":[2,1]},"values":{}}`), nil },
+		"no NGINX": func(context.Context) ([]byte, error) { return nil, errors.New("connection refused") },
+		"not JSON": func(context.Context) ([]byte, error) { return []byte("<html>"), nil },
+		"bad buckets": func(context.Context) ([]byte, error) {
+			return []byte("{\"buckets\":{\"rd\":[2,1]}}\nrd\x011\x01\t1\n"), nil
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var reported error
@@ -172,8 +178,8 @@ func TestHostLabel(t *testing.T) {
 // Ingress paths and names), parsing and exporting never panic, and every
 // exported series has one value per label.
 func FuzzParseDump(f *testing.F) {
-	f.Add([]byte(`{"buckets":{"rd":[1],"cd":[1],"hd":[1],"sd":[1],"rq":[1],"rs":[1],"bs":[1]},"values":{"rd\u00011\u0001200\u0001GET\u0001/\u0001a\u0001b\u0001c\u0001\u0001_":1}}`))
-	f.Add([]byte(`{"buckets":{"rd":[1,2]},"values":{"dropped":1}}`))
+	f.Add([]byte("{\"buckets\":{\"rd\":[1],\"cd\":[1],\"hd\":[1],\"sd\":[1],\"rq\":[1],\"rs\":[1],\"bs\":[1]}}\nrd\x011\x01200\x01GET\x01/\x01a\x01b\x01c\x01\x01_\t1\nrd\x01s\x01200\x01GET\x01/\x01a\tb\x01b\x01c\x01\x01_\t0.5\n"))
+	f.Add([]byte("{\"buckets\":{\"rd\":[1,2]}}\ndropped\t1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := parseDump(data)
 		if err != nil {

@@ -18,7 +18,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,14 +61,41 @@ type drained struct {
 
 // luaSpan is one span as tracing.lua writes it.
 type luaSpan struct {
-	TraceID string         `json:"t"`
-	SpanID  string         `json:"s"`
-	Parent  string         `json:"p"`
-	Name    string         `json:"n"`
-	Start   float64        `json:"b"` // seconds since the epoch
-	End     float64        `json:"e"`
-	Error   bool           `json:"err"`
-	Attrs   map[string]any `json:"a"`
+	TraceID string   `json:"t"`
+	SpanID  string   `json:"s"`
+	Parent  string   `json:"p"`
+	Name    string   `json:"n"`
+	Start   float64  `json:"b"` // seconds since the epoch
+	End     float64  `json:"e"`
+	Error   bool     `json:"err"`
+	Attrs   luaAttrs `json:"a"`
+}
+
+// luaAttrs are the attributes tracing.lua writes (the status code and
+// flavor, its STRING_ATTRS and NUMBER_ATTRS); one it did not write stays
+// nil. Decoded into fields, not a map of interfaces: that was most of the
+// controller's CPU per span (TestLuaAttributesAreKnown keeps the two
+// lists together).
+type luaAttrs struct {
+	StatusCode          *float64 `json:"http.status_code"`
+	Flavor              *string  `json:"http.flavor"`
+	Method              *string  `json:"http.method"`
+	Target              *string  `json:"http.target"`
+	Scheme              *string  `json:"http.scheme"`
+	Host                *string  `json:"http.host"`
+	UserAgent           *string  `json:"http.user_agent"`
+	PeerIP              *string  `json:"net.peer.ip"`
+	Namespace           *string  `json:"ingress.namespace"`
+	Ingress             *string  `json:"ingress.name"`
+	Service             *string  `json:"ingress.service_name"`
+	ServicePort         *string  `json:"ingress.service_port"`
+	Path                *string  `json:"ingress.path"`
+	Upstream            *string  `json:"ingress.upstream"`
+	UpstreamAddress     *string  `json:"upstream.address"`
+	UpstreamStatus      *float64 `json:"upstream.status"`
+	UpstreamConnectTime *float64 `json:"upstream.connect_time"`
+	UpstreamHeaderTime  *float64 `json:"upstream.header_time"`
+	UpstreamTime        *float64 `json:"upstream.response_time"`
 }
 
 // RequestSpans drains and exports request spans until Run's context ends.
@@ -255,26 +284,44 @@ func epoch(sec float64) time.Time {
 	return time.Unix(int64(whole), int64(math.Round(frac*1000))*int64(time.Millisecond))
 }
 
-// attributes keeps strings and numbers, whole numbers as integers (a
-// status code), in key order.
-func attributes(m map[string]any) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, 0, len(m))
-	for k, v := range m {
-		switch v := v.(type) {
-		case string:
-			out = append(out, attribute.String(k, v))
-		case float64:
-			if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-				out = append(out, attribute.Int64(k, int64(v)))
-			} else {
-				out = append(out, attribute.Float64(k, v))
-			}
-		case bool:
-			out = append(out, attribute.Bool(k, v))
+// attributes are the attributes tracing.lua wrote, whole numbers as
+// integers (a status code), in key order.
+func attributes(a luaAttrs) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, 19)
+	for _, s := range []struct {
+		key string
+		v   *string
+	}{
+		{"http.flavor", a.Flavor}, {"http.method", a.Method}, {"http.target", a.Target}, {"http.scheme", a.Scheme},
+		{"http.host", a.Host}, {"http.user_agent", a.UserAgent}, {"net.peer.ip", a.PeerIP}, {"ingress.namespace", a.Namespace},
+		{"ingress.name", a.Ingress}, {"ingress.service_name", a.Service}, {"ingress.service_port", a.ServicePort},
+		{"ingress.path", a.Path}, {"ingress.upstream", a.Upstream}, {"upstream.address", a.UpstreamAddress},
+	} {
+		if s.v != nil {
+			out = append(out, attribute.String(s.key, *s.v))
 		}
 	}
-	set := attribute.NewSet(out...)
-	return set.ToSlice()
+	for _, n := range []struct {
+		key string
+		v   *float64
+	}{
+		{"http.status_code", a.StatusCode}, {"upstream.status", a.UpstreamStatus}, {"upstream.connect_time", a.UpstreamConnectTime},
+		{"upstream.header_time", a.UpstreamHeaderTime}, {"upstream.response_time", a.UpstreamTime},
+	} {
+		if n.v != nil {
+			out = append(out, numberAttribute(n.key, *n.v))
+		}
+	}
+	slices.SortFunc(out, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
+	return out
+}
+
+// numberAttribute is a whole number as an integer, any other as a float.
+func numberAttribute(key string, v float64) attribute.KeyValue {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return attribute.Int64(key, int64(v))
+	}
+	return attribute.Float64(key, v)
 }
 
 // unixPoster POSTs /traces?max=N to the configuration endpoint's socket.
