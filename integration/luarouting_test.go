@@ -175,3 +175,17 @@ func TestLuaRoutedHostNeedsNoReload(t *testing.T) {
 		t.Errorf("NGINX reloaded for a Lua-routed host: workers %v, then %v", workers, now)
 	}
 }
+
+// expectRouting checks which hosts sy routes in Lua: those in lua have no
+// server block, the others have one. With the suite run on server blocks
+// (SWITCHYARD_TEST_ROUTING=server-blocks) every host has its block.
+func expectRouting(t *testing.T, sy *harness.Switchyard, lua map[string]bool) {
+	t.Helper()
+	blocksOnly := os.Getenv(harness.RoutingEnv) == "server-blocks"
+	for host, routed := range lua {
+		_, err := os.Stat(filepath.Join(sy.ConfDir(), renderer.ServerFile(host)))
+		if hasBlock, wantBlock := err == nil, blocksOnly || !routed; hasBlock != wantBlock {
+			t.Errorf("%s: server block %v, want %v (routing %q)", host, hasBlock, wantBlock, os.Getenv(harness.RoutingEnv))
+		}
+	}
+}

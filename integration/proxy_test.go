@@ -72,6 +72,10 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com", "patient.example.com"} {
 		e.eventually(host, "/", host+" served", func(r harness.Response) bool { return r.Status == 200 && r.Echo != nil })
 	}
+	// The timeouts, upstream-vhost and connection-proxy-header are applied
+	// by router.lua; a body size other than the shared one needs its block.
+	expectRouting(t, e.sy, map[string]bool{"slow.example.com": true, "patient.example.com": true,
+		"vhost.example.com": true, "small.example.com": true, "upload.example.com": false})
 
 	t.Run("proxy-body-size", func(t *testing.T) {
 		body := bytes.Repeat([]byte("x"), 20<<20)

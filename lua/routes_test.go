@@ -38,7 +38,10 @@ func route(host string) string {
 // Routes are stored and replaced whole or by delta; anything malformed is
 // refused as a whole and leaves the stored routes as they were.
 func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
-	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+route("b.example.com")+"]")
+	// b carries every optional field a location may have.
+	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
+		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","kind"`, 1)
+	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+"]")
 	m := routesVersionRE.FindStringSubmatch(text)
 	if status != 201 || m == nil {
 		t.Fatalf("POST routes: %d %q", status, text)
@@ -57,6 +60,14 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 		"duplicate host":      "[" + route("a.example.com") + "," + route("a.example.com") + "]",
 		"a boolean as string": "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
 		"not an array":        route("a.example.com"),
+		"a zero timeout":      "[" + strings.Replace(route("a.example.com"), `"kind"`, `"read_timeout":0,"kind"`, 1) + "]",
+		"a fraction timeout":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"connect_timeout":1.5,"kind"`, 1) + "]",
+		"a timeout as string": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"send_timeout":"5","kind"`, 1) + "]",
+		"a header in vhost": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":"a
+X-Evil: 1","kind"`, 1) + "]",
+		"a vhost as number": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":5,"kind"`, 1) + "]",
+		"a quote in connection header": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"connection_header":"close\"","kind"`, 1) + "]",
 	} {
 		if status, text := dp.configRequest("POST", "/configuration/routes", body); status != 400 {
 			t.Errorf("%s: POST answered %d %q, want 400", name, status, text)

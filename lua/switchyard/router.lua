@@ -48,6 +48,20 @@ _M.store = store
 local MATCHES = { ["="] = true, ["^~"] = true, [""] = true, ["~*"] = true, ["~"] = true }
 local KINDS = { proxy = true, ["not-found"] = true }
 
+-- The most a proxy timeout may be, in seconds (a year, as the proxy
+-- plugin's MaxProxyTimeout).
+local MAX_TIMEOUT = 365 * 24 * 3600
+
+-- What the renderer checked upstream-vhost and connection-proxy-header
+-- against, checked again: they become request headers, so nothing but a
+-- host with a port, or tokens, may get through.
+local UPSTREAM_VHOST = [[^[A-Za-z0-9._:\[\]-]{1,260}$]]
+local CONNECTION_HEADER = [[^[A-Za-z0-9-]{1,64}(, ?[A-Za-z0-9-]{1,64}){0,7}$]]
+
+local function is_timeout(v)
+    return type(v) == "number" and v >= 1 and v <= MAX_TIMEOUT and v == math.floor(v)
+end
+
 -- host -> compiled route; filled on first use, emptied of what a new
 -- version changed. Hosts without a route are not cached: any Host header
 -- can be sent, and the cache must not grow with them.
@@ -98,6 +112,13 @@ local function compile(route)
         l.fallback = string_or_nil(l.fallback)
         l.app_root = string_or_nil(l.app_root)
         l.x_forwarded_prefix = string_or_nil(l.x_forwarded_prefix)
+        l.upstream_vhost = string_or_nil(l.upstream_vhost)
+        l.connection_header = string_or_nil(l.connection_header)
+        if l.connect_timeout or l.send_timeout or l.read_timeout then
+            -- Seconds, as ngx.balancer.set_timeouts takes them; nil keeps
+            -- the http block's.
+            l.timeouts = { connect = l.connect_timeout, send = l.send_timeout, read = l.read_timeout }
+        end
     end
     -- Longest first; equal lengths keep the renderer's order.
     for i, p in ipairs(c.prefixes) do
@@ -234,11 +255,19 @@ function _M.rewrite(max_body)
     if l.x_forwarded_prefix then
         ngx_var.switchyard_x_forwarded_prefix = l.x_forwarded_prefix
     end
+    -- upstream-vhost and connection-proxy-header: what the location's
+    -- "set" lines would have set, read by the http block's headers.
+    if l.upstream_vhost then
+        ngx_var.switchyard_upstream_vhost = l.upstream_vhost
+    end
+    if l.connection_header then
+        ngx_var.switchyard_connection_header = l.connection_header
+    end
     ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
     end
-    return balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service)
+    return balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
 end
 
 -- validate checks one posted route; returns an error or nil. A route that
@@ -273,10 +302,21 @@ function _M.validate(route)
         end
         for _, f in ipairs({ "upstream", "backend", "canary_backend", "canary_ingress", "fallback", "namespace",
                              "ingress_name", "service", "service_port", "location_path", "app_root",
-                             "x_forwarded_prefix" }) do
+                             "x_forwarded_prefix", "upstream_vhost", "connection_header" }) do
             if l[f] ~= nil and type(l[f]) ~= "string" then
                 return where .. ": " .. f .. " must be a string"
             end
+        end
+        for _, f in ipairs({ "connect_timeout", "send_timeout", "read_timeout" }) do
+            if l[f] ~= nil and not is_timeout(l[f]) then
+                return where .. ": " .. f .. " must be whole seconds from 1 to " .. MAX_TIMEOUT
+            end
+        end
+        if l.upstream_vhost ~= nil and not ngx_re_find(l.upstream_vhost, UPSTREAM_VHOST, "jo") then
+            return where .. ": upstream_vhost must be a host name with an optional port"
+        end
+        if l.connection_header ~= nil and not ngx_re_find(l.connection_header, CONNECTION_HEADER, "jo") then
+            return where .. ": connection_header must be a list of tokens"
         end
         for _, f in ipairs({ "ssl_redirect", "force_ssl_redirect", "preserve_trailing_slash", "tag_service" }) do
             if l[f] ~= nil and type(l[f]) ~= "boolean" then

@@ -60,6 +60,19 @@ type LuaRouteLocation struct {
 	// AppRoot and XForwardedPrefix are app-root and x-forwarded-prefix.
 	AppRoot          string `json:"app_root,omitempty"`
 	XForwardedPrefix string `json:"x_forwarded_prefix,omitempty"`
+	// ConnectTimeout, SendTimeout and ReadTimeout are proxy-*-timeout in
+	// seconds, 0 for the http block's (the ConfigMap's): balancer.lua sets
+	// them with ngx.balancer.set_timeouts, as the location's
+	// proxy_*_timeout would.
+	ConnectTimeout int `json:"connect_timeout,omitempty"`
+	SendTimeout    int `json:"send_timeout,omitempty"`
+	ReadTimeout    int `json:"read_timeout,omitempty"`
+	// UpstreamVhost and ConnectionHeader are upstream-vhost and
+	// connection-proxy-header: router.lua sets the variables the http
+	// block's Host and Connection headers read, as the location's "set"
+	// would.
+	UpstreamVhost    string `json:"upstream_vhost,omitempty"`
+	ConnectionHeader string `json:"connection_header,omitempty"`
 }
 
 // bodyLimit is an NGINX size in bytes; "0" is no limit.
@@ -78,7 +91,8 @@ func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 // host names; locations that proxy to the Lua balancer (with canaries,
 // balancing and affinity, which live in the backends) or answer 404; the
 // labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
-// HSTS, app-root, x-forwarded-prefix and the default-backend annotation.
+// HSTS, app-root, x-forwarded-prefix, the default-backend annotation, and
+// of the proxy annotations those routedProxy allows.
 // Anything else a server or location would write is a directive, and the
 // host keeps its server block.
 func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Server) (bool, string) {
@@ -102,11 +116,15 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	if !reflect.ValueOf(rest).IsZero() {
 		return false, "server-level settings"
 	}
-	for _, l := range v.Locations {
+	for i, l := range v.Locations {
 		if l.Kind != kindProxy && l.Kind != kindNotFound {
 			return false, fmt.Sprintf("location %s: %s", l.Arg, l.Kind)
 		}
+		if !routedProxy(v.locations[i].Features) {
+			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
+		}
 		rest := l
+		rest.Proxy = nil
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
 		rest.IngressArgs, rest.BalancerArg = "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
@@ -117,6 +135,19 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		}
 	}
 	return true, ""
+}
+
+// routedProxy says whether router.lua applies every proxy annotation of f:
+// the timeouts (through ngx.balancer.set_timeouts), upstream-vhost and
+// connection-proxy-header. The others are directives.
+func routedProxy(f *bus.Features) bool {
+	if f == nil || f.Proxy == nil {
+		return true
+	}
+	p := *f.Proxy
+	p.ConnectTimeout, p.SendTimeout, p.ReadTimeout = 0, 0, 0
+	p.UpstreamVhost, p.ConnectionHeader = "", ""
+	return reflect.ValueOf(p).IsZero()
 }
 
 // newLuaRoute is the route of server s, which dynamicServer accepted, from
@@ -142,6 +173,11 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 		}
 		if f := l.Features; f != nil && f.Rewrite != nil {
 			rl.AppRoot, rl.XForwardedPrefix = f.Rewrite.AppRoot, f.Rewrite.XForwardedPrefix
+		}
+		if f := l.Features; f != nil && f.Proxy != nil {
+			p := f.Proxy
+			rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = p.ConnectTimeout, p.SendTimeout, p.ReadTimeout
+			rl.UpstreamVhost, rl.ConnectionHeader = p.UpstreamVhost, p.ConnectionHeader
 		}
 		route.Locations = append(route.Locations, rl)
 	}

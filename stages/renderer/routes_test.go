@@ -35,6 +35,11 @@ func TestDynamicServer(t *testing.T) {
 			s.Aliases = []string{"b.example.com"}
 			return s
 		}(), want: "server-alias"},
+		{name: "proxy timeouts, upstream-vhost, connection-proxy-header", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{ConnectTimeout: 2, SendTimeout: 3, ReadTimeout: 4,
+				UpstreamVhost: "b.internal:8080", ConnectionHeader: "keep-alive"}})},
+		{name: "timeouts with proxy-buffering", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{ReadTimeout: 4, Buffering: "on"}}), want: `location "/": proxy annotations`},
 		{name: "proxy-body-size", server: plain("a.example.com", &bus.Features{Proxy: &bus.Proxy{BodySize: "8m"}}),
 			want: "location"},
 		{name: "permanent-redirect", server: plain("a.example.com",
