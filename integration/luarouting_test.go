@@ -130,7 +130,7 @@ func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
 	for host, wantBlock := range map[string]bool{
 		"paths.example.com": false, "regex.example.com": false, "exact.example.com": false,
 		"force.example.com": false, "approot.example.com": false,
-		"body.example.com": true, "*.wild.example.com": true, "b.wild.example.com": true,
+		"body.example.com": false, "*.wild.example.com": true, "b.wild.example.com": true,
 	} {
 		_, err := os.Stat(filepath.Join(lua.ConfDir(), renderer.ServerFile(host)))
 		if hasBlock := err == nil; hasBlock != wantBlock {

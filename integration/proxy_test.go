@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,6 +25,13 @@ func proxyIngress(name, host, service string, annotations map[string]string) str
 // a body; a fresh client, so no connection is shared between requests.
 func (e *env) send(method, host, path string, headers map[string]string, body []byte) (harness.Response, error) {
 	return harness.DoWithHeaders(harness.NewClient(), method, "http://"+e.sy.HTTPAddr+path, host, headers, body)
+}
+
+// sendChunked posts body without a Content-Length: Go sends it chunked.
+func (e *env) sendChunked(host, path string, body []byte) (harness.Response, error) {
+	// A reader of unknown length: not a *bytes.Reader, whose length
+	// NewRequest would read.
+	return harness.DoWithReader(harness.NewClient(), http.MethodPost, "http://"+e.sy.HTTPAddr+path, host, io.MultiReader(bytes.NewReader(body)))
 }
 
 // TestProxySettingsThroughNginx: the proxy plugin's annotations and the
@@ -74,8 +82,9 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 	}
 	// The timeouts, upstream-vhost and connection-proxy-header are applied
 	// by router.lua; a body size other than the shared one needs its block.
+	// So is a body size below the shared one; a larger one needs its block.
 	expectRouting(t, e.sy, map[string]bool{"slow.example.com": true, "patient.example.com": true,
-		"vhost.example.com": true, "small.example.com": true, "upload.example.com": false})
+		"vhost.example.com": true, "small.example.com": true, "strict.example.com": true, "upload.example.com": false})
 
 	t.Run("proxy-body-size", func(t *testing.T) {
 		body := bytes.Repeat([]byte("x"), 20<<20)
@@ -88,6 +97,23 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		}
 		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 4096)); err != nil || r.Status != 413 {
 			t.Fatalf("4 KB upload with proxy-body-size 1k: %v, status %d, want 413", err, r.Status)
+		}
+		// A chunked body (no Content-Length) is held to the same limit,
+		// small and large (the latter through a temporary file).
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{512, 200}, {1024, 200}, {1025, 413}, {4096, 413}, {2 << 20, 413}} {
+			r, err := e.sendChunked("strict.example.com", "/", bytes.Repeat([]byte("x"), tc.size))
+			if err != nil || r.Status != tc.status {
+				t.Fatalf("%d B chunked upload with proxy-body-size 1k: %v, status %d, want %d", tc.size, err, r.Status, tc.status)
+			}
+			if tc.status == 200 && (r.Echo == nil || r.Echo.BodyBytes != int64(tc.size)) {
+				t.Fatalf("%d B chunked upload: echo %+v", tc.size, r.Echo)
+			}
+		}
+		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 1024)); err != nil || r.Status != 200 {
+			t.Fatalf("1 KB upload with proxy-body-size 1k: %v, status %d, want 200", err, r.Status)
 		}
 	})
 

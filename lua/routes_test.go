@@ -40,7 +40,7 @@ func route(host string) string {
 func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	// b carries every optional field a location may have.
 	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
-		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","kind"`, 1)
+		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,"kind"`, 1)
 	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+"]")
 	m := routesVersionRE.FindStringSubmatch(text)
 	if status != 201 || m == nil {
@@ -51,18 +51,21 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 		t.Fatalf("stored routes %q", got)
 	}
 	for name, body := range map[string]string{
-		"upper-case host":     "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
-		"unknown match":       "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
-		"invalid regex":       "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
-		"proxy, no backend":   "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
-		"unknown kind":        "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`, `"kind":"exec"`, 1) + "]",
-		"no locations":        `[{"host":"a.example.com","locations":[]}]`,
-		"duplicate host":      "[" + route("a.example.com") + "," + route("a.example.com") + "]",
-		"a boolean as string": "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
-		"not an array":        route("a.example.com"),
-		"a zero timeout":      "[" + strings.Replace(route("a.example.com"), `"kind"`, `"read_timeout":0,"kind"`, 1) + "]",
-		"a fraction timeout":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"connect_timeout":1.5,"kind"`, 1) + "]",
-		"a timeout as string": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"send_timeout":"5","kind"`, 1) + "]",
+		"upper-case host":       "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
+		"unknown match":         "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
+		"invalid regex":         "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
+		"proxy, no backend":     "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
+		"unknown kind":          "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`, `"kind":"exec"`, 1) + "]",
+		"no locations":          `[{"host":"a.example.com","locations":[]}]`,
+		"duplicate host":        "[" + route("a.example.com") + "," + route("a.example.com") + "]",
+		"a boolean as string":   "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
+		"not an array":          route("a.example.com"),
+		"a zero body limit":     "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":0,"kind"`, 1) + "]",
+		"a body limit as size":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":"1k","kind"`, 1) + "]",
+		"a fraction body limit": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":10.5,"kind"`, 1) + "]",
+		"a zero timeout":        "[" + strings.Replace(route("a.example.com"), `"kind"`, `"read_timeout":0,"kind"`, 1) + "]",
+		"a fraction timeout":    "[" + strings.Replace(route("a.example.com"), `"kind"`, `"connect_timeout":1.5,"kind"`, 1) + "]",
+		"a timeout as string":   "[" + strings.Replace(route("a.example.com"), `"kind"`, `"send_timeout":"5","kind"`, 1) + "]",
 		"a header in vhost": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":"a
 X-Evil: 1","kind"`, 1) + "]",
 		"a vhost as number": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":5,"kind"`, 1) + "]",

@@ -24,6 +24,8 @@ local ingress = require("switchyard.ingress")
 
 local ngx = ngx
 local ngx_var = ngx.var
+local ngx_req = ngx.req
+local io_open = io.open
 local ngx_exit = ngx.exit
 local ngx_exec = ngx.exec
 local ngx_log = ngx.log
@@ -57,6 +59,13 @@ local MAX_TIMEOUT = 365 * 24 * 3600
 -- host with a port, or tokens, may get through.
 local UPSTREAM_VHOST = [[^[A-Za-z0-9._:\[\]-]{1,260}$]]
 local CONNECTION_HEADER = [[^[A-Za-z0-9-]{1,64}(, ?[A-Za-z0-9-]{1,64}){0,7}$]]
+
+-- A body limit in bytes: proxy-body-size's bound is 1024g.
+local MAX_BODY_LIMIT = 1024 * 1024 * 1024 * 1024
+
+local function is_byte_count(v)
+    return type(v) == "number" and v >= 1 and v <= MAX_BODY_LIMIT and v == math.floor(v)
+end
 
 local function is_timeout(v)
     return type(v) == "number" and v >= 1 and v <= MAX_TIMEOUT and v == math.floor(v)
@@ -199,6 +208,58 @@ local function wait_for_first_routes(dict)
     end
 end
 
+-- too_large says whether a Content-Length of length is over limit (bytes,
+-- nil or 0: none), logging it as NGINX does.
+local function too_large(length, limit)
+    if limit and limit > 0 and length and length > limit then
+        ngx_log(ERR, "client intended to send too large body: ", length, " bytes")
+        return true
+    end
+    return false
+end
+
+-- body_size is the size of the request body ngx.req.read_body read: in
+-- memory, or in a temporary file; nil when that file cannot be read.
+local function body_size()
+    local data = ngx_req.get_body_data()
+    if data then
+        return #data
+    end
+    local path = ngx_req.get_body_file()
+    if not path then
+        return 0
+    end
+    local f = io_open(path, "rb")
+    if not f then
+        return nil
+    end
+    local size = f:seek("end")
+    f:close()
+    return size
+end
+
+-- check_read_body enforces a location's proxy-body-size (limit, bytes,
+-- below the router location's client_max_body_size) on a body without
+-- Content-Length (chunked, or HTTP/2): NGINX checks such a body while it
+-- reads it, against the location's client_max_body_size, which here is
+-- the shared one. So the body is read here (NGINX reads the whole body
+-- before proxying anyway: the renderer routes such a location only with
+-- request buffering on) and its size checked. Called last, where a
+-- server block's proxy_pass would read it. A request without a body
+-- reads nothing.
+local function check_read_body(limit)
+    ngx_req.read_body()
+    local size = body_size()
+    if not size then
+        ngx_log(ERR, "switchyard: cannot measure the request body's temporary file")
+        return ngx_exit(500)
+    end
+    if size > limit then
+        ngx_log(ERR, "client intended to send too large chunked body: ", size, " bytes")
+        return ngx_exit(413)
+    end
+end
+
 -- server_rewrite_by_lua of the catch-all server: a request for a
 -- Lua-routed host goes to @switchyard_router. Other hosts continue in the
 -- catch-all's own locations. Runs before the server's rewrite directives,
@@ -218,7 +279,9 @@ end
 -- sets and calls, from the route's location. max_body is proxy-body-size
 -- in bytes (0: none): NGINX checks a request's Content-Length against
 -- client_max_body_size when it chooses a location, which a named location
--- skips (a chunked body it still checks while reading it).
+-- skips (a chunked body it still checks while reading it). A location's
+-- lower body_limit is checked the same way, and on a body without
+-- Content-Length by check_read_body.
 function _M.rewrite(max_body)
     local dict = ngx.shared.switchyard_config
     local host = ngx_var.host
@@ -227,16 +290,18 @@ function _M.rewrite(max_body)
         -- Removed between dispatch and here (an internal redirect).
         return ngx_exit(404)
     end
-    if max_body and max_body > 0 then
-        local length = tonumber(ngx_var.content_length)
-        if length and length > max_body then
-            ngx_log(ngx.ERR, "client intended to send too large body: ", length, " bytes")
-            return ngx_exit(413)
-        end
+    local length = tonumber(ngx_var.content_length)
+    if too_large(length, max_body) then
+        return ngx_exit(413)
     end
     local l = match(c, ngx_var.uri)
     if not l then
         return ngx_exit(404)
+    end
+    -- The location's own proxy-body-size, as NGINX checks it when it
+    -- chooses the location: before anything the location does.
+    if too_large(length, l.body_limit) then
+        return ngx_exit(413)
     end
     ngx_var.proxy_upstream_name = l.upstream
     -- The metrics' host label: $server_name is the catch-all's "_".
@@ -267,7 +332,10 @@ function _M.rewrite(max_body)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
     end
-    return balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
+    balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
+    if l.body_limit and not length then
+        check_read_body(l.body_limit)
+    end
 end
 
 -- validate checks one posted route; returns an error or nil. A route that
@@ -306,6 +374,9 @@ function _M.validate(route)
             if l[f] ~= nil and type(l[f]) ~= "string" then
                 return where .. ": " .. f .. " must be a string"
             end
+        end
+        if l.body_limit ~= nil and not is_byte_count(l.body_limit) then
+            return where .. ": body_limit must be a positive whole number of bytes"
         end
         for _, f in ipairs({ "connect_timeout", "send_timeout", "read_timeout" }) do
             if l[f] ~= nil and not is_timeout(l[f]) then

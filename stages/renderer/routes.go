@@ -73,6 +73,10 @@ type LuaRouteLocation struct {
 	// would.
 	UpstreamVhost    string `json:"upstream_vhost,omitempty"`
 	ConnectionHeader string `json:"connection_header,omitempty"`
+	// BodyLimit is proxy-body-size in bytes where it is below the shared
+	// limit (the router location's client_max_body_size), else 0: see
+	// routedBodyLimit.
+	BodyLimit int64 `json:"body_limit,omitempty"`
 }
 
 // bodyLimit is an NGINX size in bytes; "0" is no limit.
@@ -120,7 +124,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		if l.Kind != kindProxy && l.Kind != kindNotFound {
 			return false, fmt.Sprintf("location %s: %s", l.Arg, l.Kind)
 		}
-		if !routedProxy(v.locations[i].Features) {
+		if !routedProxy(settings, v.locations[i].Features) {
 			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
 		}
 		rest := l
@@ -138,16 +142,48 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 }
 
 // routedProxy says whether router.lua applies every proxy annotation of f:
-// the timeouts (through ngx.balancer.set_timeouts), upstream-vhost and
-// connection-proxy-header. The others are directives.
-func routedProxy(f *bus.Features) bool {
+// the timeouts (through ngx.balancer.set_timeouts), upstream-vhost,
+// connection-proxy-header and a proxy-body-size routedBodyLimit accepts.
+// The others are directives.
+func routedProxy(settings bus.Settings, f *bus.Features) bool {
 	if f == nil || f.Proxy == nil {
 		return true
 	}
+	if _, ok := routedBodyLimit(settings, f.Proxy.BodySize); !ok {
+		return false
+	}
 	p := *f.Proxy
 	p.ConnectTimeout, p.SendTimeout, p.ReadTimeout = 0, 0, 0
-	p.UpstreamVhost, p.ConnectionHeader = "", ""
+	p.UpstreamVhost, p.ConnectionHeader, p.BodySize = "", "", ""
 	return reflect.ValueOf(p).IsZero()
+}
+
+// routedBodyLimit is the body limit router.lua checks for a location's
+// proxy-body-size (size): 0 when it is not set or is the shared limit,
+// which the router location's client_max_body_size enforces already.
+// router.lua can enforce only a lower one: it checks Content-Length, and
+// reads a body without one (chunked) before it checks its size, as NGINX
+// does with request buffering on. Not ok (a server block) when the limit
+// is above the shared one, which NGINX applies to chunked bodies as it
+// reads them, or when proxy-request-buffering is off, where the body
+// would stream upstream before its size is known.
+func routedBodyLimit(settings bus.Settings, size string) (int64, bool) {
+	if size == "" {
+		return 0, true
+	}
+	limit, err := bodyLimit(size)
+	shared, sharedErr := bodyLimit(settings.ProxyBodySize)
+	switch {
+	case err != nil || sharedErr != nil:
+		return 0, false
+	case limit == shared:
+		return 0, true
+	case limit == 0 || (shared != 0 && limit > shared):
+		return 0, false
+	case settings.ProxyRequestBuffering == "off":
+		return 0, false
+	}
+	return limit, true
 }
 
 // newLuaRoute is the route of server s, which dynamicServer accepted, from
@@ -178,6 +214,7 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 			p := f.Proxy
 			rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = p.ConnectTimeout, p.SendTimeout, p.ReadTimeout
 			rl.UpstreamVhost, rl.ConnectionHeader = p.UpstreamVhost, p.ConnectionHeader
+			rl.BodyLimit, _ = routedBodyLimit(settings, p.BodySize)
 		}
 		route.Locations = append(route.Locations, rl)
 	}
