@@ -47,6 +47,12 @@ func routingManifests() map[string]string {
 		"body.yaml": annotated(harness.IngressYAML("default", "body", "body.example.com",
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
 			map[string]string{"proxy-body-size": "1k"}),
+		"moved.yaml": annotated(harness.IngressYAML("default", "moved", "moved.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+			map[string]string{"permanent-redirect": "https://new.example.com/landing?from=old", "proxy-body-size": "1k"}),
+		"moved-temp.yaml": annotated(harness.IngressYAML("default", "moved-temp", "moved.example.com",
+			harness.Path{Path: "/t", Type: "Exact", Service: "echo-a"}),
+			map[string]string{"temporal-redirect": "http://tmp.example.com:8080/x", "temporal-redirect-code": "308"}),
 		"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
 		"under-wild.yaml": harness.IngressYAML("default", "under-wild", "b.wild.example.com",
@@ -70,6 +76,7 @@ var routingRequests = []struct{ host, path string }{
 	{"force.example.com", "/x/?q=1"}, {"force.example.com", "/"},
 	{"approot.example.com", "/"}, {"approot.example.com", "/x"},
 	{"body.example.com", "/"},
+	{"moved.example.com", "/"}, {"moved.example.com", "/x?y=1"}, {"moved.example.com", "/t"}, {"moved.example.com", "/t/"},
 	{"a.wild.example.com", "/"}, {"b.wild.example.com", "/"}, {"wild.example.com", "/"},
 	{"unknown.example.com", "/catch/x"}, {"unknown.example.com", "/"},
 }
@@ -129,7 +136,7 @@ func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
 	// ones that need directives (or a wildcard above them) still do.
 	for host, wantBlock := range map[string]bool{
 		"paths.example.com": false, "regex.example.com": false, "exact.example.com": false,
-		"force.example.com": false, "approot.example.com": false,
+		"force.example.com": false, "approot.example.com": false, "moved.example.com": false,
 		"body.example.com": false, "*.wild.example.com": true, "b.wild.example.com": true,
 	} {
 		_, err := os.Stat(filepath.Join(lua.ConfDir(), renderer.ServerFile(host)))

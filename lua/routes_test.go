@@ -41,25 +41,36 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	// b carries every optional field a location may have.
 	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
 		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,"kind"`, 1)
-	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+"]")
+	moved := strings.Replace(route("m.example.com"), `"kind":"proxy"`,
+		`"kind":"redirect","redirect_code":308,"redirect_url":"https://n.example.com:8443/a?b=c#d"`, 1)
+	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+","+moved+"]")
 	m := routesVersionRE.FindStringSubmatch(text)
 	if status != 201 || m == nil {
 		t.Fatalf("POST routes: %d %q", status, text)
 	}
 	version, _ := strconv.Atoi(m[1])
-	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com,m.example.com" {
 		t.Fatalf("stored routes %q", got)
 	}
 	for name, body := range map[string]string{
-		"upper-case host":       "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
-		"unknown match":         "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
-		"invalid regex":         "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
-		"proxy, no backend":     "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
-		"unknown kind":          "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`, `"kind":"exec"`, 1) + "]",
-		"no locations":          `[{"host":"a.example.com","locations":[]}]`,
-		"duplicate host":        "[" + route("a.example.com") + "," + route("a.example.com") + "]",
-		"a boolean as string":   "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
-		"not an array":          route("a.example.com"),
+		"upper-case host":     "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
+		"unknown match":       "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
+		"invalid regex":       "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
+		"proxy, no backend":   "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
+		"unknown kind":        "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`, `"kind":"exec"`, 1) + "]",
+		"no locations":        `[{"host":"a.example.com","locations":[]}]`,
+		"duplicate host":      "[" + route("a.example.com") + "," + route("a.example.com") + "]",
+		"a boolean as string": "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
+		"not an array":        route("a.example.com"),
+		"a redirect without a code": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_url":"https://b.example.com/"`, 1) + "]",
+		"a redirect code 300": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":300,"redirect_url":"https://b.example.com/"`, 1) + "]",
+		"a redirect URL with a header": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":301,"redirect_url":"https://b.example.com/
+X: 1"`, 1) + "]",
+		"a redirect to a relative URL": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":301,"redirect_url":"/x"`, 1) + "]",
 		"a zero body limit":     "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":0,"kind"`, 1) + "]",
 		"a body limit as size":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":"1k","kind"`, 1) + "]",
 		"a fraction body limit": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":10.5,"kind"`, 1) + "]",
@@ -76,7 +87,7 @@ X-Evil: 1","kind"`, 1) + "]",
 			t.Errorf("%s: POST answered %d %q, want 400", name, status, text)
 		}
 	}
-	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com,m.example.com" {
 		t.Fatalf("a refused POST changed the stored routes: %q", got)
 	}
 	bad := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `],"removed":["c.example.com"]}`
@@ -91,7 +102,7 @@ X-Evil: 1","kind"`, 1) + "]",
 	if status, text := dp.configRequest("POST", "/configuration/routes/delta", good); status != 201 {
 		t.Fatalf("delta: %d %q", status, text)
 	}
-	if got := dp.routeHosts(); got != "b.example.com,c.example.com" {
+	if got := dp.routeHosts(); got != "b.example.com,c.example.com,m.example.com" {
 		t.Errorf("after the delta the stored routes are %q, want b and c", got)
 	}
 	// The backends are a store of their own: the routes left them alone.

@@ -28,6 +28,7 @@ local ngx_req = ngx.req
 local io_open = io.open
 local ngx_exit = ngx.exit
 local ngx_exec = ngx.exec
+local ngx_redirect = ngx.redirect
 local ngx_log = ngx.log
 local ngx_re_find = ngx.re.find
 local ERR = ngx.ERR
@@ -48,7 +49,13 @@ _M.store = store
 -- server block: exact, protected prefix (no regex after it), prefix,
 -- case-insensitive regex, regex.
 local MATCHES = { ["="] = true, ["^~"] = true, [""] = true, ["~*"] = true, ["~"] = true }
-local KINDS = { proxy = true, ["not-found"] = true }
+local KINDS = { proxy = true, ["not-found"] = true, redirect = true }
+
+-- permanent-redirect and temporal-redirect: the codes ngx.redirect sends
+-- as the location's "return" would, and the URLs the renderer accepts
+-- (features.RedirectURLPattern).
+local REDIRECT_CODES = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+local REDIRECT_URL = [[^https?://[A-Za-z0-9][A-Za-z0-9.-]{0,252}(:[0-9]{1,5})?(/[A-Za-z0-9._~!&()*+,=:@%/?#-]*)?$]]
 
 -- The most a proxy timeout may be, in seconds (a year, as the proxy
 -- plugin's MaxProxyTimeout).
@@ -313,6 +320,11 @@ function _M.rewrite(max_body)
         ngx_var.service_port = l.service_port
         ngx_var.location_path = l.location_path
     end
+    if l.kind == "redirect" then
+        -- permanent-redirect / temporal-redirect: the location's "return",
+        -- before anything else it would do.
+        return ngx_redirect(l.redirect_url, l.redirect_code)
+    end
     if l.app_root and ngx_var.uri == "/" then
         -- app-root, as a server block's "return 302".
         return ngx.redirect(ngx_var.scheme .. "://" .. (ngx_var.http_host or "") .. l.app_root, 302)
@@ -357,10 +369,14 @@ function _M.validate(route)
             return where .. ": needs match (=, ^~, \"\", ~*, ~) and a path"
         end
         if not KINDS[l.kind] then
-            return where .. ": kind must be proxy or not-found"
+            return where .. ": kind must be proxy, not-found or redirect"
         end
         if l.kind == "proxy" and (type(l.backend) ~= "string" or l.backend == "") then
             return where .. ": a proxy location needs a backend"
+        end
+        if l.kind == "redirect" and (not REDIRECT_CODES[l.redirect_code] or type(l.redirect_url) ~= "string"
+                or #l.redirect_url > 2048 or not ngx_re_find(l.redirect_url, REDIRECT_URL, "jo")) then
+            return where .. ": a redirect location needs a redirect_code (301, 302, 303, 307, 308) and an http(s) redirect_url"
         end
         if (l.match == "~" or l.match == "~*") then
             local _, _, err = ngx_re_find("", l.path, "jo")

@@ -35,8 +35,13 @@ type LuaRouteLocation struct {
 	Match string `json:"match"`
 	// Path is the path, or the regex for "~*" and "~".
 	Path string `json:"path"`
-	// Kind is "proxy" or "not-found".
+	// Kind is "proxy", "not-found" or "redirect".
 	Kind string `json:"kind"`
+	// RedirectURL and RedirectCode are permanent-redirect or
+	// temporal-redirect (kind "redirect"): the location's
+	// "return RedirectCode RedirectURL".
+	RedirectURL  string `json:"redirect_url,omitempty"`
+	RedirectCode int    `json:"redirect_code,omitempty"`
 	// Upstream is $proxy_upstream_name.
 	Upstream string `json:"upstream"`
 	// Backend, CanaryBackend, CanaryIngress, Fallback and TagService are
@@ -121,7 +126,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		return false, "server-level settings"
 	}
 	for i, l := range v.Locations {
-		if l.Kind != kindProxy && l.Kind != kindNotFound {
+		if !routedKind(l.Kind, v.locations[i].Features) {
 			return false, fmt.Sprintf("location %s: %s", l.Arg, l.Kind)
 		}
 		if !routedProxy(settings, v.locations[i].Features) {
@@ -130,7 +135,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		rest := l
 		rest.Proxy = nil
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
-		rest.IngressArgs, rest.BalancerArg = "", ""
+		rest.IngressArgs, rest.BalancerArg, rest.Return = "", "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
 		// add-headers are written only next to a location's own headers.
 		rest.GlobalHeaders = nil
@@ -139,6 +144,24 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		}
 	}
 	return true, ""
+}
+
+// luaRedirectCodes are the redirect codes ngx.redirect sends as NGINX's
+// "return" does (a Location and the standard page). NGINX answers
+// "return 300 URL" with the URL as the body instead: those stay
+// directives.
+var luaRedirectCodes = map[int]bool{301: true, 302: true, 303: true, 307: true, 308: true}
+
+// routedKind says whether router.lua does what a location of kind does:
+// proxy, answer 404, or redirect with one of luaRedirectCodes.
+func routedKind(kind locationKind, f *bus.Features) bool {
+	switch kind {
+	case kindProxy, kindNotFound:
+		return true
+	case kindRedirect:
+		return luaRedirectCodes[f.Redirect.Code]
+	}
+	return false
 }
 
 // routedProxy says whether router.lua applies every proxy annotation of f:
@@ -193,9 +216,12 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 	for i, l := range v.locations {
 		rl := LuaRouteLocation{Match: strings.TrimSpace(l.Modifier), Path: l.Path, Kind: string(v.Locations[i].Kind),
 			Upstream: l.Backend}
-		if rl.Kind == string(kindNotFound) {
+		switch v.Locations[i].Kind {
+		case kindNotFound:
 			rl.Upstream = bus.DefaultBackendName
-		} else {
+		case kindRedirect:
+			rl.RedirectURL, rl.RedirectCode = l.Features.Redirect.URL, l.Features.Redirect.Code
+		default:
 			rl.Backend = l.Backend
 			if l.Canary != nil {
 				rl.CanaryBackend, rl.CanaryIngress = l.Canary.Backend, l.Canary.Ingress
