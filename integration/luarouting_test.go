@@ -53,6 +53,13 @@ func routingManifests() map[string]string {
 		"moved-temp.yaml": annotated(harness.IngressYAML("default", "moved-temp", "moved.example.com",
 			harness.Path{Path: "/t", Type: "Exact", Service: "echo-a"}),
 			map[string]string{"temporal-redirect": "http://tmp.example.com:8080/x", "temporal-redirect-code": "308"}),
+		"rewrite.yaml": annotated(harness.IngressYAML("default", "rewrite", "rewrite.example.com",
+			harness.Path{Path: "/something(/|$)(.*)", Type: "ImplementationSpecific", Service: "echo-a"}),
+			map[string]string{"rewrite-target": "/$2", "x-forwarded-prefix": "/something"}),
+		"rewrite-more.yaml": annotated(harness.IngressYAML("default", "rewrite-more", "rewrite.example.com",
+			harness.Path{Path: "/a/(x|y)?(/.*)?", Type: "ImplementationSpecific", Service: "echo-b"},
+			harness.Path{Path: "/enc/(.*)", Type: "ImplementationSpecific", Service: "echo-b"}),
+			map[string]string{"rewrite-target": "/b/$1-$2-$3/$9", "use-regex": "true"}),
 		"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
 		"under-wild.yaml": harness.IngressYAML("default", "under-wild", "b.wild.example.com",
@@ -77,24 +84,28 @@ var routingRequests = []struct{ host, path string }{
 	{"approot.example.com", "/"}, {"approot.example.com", "/x"},
 	{"body.example.com", "/"},
 	{"moved.example.com", "/"}, {"moved.example.com", "/x?y=1"}, {"moved.example.com", "/t"}, {"moved.example.com", "/t/"},
+	{"rewrite.example.com", "/something"}, {"rewrite.example.com", "/something/"}, {"rewrite.example.com", "/SomeThing/x/y?q=1&r=%20"},
+	{"rewrite.example.com", "/somethingelse"}, {"rewrite.example.com", "/a/x"}, {"rewrite.example.com", "/a/"},
+	{"rewrite.example.com", "/a/y/z?k=v"}, {"rewrite.example.com", "/A/Xq"}, {"rewrite.example.com", "/enc/a%20b%2Fc+d?x=%2F+"},
+	{"rewrite.example.com", "/enc/x%0Ay"}, {"rewrite.example.com", "/enc/%E2%82%AC/../up"}, {"rewrite.example.com", "/enc/"},
 	{"a.wild.example.com", "/"}, {"b.wild.example.com", "/"}, {"wild.example.com", "/"},
 	{"unknown.example.com", "/catch/x"}, {"unknown.example.com", "/"},
 }
 
 // answer is what a user sees of a response: status, backend pod,
-// redirect target (with sy's HTTPS port as ":HTTPS") and the prefix header
-// the backend got.
+// the path and query the backend got, redirect target (with sy's HTTPS
+// port as ":HTTPS") and the prefix header the backend got.
 func answer(r harness.Response, sy *harness.Switchyard) string {
-	pod, prefix := "", ""
+	pod, prefix, path := "", "", ""
 	if r.Echo != nil {
-		pod = r.Echo.Pod
+		pod, path = r.Echo.Pod, r.Echo.Path
 		if v := r.Echo.Headers["X-Forwarded-Prefix"]; len(v) > 0 {
 			prefix = v[0]
 		}
 	}
 	_, port, _ := strings.Cut(sy.HTTPSAddr, ":")
 	loc := strings.ReplaceAll(r.Header.Get("Location"), ":"+port, ":HTTPS")
-	return fmt.Sprintf("%d pod=%q location=%q prefix=%q", r.Status, pod, loc, prefix)
+	return fmt.Sprintf("%d pod=%q path=%q location=%q prefix=%q", r.Status, pod, path, loc, prefix)
 }
 
 func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
@@ -136,7 +147,7 @@ func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
 	// ones that need directives (or a wildcard above them) still do.
 	for host, wantBlock := range map[string]bool{
 		"paths.example.com": false, "regex.example.com": false, "exact.example.com": false,
-		"force.example.com": false, "approot.example.com": false, "moved.example.com": false,
+		"force.example.com": false, "approot.example.com": false, "moved.example.com": false, "rewrite.example.com": false,
 		"body.example.com": false, "*.wild.example.com": true, "b.wild.example.com": true,
 	} {
 		_, err := os.Stat(filepath.Join(lua.ConfDir(), renderer.ServerFile(host)))

@@ -56,6 +56,8 @@ func TestRewriteTargetAndRegexPaths(t *testing.T) {
 	}
 	e.expect("rewrite.example.com", "/plainly", 404, "")
 	e.expect("rewrite.example.com", "/Plain", 404, "")
+	// router.lua does the rewrite: the host has no server block.
+	expectRouting(t, e.sy, map[string]bool{"rewrite.example.com": true})
 
 	// A rewrite-target naming an NGINX variable is refused, and the
 	// Ingress with it is not served; the other Ingress still is.

@@ -40,7 +40,8 @@ func route(host string) string {
 func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	// b carries every optional field a location may have.
 	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
-		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,"kind"`, 1)
+		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,`+
+		`"rewrite_regex":"(?i)^/a(/|$)(.*)","rewrite_target":"/b/$2","kind"`, 1)
 	moved := strings.Replace(route("m.example.com"), `"kind":"proxy"`,
 		`"kind":"redirect","redirect_code":308,"redirect_url":"https://n.example.com:8443/a?b=c#d"`, 1)
 	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+","+moved+"]")
@@ -71,6 +72,15 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 X: 1"`, 1) + "]",
 		"a redirect to a relative URL": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
 			`"kind":"redirect","redirect_code":301,"redirect_url":"/x"`, 1) + "]",
+		"a rewrite target without regex": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"rewrite_target":"/$1","kind"`, 1) + "]",
+		"an unanchored rewrite regex": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)/a(.*)","rewrite_target":"/$1","kind"`, 1) + "]",
+		"an invalid rewrite regex": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*","rewrite_target":"/$1","kind"`, 1) + "]",
+		"a rewrite target with a query": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*)","rewrite_target":"/b?c=$1","kind"`, 1) + "]",
+		"a rewrite target naming a variable": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*)","rewrite_target":"/$host","kind"`, 1) + "]",
 		"a zero body limit":     "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":0,"kind"`, 1) + "]",
 		"a body limit as size":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":"1k","kind"`, 1) + "]",
 		"a fraction body limit": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":10.5,"kind"`, 1) + "]",

@@ -31,9 +31,11 @@ local ngx_exec = ngx.exec
 local ngx_redirect = ngx.redirect
 local ngx_log = ngx.log
 local ngx_re_find = ngx.re.find
+local ngx_re_match = ngx.re.match
 local ERR = ngx.ERR
 local json_decode = cjson.decode
 local str_sub = string.sub
+local str_gsub = string.gsub
 local tbl_sort = table.sort
 local ipairs = ipairs
 local pairs = pairs
@@ -66,6 +68,10 @@ local MAX_TIMEOUT = 365 * 24 * 3600
 -- host with a port, or tokens, may get through.
 local UPSTREAM_VHOST = [[^[A-Za-z0-9._:\[\]-]{1,260}$]]
 local CONNECTION_HEADER = [[^[A-Za-z0-9-]{1,64}(, ?[A-Za-z0-9-]{1,64}){0,7}$]]
+
+-- rewrite-target as router.lua does it: a path without "?" whose only "$"
+-- are $1-$9 (features.RewriteTargetPattern, less the query).
+local REWRITE_TARGET = [[^/(?:[A-Za-z0-9._~!&()*+,=:@%/-]|\$[1-9])*$]]
 
 -- A body limit in bytes: proxy-body-size's bound is 1024g.
 local MAX_BODY_LIMIT = 1024 * 1024 * 1024 * 1024
@@ -128,6 +134,7 @@ local function compile(route)
         l.fallback = string_or_nil(l.fallback)
         l.app_root = string_or_nil(l.app_root)
         l.x_forwarded_prefix = string_or_nil(l.x_forwarded_prefix)
+        l.rewrite_regex = string_or_nil(l.rewrite_regex)
         l.upstream_vhost = string_or_nil(l.upstream_vhost)
         l.connection_header = string_or_nil(l.connection_header)
         if l.connect_timeout or l.send_timeout or l.read_timeout then
@@ -213,6 +220,24 @@ local function wait_for_first_routes(dict)
     while store.version(dict) == nil and ngx.now() < deadline do
         ngx.sleep(FIRST_ROUTES_POLL)
     end
+end
+
+-- rewrite_target does rewrite-target as a server block's location does
+-- with "rewrite REGEX TARGET break" (the renderer routes only a TARGET
+-- that is a path without "?"): when REGEX matches $uri, $uri becomes
+-- TARGET with $1-$9 replaced by the captures, verbatim, and an unset or
+-- missing group by nothing; the arguments stay. Binary: the captures are
+-- of the decoded $uri, which may hold any byte, as NGINX copies them
+-- (proxy_pass escapes the URI either way).
+local function rewrite_target(regex, target)
+    local m = ngx_re_match(ngx_var.uri, regex, "jo")
+    if not m then
+        return
+    end
+    local uri = str_gsub(target, "%$([1-9])", function(n)
+        return m[tonumber(n)] or ""
+    end)
+    ngx_req.set_uri(uri, false, true)
 end
 
 -- too_large says whether a Content-Length of length is over limit (bytes,
@@ -340,6 +365,9 @@ function _M.rewrite(max_body)
     if l.connection_header then
         ngx_var.switchyard_connection_header = l.connection_header
     end
+    if l.rewrite_regex then
+        rewrite_target(l.rewrite_regex, l.rewrite_target)
+    end
     ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
@@ -390,6 +418,20 @@ function _M.validate(route)
             if l[f] ~= nil and type(l[f]) ~= "string" then
                 return where .. ": " .. f .. " must be a string"
             end
+        end
+        if l.rewrite_regex ~= nil then
+            if type(l.rewrite_regex) ~= "string" or str_sub(l.rewrite_regex, 1, 5) ~= "(?i)^" then
+                return where .. ": rewrite_regex must be an anchored regex"
+            end
+            local _, _, err = ngx_re_find("", l.rewrite_regex, "jo")
+            if err then
+                return where .. ": invalid rewrite_regex: " .. err
+            end
+            if type(l.rewrite_target) ~= "string" or not ngx_re_find(l.rewrite_target, REWRITE_TARGET, "jo") then
+                return where .. ": rewrite_target must be a path without ? whose only $ are $1-$9"
+            end
+        elseif l.rewrite_target ~= nil then
+            return where .. ": rewrite_target without rewrite_regex"
         end
         if l.body_limit ~= nil and not is_byte_count(l.body_limit) then
             return where .. ": body_limit must be a positive whole number of bytes"

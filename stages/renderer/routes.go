@@ -78,6 +78,10 @@ type LuaRouteLocation struct {
 	// would.
 	UpstreamVhost    string `json:"upstream_vhost,omitempty"`
 	ConnectionHeader string `json:"connection_header,omitempty"`
+	// RewriteRegex and RewriteTarget are rewrite-target: the location's
+	// "rewrite RewriteRegex RewriteTarget break" (routedRewrite).
+	RewriteRegex  string `json:"rewrite_regex,omitempty"`
+	RewriteTarget string `json:"rewrite_target,omitempty"`
 	// BodyLimit is proxy-body-size in bytes where it is below the shared
 	// limit (the router location's client_max_body_size), else 0: see
 	// routedBodyLimit.
@@ -137,6 +141,9 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
 		rest.IngressArgs, rest.BalancerArg, rest.Return = "", "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
+		if routedRewrite(v.locations[i]) {
+			rest.Rewrite.Regex, rest.Rewrite.Target = "", ""
+		}
 		// add-headers are written only next to a location's own headers.
 		rest.GlobalHeaders = nil
 		if !reflect.ValueOf(rest).IsZero() {
@@ -162,6 +169,21 @@ func routedKind(kind locationKind, f *bus.Features) bool {
 		return luaRedirectCodes[f.Redirect.Code]
 	}
 	return false
+}
+
+// routedRewrite says whether router.lua does l's rewrite-target as NGINX's
+// "rewrite REGEX TARGET break" would: a target that is a path ("/..."),
+// without "?". Then NGINX copies the captures verbatim (it escapes them
+// only in a query or a redirect), an unset group as nothing, and keeps the
+// request's arguments; router.lua does the same with ngx.req.set_uri. A
+// target with a query (whose captures NGINX escapes depending on the
+// request) or one that is not a path stays a directive.
+func routedRewrite(l location) bool {
+	if l.RewriteRegex == "" {
+		return true
+	}
+	target := l.Features.Rewrite.Target
+	return strings.HasPrefix(target, "/") && !strings.Contains(target, "?")
 }
 
 // routedProxy says whether router.lua applies every proxy annotation of f:
@@ -235,6 +257,10 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 		}
 		if f := l.Features; f != nil && f.Rewrite != nil {
 			rl.AppRoot, rl.XForwardedPrefix = f.Rewrite.AppRoot, f.Rewrite.XForwardedPrefix
+		}
+		if l.RewriteRegex != "" {
+			// As rewriteRegex writes it in a server block.
+			rl.RewriteRegex, rl.RewriteTarget = "(?i)"+l.RewriteRegex, l.Features.Rewrite.Target
 		}
 		if f := l.Features; f != nil && f.Proxy != nil {
 			p := f.Proxy

@@ -22,6 +22,8 @@ func TestDynamicServer(t *testing.T) {
 		off      bool
 		want     string // "" when routed in Lua, else the reason's start
 		wantBody int64  // the route's body_limit
+		// wantRewrite is the route's rewrite_regex.
+		wantRewrite string
 	}{
 		{name: "plain", server: plain("a.example.com", nil)},
 		{name: "force-ssl-redirect", server: plain("a.example.com",
@@ -61,7 +63,11 @@ func TestDynamicServer(t *testing.T) {
 			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 308}})},
 		{name: "permanent-redirect-code 300 (the URL is the body)", server: plain("a.example.com",
 			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 300}}), want: "location"},
-		{name: "rewrite-target", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}),
+		{name: "rewrite-target", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x/$1"}}),
+			wantRewrite: "(?i)^/"},
+		{name: "rewrite-target with a query", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x?a=$1"}}),
+			want: "location"},
+		{name: "rewrite-target not a path", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "x/$1"}}),
 			want: "location"},
 		{name: "ssl-reject-handshake", server: plain("a.example.com", nil),
 			settings: func(s *bus.Settings) { s.SSLRejectHandshake = true }, want: "ssl-reject-handshake"},
@@ -90,6 +96,9 @@ func TestDynamicServer(t *testing.T) {
 			}
 			if got := route.Locations[0].BodyLimit; got != tc.wantBody {
 				t.Errorf("body_limit %d, want %d", got, tc.wantBody)
+			}
+			if got := route.Locations[0].RewriteRegex; got != tc.wantRewrite {
+				t.Errorf("rewrite_regex %q, want %q", got, tc.wantRewrite)
 			}
 		})
 	}
