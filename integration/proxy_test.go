@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/internal/echo"
@@ -25,6 +28,39 @@ func proxyIngress(name, host, service string, annotations map[string]string) str
 // a body; a fresh client, so no connection is shared between requests.
 func (e *env) send(method, host, path string, headers map[string]string, body []byte) (harness.Response, error) {
 	return harness.DoWithHeaders(harness.NewClient(), method, "http://"+e.sy.HTTPAddr+path, host, headers, body)
+}
+
+// blackhole is a loopback port that takes no connection: a listener with
+// a backlog of 0 whose queue is filled and never accepted, so Linux drops
+// every further SYN and a connect only ends by its timeout.
+func blackhole(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	// Fill the queue until a connection is no longer set up.
+	for i := 0; i < 8; i++ {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 500*time.Millisecond)
+		if err != nil {
+			return port
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Fatalf("port %d kept accepting connections", port)
+	return 0
 }
 
 // sendChunked posts body without a Content-Length: Go sends it chunked.
@@ -74,7 +110,12 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `, e.portA, dead))
 	e.write("cluster-ip.yaml", proxyIngress("cluster-ip", "vip.example.com", "vip", map[string]string{"service-upstream": "true"}))
 	e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2"}))
+	// "hole" is an endpoint whose accept queue is full: a connection to it
+	// is never set up, so only the connect timeout ends the attempt. The
+	// ConfigMap's connect timeout is far longer than the client waits.
+	e.write("hole.yaml", harness.ServiceYAML("default", "hole", blackhole(t)))
+	e.write("connect.yaml", proxyIngress("connect", "connect.example.com", "hole", map[string]string{"proxy-connect-timeout": "1"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2", "proxy-connect-timeout": "120"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 
 	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com", "patient.example.com"} {
@@ -83,7 +124,7 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 	// The timeouts, upstream-vhost and connection-proxy-header are applied
 	// by router.lua; a body size other than the shared one needs its block.
 	// So is a body size below the shared one; a larger one needs its block.
-	expectRouting(t, e.sy, map[string]bool{"slow.example.com": true, "patient.example.com": true,
+	expectRouting(t, e.sy, map[string]bool{"connect.example.com": true, "slow.example.com": true, "patient.example.com": true,
 		"vhost.example.com": true, "small.example.com": true, "strict.example.com": true, "upload.example.com": false})
 
 	t.Run("proxy-body-size", func(t *testing.T) {
@@ -129,6 +170,17 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		}
 		if r, err := e.send(http.MethodGet, "patient.example.com", "/", slow, nil); err != nil || r.Status != 200 {
 			t.Fatalf("5 s backend with proxy-read-timeout 20 over the ConfigMap's 2: %v, status %d, want 200", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-connect-timeout", func(t *testing.T) {
+		// 1 s over the ConfigMap's 120 s: a 504 long before the client
+		// gives up (the margin is for a loaded machine, not a measure).
+		client := harness.NewClient()
+		client.Timeout = 60 * time.Second
+		r, err := harness.DoWithHeaders(client, http.MethodGet, "http://"+e.sy.HTTPAddr+"/", "connect.example.com", nil)
+		if err != nil || r.Status != 504 {
+			t.Fatalf("an endpoint that never accepts, with proxy-connect-timeout 1: %v, status %d, want 504", err, r.Status)
 		}
 	})
 
