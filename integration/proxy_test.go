@@ -153,6 +153,21 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 				t.Fatalf("%d B chunked upload: echo %+v", tc.size, r.Echo)
 			}
 		}
+		// Over HTTP/2 a body of unknown length has no Content-Length either.
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{512, 200}, {1025, 413}, {100 << 10, 413}} {
+			client := harness.NewClient()
+			transport := client.Transport.(*http.Transport)
+			transport.TLSClientConfig.ServerName = "strict.example.com"
+			transport.ForceAttemptHTTP2 = true
+			r, err := harness.DoWithReader(client, http.MethodPost, "https://"+e.sy.HTTPSAddr+"/", "strict.example.com",
+				io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), tc.size))))
+			if err != nil || r.Status != tc.status || r.Proto != "HTTP/2.0" {
+				t.Fatalf("%d B HTTP/2 upload with proxy-body-size 1k: %v, status %d %s, want %d over HTTP/2", tc.size, err, r.Status, r.Proto, tc.status)
+			}
+		}
 		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 1024)); err != nil || r.Status != 200 {
 			t.Fatalf("1 KB upload with proxy-body-size 1k: %v, status %d, want 200", err, r.Status)
 		}
