@@ -64,7 +64,7 @@ unit:
 ## server-blocks: the routing and per-location tests again with every host in
 ## a server block of its own (--lua-routing=false); unit runs them, with
 ## everything else, with Lua routing, the default.
-SERVER_BLOCK_TESTS = TestWildcardHostMatchesOneLabel|TestPathsFromSeveralIngressesLongestMatchWins|TestOlderIngressWinsAConflict|TestRulelessIngressIsTheCatchAll|TestSSLRedirectAndHSTS|TestControllerConfigMap|TestForwardedHeadersAndWebSocketUpgrade|TestCanaryRouting|TestRewriteTargetAndRegexPaths|TestAppRoot|TestForceSSLRedirectAndSSLRedirectOff|TestFromToWWWRedirect|TestBalancingThroughNginx|TestUnicodeHostsAreNotFolded|TestRequestMetricsThroughNginx|TestCustomHTTPErrors|TestTraceShowsEveryStage|TestRateLimitAnnotations
+SERVER_BLOCK_TESTS = TestWildcardHostMatchesOneLabel|TestPathsFromSeveralIngressesLongestMatchWins|TestOlderIngressWinsAConflict|TestRulelessIngressIsTheCatchAll|TestSSLRedirectAndHSTS|TestControllerConfigMap|TestForwardedHeadersAndWebSocketUpgrade|TestCanaryRouting|TestRewriteTargetAndRegexPaths|TestAppRoot|TestForceSSLRedirectAndSSLRedirectOff|TestFromToWWWRedirect|TestBalancingThroughNginx|TestUnicodeHostsAreNotFolded|TestRequestMetricsThroughNginx|TestCustomHTTPErrors|TestTraceShowsEveryStage|TestRateLimitAnnotations|TestProxySettingsThroughNginx|TestPermanentAndTemporalRedirect
 server-blocks:
 	SWITCHYARD_TEST_ROUTING=server-blocks SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -timeout 20m -run '^($(SERVER_BLOCK_TESTS))$$' ./integration
 

@@ -47,6 +47,19 @@ func routingManifests() map[string]string {
 		"body.yaml": annotated(harness.IngressYAML("default", "body", "body.example.com",
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
 			map[string]string{"proxy-body-size": "1k"}),
+		"moved.yaml": annotated(harness.IngressYAML("default", "moved", "moved.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+			map[string]string{"permanent-redirect": "https://new.example.com/landing?from=old", "proxy-body-size": "1k"}),
+		"moved-temp.yaml": annotated(harness.IngressYAML("default", "moved-temp", "moved.example.com",
+			harness.Path{Path: "/t", Type: "Exact", Service: "echo-a"}),
+			map[string]string{"temporal-redirect": "http://tmp.example.com:8080/x", "temporal-redirect-code": "308"}),
+		"rewrite.yaml": annotated(harness.IngressYAML("default", "rewrite", "rewrite.example.com",
+			harness.Path{Path: "/something(/|$)(.*)", Type: "ImplementationSpecific", Service: "echo-a"}),
+			map[string]string{"rewrite-target": "/$2", "x-forwarded-prefix": "/something"}),
+		"rewrite-more.yaml": annotated(harness.IngressYAML("default", "rewrite-more", "rewrite.example.com",
+			harness.Path{Path: "/a/(x|y)?(/.*)?", Type: "ImplementationSpecific", Service: "echo-b"},
+			harness.Path{Path: "/enc/(.*)", Type: "ImplementationSpecific", Service: "echo-b"}),
+			map[string]string{"rewrite-target": "/b/$1-$2-$3/$9", "use-regex": "true"}),
 		"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
 			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
 		"under-wild.yaml": harness.IngressYAML("default", "under-wild", "b.wild.example.com",
@@ -70,24 +83,29 @@ var routingRequests = []struct{ host, path string }{
 	{"force.example.com", "/x/?q=1"}, {"force.example.com", "/"},
 	{"approot.example.com", "/"}, {"approot.example.com", "/x"},
 	{"body.example.com", "/"},
+	{"moved.example.com", "/"}, {"moved.example.com", "/x?y=1"}, {"moved.example.com", "/t"}, {"moved.example.com", "/t/"},
+	{"rewrite.example.com", "/something"}, {"rewrite.example.com", "/something/"}, {"rewrite.example.com", "/SomeThing/x/y?q=1&r=%20"},
+	{"rewrite.example.com", "/somethingelse"}, {"rewrite.example.com", "/a/x"}, {"rewrite.example.com", "/a/"},
+	{"rewrite.example.com", "/a/y/z?k=v"}, {"rewrite.example.com", "/A/Xq"}, {"rewrite.example.com", "/enc/a%20b%2Fc+d?x=%2F+"},
+	{"rewrite.example.com", "/enc/x%0Ay"}, {"rewrite.example.com", "/enc/%E2%82%AC/../up"}, {"rewrite.example.com", "/enc/"},
 	{"a.wild.example.com", "/"}, {"b.wild.example.com", "/"}, {"wild.example.com", "/"},
 	{"unknown.example.com", "/catch/x"}, {"unknown.example.com", "/"},
 }
 
 // answer is what a user sees of a response: status, backend pod,
-// redirect target (with sy's HTTPS port as ":HTTPS") and the prefix header
-// the backend got.
+// the path and query the backend got, redirect target (with sy's HTTPS
+// port as ":HTTPS") and the prefix header the backend got.
 func answer(r harness.Response, sy *harness.Switchyard) string {
-	pod, prefix := "", ""
+	pod, prefix, path := "", "", ""
 	if r.Echo != nil {
-		pod = r.Echo.Pod
+		pod, path = r.Echo.Pod, r.Echo.Path
 		if v := r.Echo.Headers["X-Forwarded-Prefix"]; len(v) > 0 {
 			prefix = v[0]
 		}
 	}
 	_, port, _ := strings.Cut(sy.HTTPSAddr, ":")
 	loc := strings.ReplaceAll(r.Header.Get("Location"), ":"+port, ":HTTPS")
-	return fmt.Sprintf("%d pod=%q location=%q prefix=%q", r.Status, pod, loc, prefix)
+	return fmt.Sprintf("%d pod=%q path=%q location=%q prefix=%q", r.Status, pod, path, loc, prefix)
 }
 
 func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
@@ -129,8 +147,8 @@ func TestLuaRoutingAnswersAsServerBlocks(t *testing.T) {
 	// ones that need directives (or a wildcard above them) still do.
 	for host, wantBlock := range map[string]bool{
 		"paths.example.com": false, "regex.example.com": false, "exact.example.com": false,
-		"force.example.com": false, "approot.example.com": false,
-		"body.example.com": true, "*.wild.example.com": true, "b.wild.example.com": true,
+		"force.example.com": false, "approot.example.com": false, "moved.example.com": false, "rewrite.example.com": false,
+		"body.example.com": false, "*.wild.example.com": true, "b.wild.example.com": true,
 	} {
 		_, err := os.Stat(filepath.Join(lua.ConfDir(), renderer.ServerFile(host)))
 		if hasBlock := err == nil; hasBlock != wantBlock {
@@ -173,5 +191,19 @@ func TestLuaRoutedHostNeedsNoReload(t *testing.T) {
 	e.eventually("new.example.com", "/", "the removed host", func(r harness.Response) bool { return r.Status == 404 })
 	if now := slices.Sorted(slices.Values(e.sy.WorkerPIDs(t))); !slices.Equal(now, workers) {
 		t.Errorf("NGINX reloaded for a Lua-routed host: workers %v, then %v", workers, now)
+	}
+}
+
+// expectRouting checks which hosts sy routes in Lua: those in lua have no
+// server block, the others have one. With the suite run on server blocks
+// (SWITCHYARD_TEST_ROUTING=server-blocks) every host has its block.
+func expectRouting(t *testing.T, sy *harness.Switchyard, lua map[string]bool) {
+	t.Helper()
+	blocksOnly := os.Getenv(harness.RoutingEnv) == "server-blocks"
+	for host, routed := range lua {
+		_, err := os.Stat(filepath.Join(sy.ConfDir(), renderer.ServerFile(host)))
+		if hasBlock, wantBlock := err == nil, blocksOnly || !routed; hasBlock != wantBlock {
+			t.Errorf("%s: server block %v, want %v (routing %q)", host, hasBlock, wantBlock, os.Getenv(harness.RoutingEnv))
+		}
 	}
 }

@@ -3,9 +3,13 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/internal/echo"
@@ -24,6 +28,46 @@ func proxyIngress(name, host, service string, annotations map[string]string) str
 // a body; a fresh client, so no connection is shared between requests.
 func (e *env) send(method, host, path string, headers map[string]string, body []byte) (harness.Response, error) {
 	return harness.DoWithHeaders(harness.NewClient(), method, "http://"+e.sy.HTTPAddr+path, host, headers, body)
+}
+
+// blackhole is a loopback port that takes no connection: a listener with
+// a backlog of 0 whose queue is filled and never accepted, so Linux drops
+// every further SYN and a connect only ends by its timeout.
+func blackhole(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	// Fill the queue until a connection is no longer set up.
+	for i := 0; i < 8; i++ {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 500*time.Millisecond)
+		if err != nil {
+			return port
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Fatalf("port %d kept accepting connections", port)
+	return 0
+}
+
+// sendChunked posts body without a Content-Length: Go sends it chunked.
+func (e *env) sendChunked(host, path string, body []byte) (harness.Response, error) {
+	// A reader of unknown length: not a *bytes.Reader, whose length
+	// NewRequest would read.
+	return harness.DoWithReader(harness.NewClient(), http.MethodPost, "http://"+e.sy.HTTPAddr+path, host, io.MultiReader(bytes.NewReader(body)))
 }
 
 // TestProxySettingsThroughNginx: the proxy plugin's annotations and the
@@ -66,12 +110,22 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `, e.portA, dead))
 	e.write("cluster-ip.yaml", proxyIngress("cluster-ip", "vip.example.com", "vip", map[string]string{"service-upstream": "true"}))
 	e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2"}))
+	// "hole" is an endpoint whose accept queue is full: a connection to it
+	// is never set up, so only the connect timeout ends the attempt. The
+	// ConfigMap's connect timeout is far longer than the client waits.
+	e.write("hole.yaml", harness.ServiceYAML("default", "hole", blackhole(t)))
+	e.write("connect.yaml", proxyIngress("connect", "connect.example.com", "hole", map[string]string{"proxy-connect-timeout": "1"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-read-timeout": "2", "proxy-connect-timeout": "120"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 
 	for _, host := range []string{"upload.example.com", "small.example.com", "slow.example.com", "vhost.example.com", "strict.example.com", "retry.example.com", "patient.example.com"} {
 		e.eventually(host, "/", host+" served", func(r harness.Response) bool { return r.Status == 200 && r.Echo != nil })
 	}
+	// The timeouts, upstream-vhost and connection-proxy-header are applied
+	// by router.lua; a body size other than the shared one needs its block.
+	// So is a body size below the shared one; a larger one needs its block.
+	expectRouting(t, e.sy, map[string]bool{"connect.example.com": true, "slow.example.com": true, "patient.example.com": true,
+		"vhost.example.com": true, "small.example.com": true, "strict.example.com": true, "upload.example.com": false})
 
 	t.Run("proxy-body-size", func(t *testing.T) {
 		body := bytes.Repeat([]byte("x"), 20<<20)
@@ -84,6 +138,38 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		}
 		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 4096)); err != nil || r.Status != 413 {
 			t.Fatalf("4 KB upload with proxy-body-size 1k: %v, status %d, want 413", err, r.Status)
+		}
+		// A chunked body (no Content-Length) is held to the same limit,
+		// small and large (the latter through a temporary file).
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{512, 200}, {1024, 200}, {1025, 413}, {4096, 413}, {2 << 20, 413}} {
+			r, err := e.sendChunked("strict.example.com", "/", bytes.Repeat([]byte("x"), tc.size))
+			if err != nil || r.Status != tc.status {
+				t.Fatalf("%d B chunked upload with proxy-body-size 1k: %v, status %d, want %d", tc.size, err, r.Status, tc.status)
+			}
+			if tc.status == 200 && (r.Echo == nil || r.Echo.BodyBytes != int64(tc.size)) {
+				t.Fatalf("%d B chunked upload: echo %+v", tc.size, r.Echo)
+			}
+		}
+		// Over HTTP/2 a body of unknown length has no Content-Length either.
+		for _, tc := range []struct {
+			size   int
+			status int
+		}{{512, 200}, {1025, 413}, {100 << 10, 413}} {
+			client := harness.NewClient()
+			transport := client.Transport.(*http.Transport)
+			transport.TLSClientConfig.ServerName = "strict.example.com"
+			transport.ForceAttemptHTTP2 = true
+			r, err := harness.DoWithReader(client, http.MethodPost, "https://"+e.sy.HTTPSAddr+"/", "strict.example.com",
+				io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), tc.size))))
+			if err != nil || r.Status != tc.status || r.Proto != "HTTP/2.0" {
+				t.Fatalf("%d B HTTP/2 upload with proxy-body-size 1k: %v, status %d %s, want %d over HTTP/2", tc.size, err, r.Status, r.Proto, tc.status)
+			}
+		}
+		if r, err := e.send(http.MethodPost, "strict.example.com", "/", nil, bytes.Repeat([]byte("x"), 1024)); err != nil || r.Status != 200 {
+			t.Fatalf("1 KB upload with proxy-body-size 1k: %v, status %d, want 200", err, r.Status)
 		}
 	})
 
@@ -99,6 +185,17 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		}
 		if r, err := e.send(http.MethodGet, "patient.example.com", "/", slow, nil); err != nil || r.Status != 200 {
 			t.Fatalf("5 s backend with proxy-read-timeout 20 over the ConfigMap's 2: %v, status %d, want 200", err, r.Status)
+		}
+	})
+
+	t.Run("proxy-connect-timeout", func(t *testing.T) {
+		// 1 s over the ConfigMap's 120 s: a 504 long before the client
+		// gives up (the margin is for a loaded machine, not a measure).
+		client := harness.NewClient()
+		client.Timeout = 60 * time.Second
+		r, err := harness.DoWithHeaders(client, http.MethodGet, "http://"+e.sy.HTTPAddr+"/", "connect.example.com", nil)
+		if err != nil || r.Status != 504 {
+			t.Fatalf("an endpoint that never accepts, with proxy-connect-timeout 1: %v, status %d, want 504", err, r.Status)
 		}
 	})
 

@@ -56,6 +56,8 @@ func TestRewriteTargetAndRegexPaths(t *testing.T) {
 	}
 	e.expect("rewrite.example.com", "/plainly", 404, "")
 	e.expect("rewrite.example.com", "/Plain", 404, "")
+	// router.lua does the rewrite: the host has no server block.
+	expectRouting(t, e.sy, map[string]bool{"rewrite.example.com": true})
 
 	// A rewrite-target naming an NGINX variable is refused, and the
 	// Ingress with it is not served; the other Ingress still is.
@@ -94,6 +96,8 @@ func TestPermanentAndTemporalRedirect(t *testing.T) {
 	if r := e.expect("moved.example.com", "/temp/y", 307, ""); r.Header.Get("Location") != "http://temp.example.com/x" {
 		t.Fatalf("Location %q", r.Header.Get("Location"))
 	}
+	// router.lua answers both redirects: the host has no server block.
+	expectRouting(t, e.sy, map[string]bool{"moved.example.com": true})
 
 	// A URL that would end the quoted string is refused, not written.
 	e.write("perm.yaml", annotated(harness.IngressYAML("default", "perm", "moved.example.com",

@@ -38,13 +38,19 @@ func route(host string) string {
 // Routes are stored and replaced whole or by delta; anything malformed is
 // refused as a whole and leaves the stored routes as they were.
 func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
-	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+route("b.example.com")+"]")
+	// b carries every optional field a location may have.
+	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
+		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,`+
+		`"rewrite_regex":"(?i)^/a(/|$)(.*)","rewrite_target":"/b/$2","kind"`, 1)
+	moved := strings.Replace(route("m.example.com"), `"kind":"proxy"`,
+		`"kind":"redirect","redirect_code":308,"redirect_url":"https://n.example.com:8443/a?b=c#d"`, 1)
+	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+","+moved+"]")
 	m := routesVersionRE.FindStringSubmatch(text)
 	if status != 201 || m == nil {
 		t.Fatalf("POST routes: %d %q", status, text)
 	}
 	version, _ := strconv.Atoi(m[1])
-	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com,m.example.com" {
 		t.Fatalf("stored routes %q", got)
 	}
 	for name, body := range map[string]string{
@@ -57,12 +63,41 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 		"duplicate host":      "[" + route("a.example.com") + "," + route("a.example.com") + "]",
 		"a boolean as string": "[" + strings.Replace(route("a.example.com"), `"ssl_redirect":true`, `"ssl_redirect":"yes"`, 1) + "]",
 		"not an array":        route("a.example.com"),
+		"a redirect without a code": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_url":"https://b.example.com/"`, 1) + "]",
+		"a redirect code 300": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":300,"redirect_url":"https://b.example.com/"`, 1) + "]",
+		"a redirect URL with a header": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":301,"redirect_url":"https://b.example.com/
+X: 1"`, 1) + "]",
+		"a redirect to a relative URL": "[" + strings.Replace(route("a.example.com"), `"kind":"proxy"`,
+			`"kind":"redirect","redirect_code":301,"redirect_url":"/x"`, 1) + "]",
+		"a rewrite target without regex": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"rewrite_target":"/$1","kind"`, 1) + "]",
+		"an unanchored rewrite regex": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)/a(.*)","rewrite_target":"/$1","kind"`, 1) + "]",
+		"an invalid rewrite regex": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*","rewrite_target":"/$1","kind"`, 1) + "]",
+		"a rewrite target with a query": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*)","rewrite_target":"/b?c=$1","kind"`, 1) + "]",
+		"a rewrite target naming a variable": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"rewrite_regex":"(?i)^/a(.*)","rewrite_target":"/$host","kind"`, 1) + "]",
+		"a zero body limit":     "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":0,"kind"`, 1) + "]",
+		"a body limit as size":  "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":"1k","kind"`, 1) + "]",
+		"a fraction body limit": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"body_limit":10.5,"kind"`, 1) + "]",
+		"a zero timeout":        "[" + strings.Replace(route("a.example.com"), `"kind"`, `"read_timeout":0,"kind"`, 1) + "]",
+		"a fraction timeout":    "[" + strings.Replace(route("a.example.com"), `"kind"`, `"connect_timeout":1.5,"kind"`, 1) + "]",
+		"a timeout as string":   "[" + strings.Replace(route("a.example.com"), `"kind"`, `"send_timeout":"5","kind"`, 1) + "]",
+		"a header in vhost": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":"a
+X-Evil: 1","kind"`, 1) + "]",
+		"a vhost as number": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":5,"kind"`, 1) + "]",
+		"a quote in connection header": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"connection_header":"close\"","kind"`, 1) + "]",
 	} {
 		if status, text := dp.configRequest("POST", "/configuration/routes", body); status != 400 {
 			t.Errorf("%s: POST answered %d %q, want 400", name, status, text)
 		}
 	}
-	if got := dp.routeHosts(); got != "a.example.com,b.example.com" {
+	if got := dp.routeHosts(); got != "a.example.com,b.example.com,m.example.com" {
 		t.Fatalf("a refused POST changed the stored routes: %q", got)
 	}
 	bad := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `],"removed":["c.example.com"]}`
@@ -77,7 +112,7 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	if status, text := dp.configRequest("POST", "/configuration/routes/delta", good); status != 201 {
 		t.Fatalf("delta: %d %q", status, text)
 	}
-	if got := dp.routeHosts(); got != "b.example.com,c.example.com" {
+	if got := dp.routeHosts(); got != "b.example.com,c.example.com,m.example.com" {
 		t.Errorf("after the delta the stored routes are %q, want b and c", got)
 	}
 	// The backends are a store of their own: the routes left them alone.

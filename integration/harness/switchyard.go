@@ -291,6 +291,22 @@ func DoWithHeaders(client *http.Client, method, url, host string, headers map[st
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	return do(client, req)
+}
+
+// DoWithReader sends one request with the body read from body; a reader
+// whose length net/http cannot tell is sent chunked.
+func DoWithReader(client *http.Client, method, url, host string, body io.Reader) (Response, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, body)
+	if err != nil {
+		return Response{}, err
+	}
+	req.Host = host
+	return do(client, req)
+}
+
+// do sends req and reads the answer, decoding an echo reply.
+func do(client *http.Client, req *http.Request) (Response, error) {
 	resp, err := client.Do(req)
 	if err != nil {
 		return Response{}, err

@@ -23,6 +23,7 @@ local ngx_var = ngx.var
 local ngx_shared = ngx.shared
 local set_current_peer = ngx_balancer.set_current_peer
 local set_more_tries = ngx_balancer.set_more_tries
+local set_timeouts = ngx_balancer.set_timeouts
 local get_last_failure = ngx_balancer.get_last_failure
 local json_decode = cjson.decode
 local ngx_re_match = ngx.re.match
@@ -448,7 +449,12 @@ end
 -- tag_service is true where custom-http-errors may send the request to an
 -- error backend, which is told the Service ($service_name, $service_port,
 -- declared by the server when it intercepts errors).
-function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_service)
+--
+-- timeouts, from a Lua-routed host's location (router.lua), are its
+-- proxy-*-timeout in seconds ({connect=, send=, read=}, each nil for the
+-- http block's): the balancer phase sets them, where a server block's
+-- location has proxy_*_timeout directives.
+function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_service, timeouts)
     sync()
     if loaded_version == nil then
         wait_for_first_configuration()
@@ -485,7 +491,7 @@ function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_servic
         ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")
         return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local state = { backend = backend, name = name, tries = 0 }
+    local state = { backend = backend, name = name, tries = 0, timeouts = timeouts }
     ngx.ctx.switchyard = state
     -- Algorithms that answer with a header (sticky cookies) choose here.
     if backend.rewrite then
@@ -547,6 +553,15 @@ function _M.balance()
         local ok, err = set_current_peer(endpoint.address, endpoint.port)
         if ok then
             state.tries = state.tries + 1
+            local timeouts = state.timeouts
+            if timeouts then
+                -- Kept for the request's later tries too (NGINX copies its
+                -- upstream settings for this request), set again anyway.
+                local _, terr = set_timeouts(timeouts.connect, timeouts.send, timeouts.read)
+                if terr then
+                    ngx_log(ERR, "switchyard: set_timeouts: ", terr)
+                end
+            end
             -- Let nginx retry (within proxy_next_upstream_tries) while there
             -- is an endpoint this request has not tried yet.
             if state.tries < n then

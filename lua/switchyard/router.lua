@@ -24,13 +24,18 @@ local ingress = require("switchyard.ingress")
 
 local ngx = ngx
 local ngx_var = ngx.var
+local ngx_req = ngx.req
+local io_open = io.open
 local ngx_exit = ngx.exit
 local ngx_exec = ngx.exec
+local ngx_redirect = ngx.redirect
 local ngx_log = ngx.log
 local ngx_re_find = ngx.re.find
+local ngx_re_match = ngx.re.match
 local ERR = ngx.ERR
 local json_decode = cjson.decode
 local str_sub = string.sub
+local str_gsub = string.gsub
 local tbl_sort = table.sort
 local ipairs = ipairs
 local pairs = pairs
@@ -46,7 +51,38 @@ _M.store = store
 -- server block: exact, protected prefix (no regex after it), prefix,
 -- case-insensitive regex, regex.
 local MATCHES = { ["="] = true, ["^~"] = true, [""] = true, ["~*"] = true, ["~"] = true }
-local KINDS = { proxy = true, ["not-found"] = true }
+local KINDS = { proxy = true, ["not-found"] = true, redirect = true }
+
+-- permanent-redirect and temporal-redirect: the codes ngx.redirect sends
+-- as the location's "return" would, and the URLs the renderer accepts
+-- (features.RedirectURLPattern).
+local REDIRECT_CODES = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+local REDIRECT_URL = [[^https?://[A-Za-z0-9][A-Za-z0-9.-]{0,252}(:[0-9]{1,5})?(/[A-Za-z0-9._~!&()*+,=:@%/?#-]*)?$]]
+
+-- The most a proxy timeout may be, in seconds (a year, as the proxy
+-- plugin's MaxProxyTimeout).
+local MAX_TIMEOUT = 365 * 24 * 3600
+
+-- What the renderer checked upstream-vhost and connection-proxy-header
+-- against, checked again: they become request headers, so nothing but a
+-- host with a port, or tokens, may get through.
+local UPSTREAM_VHOST = [[^[A-Za-z0-9._:\[\]-]{1,260}$]]
+local CONNECTION_HEADER = [[^[A-Za-z0-9-]{1,64}(, ?[A-Za-z0-9-]{1,64}){0,7}$]]
+
+-- rewrite-target as router.lua does it: a path without "?" whose only "$"
+-- are $1-$9 (features.RewriteTargetPattern, less the query).
+local REWRITE_TARGET = [[^/(?:[A-Za-z0-9._~!&()*+,=:@%/-]|\$[1-9])*$]]
+
+-- A body limit in bytes: proxy-body-size's bound is 1024g.
+local MAX_BODY_LIMIT = 1024 * 1024 * 1024 * 1024
+
+local function is_byte_count(v)
+    return type(v) == "number" and v >= 1 and v <= MAX_BODY_LIMIT and v == math.floor(v)
+end
+
+local function is_timeout(v)
+    return type(v) == "number" and v >= 1 and v <= MAX_TIMEOUT and v == math.floor(v)
+end
 
 -- host -> compiled route; filled on first use, emptied of what a new
 -- version changed. Hosts without a route are not cached: any Host header
@@ -98,6 +134,14 @@ local function compile(route)
         l.fallback = string_or_nil(l.fallback)
         l.app_root = string_or_nil(l.app_root)
         l.x_forwarded_prefix = string_or_nil(l.x_forwarded_prefix)
+        l.rewrite_regex = string_or_nil(l.rewrite_regex)
+        l.upstream_vhost = string_or_nil(l.upstream_vhost)
+        l.connection_header = string_or_nil(l.connection_header)
+        if l.connect_timeout or l.send_timeout or l.read_timeout then
+            -- Seconds, as ngx.balancer.set_timeouts takes them; nil keeps
+            -- the http block's.
+            l.timeouts = { connect = l.connect_timeout, send = l.send_timeout, read = l.read_timeout }
+        end
     end
     -- Longest first; equal lengths keep the renderer's order.
     for i, p in ipairs(c.prefixes) do
@@ -178,6 +222,76 @@ local function wait_for_first_routes(dict)
     end
 end
 
+-- rewrite_target does rewrite-target as a server block's location does
+-- with "rewrite REGEX TARGET break" (the renderer routes only a TARGET
+-- that is a path without "?"): when REGEX matches $uri, $uri becomes
+-- TARGET with $1-$9 replaced by the captures, verbatim, and an unset or
+-- missing group by nothing; the arguments stay. Binary: the captures are
+-- of the decoded $uri, which may hold any byte, as NGINX copies them
+-- (proxy_pass escapes the URI either way).
+local function rewrite_target(regex, target)
+    local m = ngx_re_match(ngx_var.uri, regex, "jo")
+    if not m then
+        return
+    end
+    local uri = str_gsub(target, "%$([1-9])", function(n)
+        return m[tonumber(n)] or ""
+    end)
+    ngx_req.set_uri(uri, false, true)
+end
+
+-- too_large says whether a Content-Length of length is over limit (bytes,
+-- nil or 0: none), logging it as NGINX does.
+local function too_large(length, limit)
+    if limit and limit > 0 and length and length > limit then
+        ngx_log(ERR, "client intended to send too large body: ", length, " bytes")
+        return true
+    end
+    return false
+end
+
+-- body_size is the size of the request body ngx.req.read_body read: in
+-- memory, or in a temporary file; nil when that file cannot be read.
+local function body_size()
+    local data = ngx_req.get_body_data()
+    if data then
+        return #data
+    end
+    local path = ngx_req.get_body_file()
+    if not path then
+        return 0
+    end
+    local f = io_open(path, "rb")
+    if not f then
+        return nil
+    end
+    local size = f:seek("end")
+    f:close()
+    return size
+end
+
+-- check_read_body enforces a location's proxy-body-size (limit, bytes,
+-- below the router location's client_max_body_size) on a body without
+-- Content-Length (chunked, or HTTP/2): NGINX checks such a body while it
+-- reads it, against the location's client_max_body_size, which here is
+-- the shared one. So the body is read here (NGINX reads the whole body
+-- before proxying anyway: the renderer routes such a location only with
+-- request buffering on) and its size checked. Called last, where a
+-- server block's proxy_pass would read it. A request without a body
+-- reads nothing.
+local function check_read_body(limit)
+    ngx_req.read_body()
+    local size = body_size()
+    if not size then
+        ngx_log(ERR, "switchyard: cannot measure the request body's temporary file")
+        return ngx_exit(500)
+    end
+    if size > limit then
+        ngx_log(ERR, "client intended to send too large chunked body: ", size, " bytes")
+        return ngx_exit(413)
+    end
+end
+
 -- server_rewrite_by_lua of the catch-all server: a request for a
 -- Lua-routed host goes to @switchyard_router. Other hosts continue in the
 -- catch-all's own locations. Runs before the server's rewrite directives,
@@ -197,7 +311,9 @@ end
 -- sets and calls, from the route's location. max_body is proxy-body-size
 -- in bytes (0: none): NGINX checks a request's Content-Length against
 -- client_max_body_size when it chooses a location, which a named location
--- skips (a chunked body it still checks while reading it).
+-- skips (a chunked body it still checks while reading it). A location's
+-- lower body_limit is checked the same way, and on a body without
+-- Content-Length by check_read_body.
 function _M.rewrite(max_body)
     local dict = ngx.shared.switchyard_config
     local host = ngx_var.host
@@ -206,16 +322,18 @@ function _M.rewrite(max_body)
         -- Removed between dispatch and here (an internal redirect).
         return ngx_exit(404)
     end
-    if max_body and max_body > 0 then
-        local length = tonumber(ngx_var.content_length)
-        if length and length > max_body then
-            ngx_log(ngx.ERR, "client intended to send too large body: ", length, " bytes")
-            return ngx_exit(413)
-        end
+    local length = tonumber(ngx_var.content_length)
+    if too_large(length, max_body) then
+        return ngx_exit(413)
     end
     local l = match(c, ngx_var.uri)
     if not l then
         return ngx_exit(404)
+    end
+    -- The location's own proxy-body-size, as NGINX checks it when it
+    -- chooses the location: before anything the location does.
+    if too_large(length, l.body_limit) then
+        return ngx_exit(413)
     end
     ngx_var.proxy_upstream_name = l.upstream
     -- The metrics' host label: $server_name is the catch-all's "_".
@@ -227,6 +345,11 @@ function _M.rewrite(max_body)
         ngx_var.service_port = l.service_port
         ngx_var.location_path = l.location_path
     end
+    if l.kind == "redirect" then
+        -- permanent-redirect / temporal-redirect: the location's "return",
+        -- before anything else it would do.
+        return ngx_redirect(l.redirect_url, l.redirect_code)
+    end
     if l.app_root and ngx_var.uri == "/" then
         -- app-root, as a server block's "return 302".
         return ngx.redirect(ngx_var.scheme .. "://" .. (ngx_var.http_host or "") .. l.app_root, 302)
@@ -234,11 +357,25 @@ function _M.rewrite(max_body)
     if l.x_forwarded_prefix then
         ngx_var.switchyard_x_forwarded_prefix = l.x_forwarded_prefix
     end
+    -- upstream-vhost and connection-proxy-header: what the location's
+    -- "set" lines would have set, read by the http block's headers.
+    if l.upstream_vhost then
+        ngx_var.switchyard_upstream_vhost = l.upstream_vhost
+    end
+    if l.connection_header then
+        ngx_var.switchyard_connection_header = l.connection_header
+    end
+    if l.rewrite_regex then
+        rewrite_target(l.rewrite_regex, l.rewrite_target)
+    end
     ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
     end
-    return balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service)
+    balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
+    if l.body_limit and not length then
+        check_read_body(l.body_limit)
+    end
 end
 
 -- validate checks one posted route; returns an error or nil. A route that
@@ -260,10 +397,14 @@ function _M.validate(route)
             return where .. ": needs match (=, ^~, \"\", ~*, ~) and a path"
         end
         if not KINDS[l.kind] then
-            return where .. ": kind must be proxy or not-found"
+            return where .. ": kind must be proxy, not-found or redirect"
         end
         if l.kind == "proxy" and (type(l.backend) ~= "string" or l.backend == "") then
             return where .. ": a proxy location needs a backend"
+        end
+        if l.kind == "redirect" and (not REDIRECT_CODES[l.redirect_code] or type(l.redirect_url) ~= "string"
+                or #l.redirect_url > 2048 or not ngx_re_find(l.redirect_url, REDIRECT_URL, "jo")) then
+            return where .. ": a redirect location needs a redirect_code (301, 302, 303, 307, 308) and an http(s) redirect_url"
         end
         if (l.match == "~" or l.match == "~*") then
             local _, _, err = ngx_re_find("", l.path, "jo")
@@ -273,10 +414,38 @@ function _M.validate(route)
         end
         for _, f in ipairs({ "upstream", "backend", "canary_backend", "canary_ingress", "fallback", "namespace",
                              "ingress_name", "service", "service_port", "location_path", "app_root",
-                             "x_forwarded_prefix" }) do
+                             "x_forwarded_prefix", "upstream_vhost", "connection_header" }) do
             if l[f] ~= nil and type(l[f]) ~= "string" then
                 return where .. ": " .. f .. " must be a string"
             end
+        end
+        if l.rewrite_regex ~= nil then
+            if type(l.rewrite_regex) ~= "string" or str_sub(l.rewrite_regex, 1, 5) ~= "(?i)^" then
+                return where .. ": rewrite_regex must be an anchored regex"
+            end
+            local _, _, err = ngx_re_find("", l.rewrite_regex, "jo")
+            if err then
+                return where .. ": invalid rewrite_regex: " .. err
+            end
+            if type(l.rewrite_target) ~= "string" or not ngx_re_find(l.rewrite_target, REWRITE_TARGET, "jo") then
+                return where .. ": rewrite_target must be a path without ? whose only $ are $1-$9"
+            end
+        elseif l.rewrite_target ~= nil then
+            return where .. ": rewrite_target without rewrite_regex"
+        end
+        if l.body_limit ~= nil and not is_byte_count(l.body_limit) then
+            return where .. ": body_limit must be a positive whole number of bytes"
+        end
+        for _, f in ipairs({ "connect_timeout", "send_timeout", "read_timeout" }) do
+            if l[f] ~= nil and not is_timeout(l[f]) then
+                return where .. ": " .. f .. " must be whole seconds from 1 to " .. MAX_TIMEOUT
+            end
+        end
+        if l.upstream_vhost ~= nil and not ngx_re_find(l.upstream_vhost, UPSTREAM_VHOST, "jo") then
+            return where .. ": upstream_vhost must be a host name with an optional port"
+        end
+        if l.connection_header ~= nil and not ngx_re_find(l.connection_header, CONNECTION_HEADER, "jo") then
+            return where .. ": connection_header must be a list of tokens"
         end
         for _, f in ipairs({ "ssl_redirect", "force_ssl_redirect", "preserve_trailing_slash", "tag_service" }) do
             if l[f] ~= nil and type(l[f]) ~= "boolean" then

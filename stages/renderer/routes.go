@@ -35,8 +35,13 @@ type LuaRouteLocation struct {
 	Match string `json:"match"`
 	// Path is the path, or the regex for "~*" and "~".
 	Path string `json:"path"`
-	// Kind is "proxy" or "not-found".
+	// Kind is "proxy", "not-found" or "redirect".
 	Kind string `json:"kind"`
+	// RedirectURL and RedirectCode are permanent-redirect or
+	// temporal-redirect (kind "redirect"): the location's
+	// "return RedirectCode RedirectURL".
+	RedirectURL  string `json:"redirect_url,omitempty"`
+	RedirectCode int    `json:"redirect_code,omitempty"`
 	// Upstream is $proxy_upstream_name.
 	Upstream string `json:"upstream"`
 	// Backend, CanaryBackend, CanaryIngress, Fallback and TagService are
@@ -60,6 +65,27 @@ type LuaRouteLocation struct {
 	// AppRoot and XForwardedPrefix are app-root and x-forwarded-prefix.
 	AppRoot          string `json:"app_root,omitempty"`
 	XForwardedPrefix string `json:"x_forwarded_prefix,omitempty"`
+	// ConnectTimeout, SendTimeout and ReadTimeout are proxy-*-timeout in
+	// seconds, 0 for the http block's (the ConfigMap's): balancer.lua sets
+	// them with ngx.balancer.set_timeouts, as the location's
+	// proxy_*_timeout would.
+	ConnectTimeout int `json:"connect_timeout,omitempty"`
+	SendTimeout    int `json:"send_timeout,omitempty"`
+	ReadTimeout    int `json:"read_timeout,omitempty"`
+	// UpstreamVhost and ConnectionHeader are upstream-vhost and
+	// connection-proxy-header: router.lua sets the variables the http
+	// block's Host and Connection headers read, as the location's "set"
+	// would.
+	UpstreamVhost    string `json:"upstream_vhost,omitempty"`
+	ConnectionHeader string `json:"connection_header,omitempty"`
+	// RewriteRegex and RewriteTarget are rewrite-target: the location's
+	// "rewrite RewriteRegex RewriteTarget break" (routedRewrite).
+	RewriteRegex  string `json:"rewrite_regex,omitempty"`
+	RewriteTarget string `json:"rewrite_target,omitempty"`
+	// BodyLimit is proxy-body-size in bytes where it is below the shared
+	// limit (the router location's client_max_body_size), else 0: see
+	// routedBodyLimit.
+	BodyLimit int64 `json:"body_limit,omitempty"`
 }
 
 // bodyLimit is an NGINX size in bytes; "0" is no limit.
@@ -78,7 +104,8 @@ func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 // host names; locations that proxy to the Lua balancer (with canaries,
 // balancing and affinity, which live in the backends) or answer 404; the
 // labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
-// HSTS, app-root, x-forwarded-prefix and the default-backend annotation.
+// HSTS, app-root, x-forwarded-prefix, the default-backend annotation, and
+// of the proxy annotations those routedProxy allows.
 // Anything else a server or location would write is a directive, and the
 // host keeps its server block.
 func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Server) (bool, string) {
@@ -102,14 +129,21 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	if !reflect.ValueOf(rest).IsZero() {
 		return false, "server-level settings"
 	}
-	for _, l := range v.Locations {
-		if l.Kind != kindProxy && l.Kind != kindNotFound {
+	for i, l := range v.Locations {
+		if !routedKind(l.Kind, v.locations[i].Features) {
 			return false, fmt.Sprintf("location %s: %s", l.Arg, l.Kind)
 		}
+		if !routedProxy(settings, v.locations[i].Features) {
+			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
+		}
 		rest := l
+		rest.Proxy = nil
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
-		rest.IngressArgs, rest.BalancerArg = "", ""
+		rest.IngressArgs, rest.BalancerArg, rest.Return = "", "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
+		if routedRewrite(v.locations[i]) {
+			rest.Rewrite.Regex, rest.Rewrite.Target = "", ""
+		}
 		// add-headers are written only next to a location's own headers.
 		rest.GlobalHeaders = nil
 		if !reflect.ValueOf(rest).IsZero() {
@@ -119,6 +153,84 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	return true, ""
 }
 
+// luaRedirectCodes are the redirect codes ngx.redirect sends as NGINX's
+// "return" does (a Location and the standard page). NGINX answers
+// "return 300 URL" with the URL as the body instead: those stay
+// directives.
+var luaRedirectCodes = map[int]bool{301: true, 302: true, 303: true, 307: true, 308: true}
+
+// routedKind says whether router.lua does what a location of kind does:
+// proxy, answer 404, or redirect with one of luaRedirectCodes.
+func routedKind(kind locationKind, f *bus.Features) bool {
+	switch kind {
+	case kindProxy, kindNotFound:
+		return true
+	case kindRedirect:
+		return luaRedirectCodes[f.Redirect.Code]
+	}
+	return false
+}
+
+// routedRewrite says whether router.lua does l's rewrite-target as NGINX's
+// "rewrite REGEX TARGET break" would: a target that is a path ("/..."),
+// without "?". Then NGINX copies the captures verbatim (it escapes them
+// only in a query or a redirect), an unset group as nothing, and keeps the
+// request's arguments; router.lua does the same with ngx.req.set_uri. A
+// target with a query (whose captures NGINX escapes depending on the
+// request) or one that is not a path stays a directive.
+func routedRewrite(l location) bool {
+	if l.RewriteRegex == "" {
+		return true
+	}
+	target := l.Features.Rewrite.Target
+	return strings.HasPrefix(target, "/") && !strings.Contains(target, "?")
+}
+
+// routedProxy says whether router.lua applies every proxy annotation of f:
+// the timeouts (through ngx.balancer.set_timeouts), upstream-vhost,
+// connection-proxy-header and a proxy-body-size routedBodyLimit accepts.
+// The others are directives.
+func routedProxy(settings bus.Settings, f *bus.Features) bool {
+	if f == nil || f.Proxy == nil {
+		return true
+	}
+	if _, ok := routedBodyLimit(settings, f.Proxy.BodySize); !ok {
+		return false
+	}
+	p := *f.Proxy
+	p.ConnectTimeout, p.SendTimeout, p.ReadTimeout = 0, 0, 0
+	p.UpstreamVhost, p.ConnectionHeader, p.BodySize = "", "", ""
+	return reflect.ValueOf(p).IsZero()
+}
+
+// routedBodyLimit is the body limit router.lua checks for a location's
+// proxy-body-size (size): 0 when it is not set or is the shared limit,
+// which the router location's client_max_body_size enforces already.
+// router.lua can enforce only a lower one: it checks Content-Length, and
+// reads a body without one (chunked) before it checks its size, as NGINX
+// does with request buffering on. Not ok (a server block) when the limit
+// is above the shared one, which NGINX applies to chunked bodies as it
+// reads them, or when proxy-request-buffering is off, where the body
+// would stream upstream before its size is known.
+func routedBodyLimit(settings bus.Settings, size string) (int64, bool) {
+	if size == "" {
+		return 0, true
+	}
+	limit, err := bodyLimit(size)
+	shared, sharedErr := bodyLimit(settings.ProxyBodySize)
+	switch {
+	case err != nil || sharedErr != nil:
+		return 0, false
+	case limit == shared:
+		return 0, true
+	case limit == 0 || (shared != 0 && limit > shared):
+		return 0, false
+	case settings.ProxyRequestBuffering == "off":
+		return 0, false
+	}
+	return limit, true
+}
+
 // newLuaRoute is the route of server s, which dynamicServer accepted, from
 // the locations its view v was resolved from.
 func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
@@ -126,9 +238,12 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 	for i, l := range v.locations {
 		rl := LuaRouteLocation{Match: strings.TrimSpace(l.Modifier), Path: l.Path, Kind: string(v.Locations[i].Kind),
 			Upstream: l.Backend}
-		if rl.Kind == string(kindNotFound) {
+		switch v.Locations[i].Kind {
+		case kindNotFound:
 			rl.Upstream = bus.DefaultBackendName
-		} else {
+		case kindRedirect:
+			rl.RedirectURL, rl.RedirectCode = l.Features.Redirect.URL, l.Features.Redirect.Code
+		default:
 			rl.Backend = l.Backend
 			if l.Canary != nil {
 				rl.CanaryBackend, rl.CanaryIngress = l.Canary.Backend, l.Canary.Ingress
@@ -142,6 +257,16 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 		}
 		if f := l.Features; f != nil && f.Rewrite != nil {
 			rl.AppRoot, rl.XForwardedPrefix = f.Rewrite.AppRoot, f.Rewrite.XForwardedPrefix
+		}
+		if l.RewriteRegex != "" {
+			// As rewriteRegex writes it in a server block.
+			rl.RewriteRegex, rl.RewriteTarget = "(?i)"+l.RewriteRegex, l.Features.Rewrite.Target
+		}
+		if f := l.Features; f != nil && f.Proxy != nil {
+			p := f.Proxy
+			rl.ConnectTimeout, rl.SendTimeout, rl.ReadTimeout = p.ConnectTimeout, p.SendTimeout, p.ReadTimeout
+			rl.UpstreamVhost, rl.ConnectionHeader = p.UpstreamVhost, p.ConnectionHeader
+			rl.BodyLimit, _ = routedBodyLimit(settings, p.BodySize)
 		}
 		route.Locations = append(route.Locations, rl)
 	}

@@ -21,6 +21,9 @@ func TestDynamicServer(t *testing.T) {
 		settings func(*bus.Settings)
 		off      bool
 		want     string // "" when routed in Lua, else the reason's start
+		wantBody int64  // the route's body_limit
+		// wantRewrite is the route's rewrite_regex.
+		wantRewrite string
 	}{
 		{name: "plain", server: plain("a.example.com", nil)},
 		{name: "force-ssl-redirect", server: plain("a.example.com",
@@ -35,11 +38,36 @@ func TestDynamicServer(t *testing.T) {
 			s.Aliases = []string{"b.example.com"}
 			return s
 		}(), want: "server-alias"},
-		{name: "proxy-body-size", server: plain("a.example.com", &bus.Features{Proxy: &bus.Proxy{BodySize: "8m"}}),
+		{name: "proxy timeouts, upstream-vhost, connection-proxy-header", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{ConnectTimeout: 2, SendTimeout: 3, ReadTimeout: 4,
+				UpstreamVhost: "b.internal:8080", ConnectionHeader: "keep-alive"}})},
+		{name: "timeouts with proxy-buffering", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{ReadTimeout: 4, Buffering: "on"}}), want: `location "/": proxy annotations`},
+		{name: "proxy-body-size above the shared 1m", server: plain("a.example.com", &bus.Features{Proxy: &bus.Proxy{BodySize: "8m"}}),
+			want: "location"},
+		{name: "proxy-body-size 0 (no limit) above the shared 1m", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{BodySize: "0"}}), want: "location"},
+		{name: "proxy-body-size below the shared 1m", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{BodySize: "1k"}}), wantBody: 1024},
+		{name: "proxy-body-size equal to the shared one", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{BodySize: "1024k"}})},
+		{name: "proxy-body-size below a shared 0 (no limit)", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{BodySize: "2m"}}), settings: func(s *bus.Settings) { s.ProxyBodySize = "0" },
+			wantBody: 2 << 20},
+		{name: "proxy-body-size below the shared one, request buffering off", server: plain("a.example.com",
+			&bus.Features{Proxy: &bus.Proxy{BodySize: "1k"}}), settings: func(s *bus.Settings) { s.ProxyRequestBuffering = "off" },
 			want: "location"},
 		{name: "permanent-redirect", server: plain("a.example.com",
-			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 301}}), want: "location"},
-		{name: "rewrite-target", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x"}}),
+			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 301}})},
+		{name: "temporal-redirect 308", server: plain("a.example.com",
+			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 308}})},
+		{name: "permanent-redirect-code 300 (the URL is the body)", server: plain("a.example.com",
+			&bus.Features{Redirect: &bus.Redirect{URL: "https://b.example.com/", Code: 300}}), want: "location"},
+		{name: "rewrite-target", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x/$1"}}),
+			wantRewrite: "(?i)^/"},
+		{name: "rewrite-target with a query", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "/x?a=$1"}}),
+			want: "location"},
+		{name: "rewrite-target not a path", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "x/$1"}}),
 			want: "location"},
 		{name: "ssl-reject-handshake", server: plain("a.example.com", nil),
 			settings: func(s *bus.Settings) { s.SSLRejectHandshake = true }, want: "ssl-reject-handshake"},
@@ -64,7 +92,13 @@ func TestDynamicServer(t *testing.T) {
 			}
 			route := newLuaRoute(settings, tc.server, view)
 			if len(route.Locations) == 0 || route.Host != tc.server.Hostname {
-				t.Errorf("route %+v", route)
+				t.Fatalf("route %+v", route)
+			}
+			if got := route.Locations[0].BodyLimit; got != tc.wantBody {
+				t.Errorf("body_limit %d, want %d", got, tc.wantBody)
+			}
+			if got := route.Locations[0].RewriteRegex; got != tc.wantRewrite {
+				t.Errorf("rewrite_regex %q, want %q", got, tc.wantRewrite)
 			}
 		})
 	}
