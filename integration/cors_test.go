@@ -14,7 +14,9 @@ import (
 // on every other answer to an allowed origin (a 401 included), origins
 // matched whole and case-insensitively (a wildcard for one label), no
 // CORS headers for any other origin, "*" on every answer, and a location
-// without CORS left to its backend.
+// without CORS left to its backend. The hosts with CORS alone are routed
+// in Lua (router.lua calls switchyard.cors); the one with basic auth keeps
+// its server block; with SWITCHYARD_TEST_ROUTING=server-blocks all do.
 func TestCORSThroughNginx(t *testing.T) {
 	ing := func(name string, a map[string]string) string {
 		annotations := map[string]string{}
@@ -30,6 +32,8 @@ func TestCORSThroughNginx(t *testing.T) {
 		"ingresses.yaml": strings.Join([]string{
 			ing("listed", listed),
 			ing("star", map[string]string{"enable-cors": "true", "cors-allow-credentials": "false"}),
+			ing("routed", map[string]string{"enable-cors": "true", "cors-allow-origin": listed["cors-allow-origin"],
+				"cors-expose-headers": "X-Total", "cors-max-age": "600"}),
 			ing("plain", nil),
 		}, "---\n"),
 	})
@@ -104,6 +108,27 @@ func TestCORSThroughNginx(t *testing.T) {
 	}
 	r = send(http.MethodOptions, "star", preflight("https://anyone.example"))
 	wantHeaders(t, "preflight, cors-allow-origin *", r, 204, map[string]string{"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Credentials": ""})
+
+	// Listed origins on a host without auth (Lua-routed): the same
+	// answers, and a preflight from any other origin reaches the backend.
+	e.eventually("routed.example.com", "/", "the Ingress with listed origins and no auth", servedBy("a-1"))
+	r = send(http.MethodOptions, "routed", preflight("https://Team.example.org:8443"))
+	wantHeaders(t, "preflight from a wildcard origin, no auth", r, 204, map[string]string{
+		"Access-Control-Allow-Origin":   "https://Team.example.org:8443",
+		"Access-Control-Expose-Headers": "X-Total",
+		"Access-Control-Max-Age":        "600",
+		"Vary":                          "Origin",
+	})
+	if r.Echo != nil {
+		t.Errorf("the preflight reached the backend")
+	}
+	r = send(http.MethodGet, "routed", withOrigin("https://app.example.com", nil))
+	wantHeaders(t, "GET from a listed origin, no auth", r, 200, map[string]string{"Access-Control-Allow-Origin": "https://app.example.com"})
+	r = send(http.MethodOptions, "routed", preflight("https://evil.example.com"))
+	if r.Echo == nil || r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from an unlisted origin, no auth: %d, echo %v, headers %v", r.Status, r.Echo != nil, r.Header)
+	}
+	expectRouting(t, e.sy, map[string]bool{"routed.example.com": true, "star.example.com": true, "listed.example.com": false})
 
 	// No CORS: OPTIONS goes to the backend, no header is added.
 	r = send(http.MethodOptions, "plain", preflight("https://app.example.com"))

@@ -41,7 +41,9 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	// b carries every optional field a location may have.
 	full := strings.Replace(route("b.example.com"), `"kind"`, `"connect_timeout":2,"send_timeout":3,"read_timeout":31536000,`+
 		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,`+
-		`"rewrite_regex":"(?i)^/a(/|$)(.*)","rewrite_target":"/b/$2","kind"`, 1)
+		`"rewrite_regex":"(?i)^/a(/|$)(.*)","rewrite_target":"/b/$2",`+
+		`"cors":{"origins":"https://a.example.com https://*.example.org:8443","methods":"GET, PUT","headers":"DNT,X-A",`+
+		`"expose_headers":"","credentials":true,"max_age":600},"kind"`, 1)
 	moved := strings.Replace(route("m.example.com"), `"kind":"proxy"`,
 		`"kind":"redirect","redirect_code":308,"redirect_url":"https://n.example.com:8443/a?b=c#d"`, 1)
 	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+","+moved+"]")
@@ -92,6 +94,15 @@ X-Evil: 1","kind"`, 1) + "]",
 		"a vhost as number": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"upstream_vhost":5,"kind"`, 1) + "]",
 		"a quote in connection header": "[" + strings.Replace(route("a.example.com"), `"kind"`,
 			`"connection_header":"close\"","kind"`, 1) + "]",
+		"cors as a string": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"cors":"*","kind"`, 1) + "]",
+		"a cors origin with a path": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"cors":{"origins":"https://a.example.com/x","methods":"GET","headers":"X","expose_headers":"","credentials":false,"max_age":1},"kind"`, 1) + "]",
+		"a header in cors methods": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"cors":{"origins":"*","methods":"GET\r\nX-Evil: 1","headers":"X","expose_headers":"","credentials":false,"max_age":1},"kind"`, 1) + "]",
+		"cors without credentials": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"cors":{"origins":"*","methods":"GET","headers":"X","expose_headers":"","max_age":1},"kind"`, 1) + "]",
+		"a negative cors max age": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"cors":{"origins":"*","methods":"GET","headers":"X","expose_headers":"","credentials":false,"max_age":-1},"kind"`, 1) + "]",
 	} {
 		if status, text := dp.configRequest("POST", "/configuration/routes", body); status != 400 {
 			t.Errorf("%s: POST answered %d %q, want 400", name, status, text)

@@ -20,6 +20,7 @@
 local cjson = require("cjson.safe")
 local backend_store = require("switchyard.util.backend_store")
 local balancer = require("switchyard.balancer")
+local cors = require("switchyard.cors")
 local ingress = require("switchyard.ingress")
 
 local ngx = ngx
@@ -330,6 +331,12 @@ function _M.rewrite(max_body)
     if not l then
         return ngx_exit(404)
     end
+    -- enable-cors: header_filter adds the headers to every answer from
+    -- here on, as a server block's location filter does (redirects and
+    -- errors included).
+    if l.cors then
+        ngx.ctx.switchyard_cors = l.cors
+    end
     -- The location's own proxy-body-size, as NGINX checks it when it
     -- chooses the location: before anything the location does.
     if too_large(length, l.body_limit) then
@@ -368,6 +375,11 @@ function _M.rewrite(max_body)
     if l.rewrite_regex then
         rewrite_target(l.rewrite_regex, l.rewrite_target)
     end
+    if l.cors then
+        -- A preflight from an allowed origin is answered here, first in
+        -- the location's rewrite_by_lua as in a server block.
+        cors.rewrite(l.cors.origins)
+    end
     ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
@@ -376,6 +388,60 @@ function _M.rewrite(max_body)
     if l.body_limit and not length then
         check_read_body(l.body_limit)
     end
+end
+
+-- header_filter_by_lua of @switchyard_router: the CORS headers of the
+-- routed location, then what the http block's filter does.
+function _M.header_filter()
+    local c = ngx.ctx.switchyard_cors
+    if c then
+        cors.header_filter(c.origins, c.methods, c.headers, c.expose_headers, c.credentials, c.max_age)
+    end
+    return balancer.header_filter()
+end
+
+-- CORS values as features.CORS* patterns accept them (origins: "*", or
+-- space-separated scheme://host[:port] with an optional "*." label); they
+-- become response headers, so nothing else may get through.
+local CORS_ORIGIN = [[^https?://(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:[0-9]{1,5})?$]]
+local CORS_METHODS = [[^([A-Za-z]+,?[ \t]?)+$]]
+local CORS_HEADERS = [[^([A-Za-z0-9_-]+,?[ \t]?)+$]]
+local CORS_EXPOSE = [[^(([A-Za-z0-9_-]+|\*),?[ \t]?)+$]]
+local MAX_CORS_VALUE = 1000
+local MAX_CORS_MAX_AGE = 365 * 24 * 3600
+
+local function cors_value(v, pattern, optional)
+    if type(v) ~= "string" or #v > MAX_CORS_VALUE then
+        return false
+    end
+    if v == "" then
+        return optional
+    end
+    return ngx_re_find(v, pattern, "jo") ~= nil
+end
+
+-- validate_cors returns an error for a route location's cors, or nil.
+local function validate_cors(c)
+    if type(c) ~= "table" or type(c.origins) ~= "string" or #c.origins > 100 * 300 then
+        return "cors needs origins"
+    end
+    if c.origins ~= "*" then
+        for origin in string.gmatch(c.origins, "[^ ]+") do
+            if not ngx_re_find(origin, CORS_ORIGIN, "jo") then
+                return "cors origin " .. origin .. " is not scheme://host[:port]"
+            end
+        end
+    end
+    if not cors_value(c.methods, CORS_METHODS, false) or not cors_value(c.headers, CORS_HEADERS, false)
+            or not cors_value(c.expose_headers, CORS_EXPOSE, true) then
+        return "cors methods, headers or expose_headers are not header tokens"
+    end
+    local age = c.max_age
+    if type(c.credentials) ~= "boolean" or type(age) ~= "number" or age < 0 or age > MAX_CORS_MAX_AGE
+            or age ~= math.floor(age) then
+        return "cors needs credentials (true or false) and max_age (0 to a year)"
+    end
+    return nil
 end
 
 -- validate checks one posted route; returns an error or nil. A route that
@@ -432,6 +498,12 @@ function _M.validate(route)
             end
         elseif l.rewrite_target ~= nil then
             return where .. ": rewrite_target without rewrite_regex"
+        end
+        if l.cors ~= nil then
+            local err = validate_cors(l.cors)
+            if err then
+                return where .. ": " .. err
+            end
         end
         if l.body_limit ~= nil and not is_byte_count(l.body_limit) then
             return where .. ": body_limit must be a positive whole number of bytes"

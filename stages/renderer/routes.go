@@ -86,6 +86,31 @@ type LuaRouteLocation struct {
 	// limit (the router location's client_max_body_size), else 0: see
 	// routedBodyLimit.
 	BodyLimit int64 `json:"body_limit,omitempty"`
+	// CORS is enable-cors and the cors-* annotations: router.lua answers
+	// a preflight and its header filter adds the headers, with the same
+	// switchyard.cors calls a server block's location makes.
+	CORS *LuaRouteCORS `json:"cors,omitempty"`
+}
+
+// LuaRouteCORS is a location's CORS policy as switchyard.cors takes it:
+// the origins space-separated, the rest as the annotations gave them.
+type LuaRouteCORS struct {
+	Origins       string `json:"origins"`
+	Methods       string `json:"methods"`
+	Headers       string `json:"headers"`
+	ExposeHeaders string `json:"expose_headers"`
+	Credentials   bool   `json:"credentials"`
+	MaxAge        int    `json:"max_age"`
+}
+
+// newLuaRouteCORS is f's CORS policy for a route, or nil.
+func newLuaRouteCORS(f *bus.Features) *LuaRouteCORS {
+	if f == nil || f.CORS == nil {
+		return nil
+	}
+	c := f.CORS
+	return &LuaRouteCORS{Origins: strings.Join(c.Origins, " "), Methods: c.Methods, Headers: c.Headers,
+		ExposeHeaders: c.ExposeHeaders, Credentials: c.Credentials, MaxAge: c.MaxAge}
 }
 
 // bodyLimit is an NGINX size in bytes; "0" is no limit.
@@ -104,8 +129,8 @@ func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 // host names; locations that proxy to the Lua balancer (with canaries,
 // balancing and affinity, which live in the backends) or answer 404; the
 // labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
-// HSTS, app-root, x-forwarded-prefix, the default-backend annotation, and
-// of the proxy annotations those routedProxy allows.
+// HSTS, app-root, x-forwarded-prefix, the default-backend annotation,
+// CORS, and of the proxy annotations those routedProxy allows.
 // Anything else a server or location would write is a directive, and the
 // host keeps its server block.
 func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Server) (bool, string) {
@@ -137,7 +162,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
 		}
 		rest := l
-		rest.Proxy = nil
+		rest.Proxy, rest.CORS = nil, nil
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
 		rest.IngressArgs, rest.BalancerArg, rest.Return = "", "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
@@ -268,6 +293,7 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 			rl.UpstreamVhost, rl.ConnectionHeader = p.UpstreamVhost, p.ConnectionHeader
 			rl.BodyLimit, _ = routedBodyLimit(settings, p.BodySize)
 		}
+		rl.CORS = newLuaRouteCORS(l.Features)
 		route.Locations = append(route.Locations, rl)
 	}
 	return route

@@ -1,6 +1,7 @@
 package renderer
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,6 +25,8 @@ func TestDynamicServer(t *testing.T) {
 		wantBody int64  // the route's body_limit
 		// wantRewrite is the route's rewrite_regex.
 		wantRewrite string
+		// wantCORS is the route's cors.
+		wantCORS *LuaRouteCORS
 	}{
 		{name: "plain", server: plain("a.example.com", nil)},
 		{name: "force-ssl-redirect", server: plain("a.example.com",
@@ -69,6 +72,11 @@ func TestDynamicServer(t *testing.T) {
 			want: "location"},
 		{name: "rewrite-target not a path", server: plain("a.example.com", &bus.Features{Rewrite: &bus.Rewrite{Target: "x/$1"}}),
 			want: "location"},
+		{name: "enable-cors", server: plain("a.example.com", &bus.Features{CORS: &bus.CORS{
+			Origins: []string{"https://a.example.com", "https://*.example.org:8443"}, Methods: "GET, PUT", Headers: "X-A",
+			ExposeHeaders: "X-B", Credentials: true, MaxAge: 60}}),
+			wantCORS: &LuaRouteCORS{Origins: "https://a.example.com https://*.example.org:8443", Methods: "GET, PUT",
+				Headers: "X-A", ExposeHeaders: "X-B", Credentials: true, MaxAge: 60}},
 		{name: "ssl-reject-handshake", server: plain("a.example.com", nil),
 			settings: func(s *bus.Settings) { s.SSLRejectHandshake = true }, want: "ssl-reject-handshake"},
 	} {
@@ -99,6 +107,9 @@ func TestDynamicServer(t *testing.T) {
 			}
 			if got := route.Locations[0].RewriteRegex; got != tc.wantRewrite {
 				t.Errorf("rewrite_regex %q, want %q", got, tc.wantRewrite)
+			}
+			if got := route.Locations[0].CORS; !reflect.DeepEqual(got, tc.wantCORS) {
+				t.Errorf("cors %+v, want %+v", got, tc.wantCORS)
 			}
 		})
 	}
