@@ -224,7 +224,7 @@ func TestCVEInjectionRejected(t *testing.T) {
 				t.Errorf("%s: %s answered %d: an ignored annotation must leave the Ingress served", phase, c.name, r.Status)
 			}
 		}
-		assertNoMarkers(t, phase+": state dir", readTree(t, e.sy.Prefix()), cases)
+		assertNoMarkers(t, phase+": state dir and data plane", readState(t, e.sy), cases)
 	}
 
 	check("snippets off", "snippet annotations are off")
@@ -295,7 +295,7 @@ func problemsLogged(t *testing.T, output string) map[string][]string {
 }
 
 // readTree returns the text files below dir (the rendered configuration,
-// the Lua payloads the applier keeps), by path.
+// the payloads the applier keeps), by path.
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -315,10 +315,23 @@ func readTree(t *testing.T, dir string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(slices.Collect(maps.Values(files)), func(s string) bool { return strings.Contains(s, "good.example.com") }) {
-		t.Fatalf("no file below %s holds the ordinary Ingress's server: not the rendered configuration", dir)
-	}
 	return files
+}
+
+// readState is what a Switchyard serves from: the files below its NGINX
+// prefix, and the routes and backends its Lua holds (a Lua-routed host has
+// no file), these by "lua:<path>". It fails when none of it names the
+// ordinary Ingress's host: then it is not the configuration served.
+func readState(t *testing.T, sy *harness.Switchyard) map[string]string {
+	t.Helper()
+	state := readTree(t, sy.Prefix())
+	for _, path := range []string{"/configuration/routes", "/configuration/backends"} {
+		state["lua:"+path] = sy.DataPlane(t, path)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Values(state)), func(s string) bool { return strings.Contains(s, "good.example.com") }) {
+		t.Fatalf("nothing below %s nor in its Lua holds the ordinary Ingress's host: not the configuration served", sy.Prefix())
+	}
+	return state
 }
 
 func assertNoMarkers(t *testing.T, where string, files map[string]string, cases []injectionCase) {

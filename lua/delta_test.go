@@ -249,6 +249,17 @@ func (dp *dataPlane) testLoadWhileDeltasKeepComing(t *testing.T) {
 	spam := backend{Name: "steady-spam", Endpoints: eps}
 	v := dp.postFull(spam)
 	stop, done := make(chan struct{}), make(chan int)
+	stopped := false
+	stopSpam := func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		close(stop)
+		return <-done
+	}
+	// The deltas stop however the test ends: later tests post too.
+	defer stopSpam()
 	go func() {
 		deltas := 0
 		for {
@@ -276,23 +287,30 @@ func (dp *dataPlane) testLoadWhileDeltasKeepComing(t *testing.T) {
 	many = append(many, spam)
 	body, err := json.Marshal(many)
 	must(t, err)
-	status, text := dp.configRequest("POST", "/configuration/backends", string(body))
+	// 409 says a delta is being stored right now: retry, as the applier
+	// does.
+	var status int
+	var text string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		status, text = dp.configRequest("POST", "/configuration/backends", string(body))
+		if status != 409 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if status != 201 {
 		t.Fatalf("full post: %d %q", status, text)
 	}
 	last := many[len(many)-2].Name
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for served := map[string]bool{}; len(served) < len(dp.workers()); {
 		if time.Now().After(deadline) {
-			close(stop)
-			t.Fatalf("workers serving %s while deltas kept coming: %v (%d deltas)", last, served, <-done)
+			t.Fatalf("workers serving %s while deltas kept coming: %v (%d deltas)", last, served, stopSpam())
 		}
 		if r := dp.get("/", last); r.status == 200 && r.backend == ids[0] {
 			served[r.worker] = true
 		}
 	}
-	close(stop)
-	if n := <-done; n == 0 {
+	if n := stopSpam(); n == 0 {
 		t.Errorf("no delta was taken meanwhile")
 	}
 }

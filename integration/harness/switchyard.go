@@ -329,6 +329,30 @@ func do(client *http.Client, req *http.Request) (Response, error) {
 // Prefix is the NGINX prefix below the state dir.
 func (s *Switchyard) Prefix() string { return nginx.PrefixFor(s.StateDir) }
 
+// DataPlane is what the running NGINX's Lua holds at path of its
+// configuration endpoint ("/configuration/routes", "/configuration/backends"),
+// read over the control socket: the hosts routed in Lua have no file.
+func (s *Switchyard) DataPlane(t testing.TB, path string) string {
+	t.Helper()
+	socket := filepath.Join(s.Prefix(), nginx.ControlDir, "control.sock")
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	resp, err := client.Get("http://switchyard" + path)
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v", path, socket, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s on %s: %d %v", path, socket, resp.StatusCode, err)
+	}
+	return string(data)
+}
+
 // ConfDir is NGINX's live configuration directory.
 func (s *Switchyard) ConfDir() string { return filepath.Join(s.Prefix(), nginx.ConfDir) }
 
