@@ -93,6 +93,7 @@ func TestBenchAPI(t *testing.T) {
 	}()
 
 	t.Run("write-to-traffic", func(t *testing.T) { benchAPIWrites(t, bin, rep) })
+	t.Run(fmt.Sprintf("burst-%d", apiSmallN), func(t *testing.T) { benchAPIBurst(t, bin, apiSmallN, rep) })
 	for _, n := range slices.Compact([]int{min(apiSmallN, scaleN(t)), scaleN(t)}) {
 		t.Run(fmt.Sprintf("memory-%d", n), func(t *testing.T) { benchAPIMemory(t, bin, n, rep) })
 	}
@@ -193,6 +194,68 @@ func benchAPIWrites(t *testing.T, bin string, rep *apiReport) {
 	if reloaded {
 		rep.fail(t, "an EndpointSlice update reloaded NGINX")
 	}
+}
+
+// benchAPIBurst creates n Ingresses at once through the API, each with its
+// own Service and EndpointSlice, while switchyard runs, and reports how
+// many times NGINX reloaded for them (nginx_ingress_controller_success)
+// and the time from the first create to the last host served. With Lua
+// routing the hosts need no reload (issue 12's target: at most 2).
+func benchAPIBurst(t *testing.T, bin string, n int, rep *apiReport) {
+	cluster, client, _ := apiCluster(t)
+	pod := apiBackend(t, bin, "pod-a")
+	rep.section(fmt.Sprintf("burst: %d Ingresses created at once through the API while switchyard runs", n))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	sy := harness.StartSwitchyard(t, "", "--kubeconfig", cluster.Kubeconfig, "--log-level", "warn", "--metrics-addr", metricsAddr)
+	before, err := reloadCount(metricsAddr)
+	if err != nil {
+		rep.fail(t, "%v", err)
+		return
+	}
+	begin := time.Now()
+	if err := apiLoad(t.Context(), client, n, pod); err != nil {
+		rep.fail(t, "creating %d Ingresses: %v", n, err)
+		return
+	}
+	created := time.Since(begin)
+	for _, host := range []string{scaleHost(0), scaleHost(n / 2), scaleHost(n - 1)} {
+		if _, err := waitAnswer(sy.HTTPAddr, host, "/", "pod-a", startupPoll, startupTimeout); err != nil {
+			rep.fail(t, "%s after the burst: %v", host, err)
+			return
+		}
+	}
+	served := time.Since(begin)
+	after, err := reloadCount(metricsAddr)
+	if err != nil {
+		rep.fail(t, "%v", err)
+		return
+	}
+	rep.line("objects created", "%d in %s", 3*n, created.Round(100*time.Millisecond))
+	rep.line("first create to the last host 200", "%s", served.Round(100*time.Millisecond))
+	rep.line("NGINX reloads for the burst", "%.0f", after-before)
+	rep.target(fmt.Sprintf("reloads for %d Ingresses created at once <= 2", n), fmt.Sprintf("%.0f: %s", after-before, met(after-before <= 2)))
+}
+
+// reloadCount scrapes nginx_ingress_controller_success, the reloads NGINX
+// took.
+func reloadCount(addr string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("scrape metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 64*1024), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.HasPrefix(line, "nginx_ingress_controller_success{") || strings.HasPrefix(line, "nginx_ingress_controller_success ") {
+			return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no nginx_ingress_controller_success on %s", addr)
 }
 
 // benchAPIMemory loads n Ingresses, each with its own Service and
