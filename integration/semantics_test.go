@@ -38,13 +38,32 @@ func (e *env) expect(host, path string, wantStatus int, wantPod string) harness.
 	return r
 }
 
+// TestWildcardHostMatchesOneLabel: "*.wild.example.com" serves exactly one
+// label in front, case-insensitively; an exact host it covers keeps its
+// own Ingress; a redirect of a wildcard names the request's host. The
+// wildcards are routed in Lua (router.lua tries the exact name, then the
+// parent's wildcard); the covered exact host keeps a server block, as
+// NGINX would choose the wildcard's over the catch-all.
 func TestWildcardHostMatchesOneLabel(t *testing.T) {
-	e := newEnv(t, map[string]string{"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
-		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})})
+	e := newEnv(t, map[string]string{
+		"wild.yaml": harness.IngressYAML("default", "wild", "*.wild.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}),
+		"exact.yaml": harness.IngressYAML("default", "exact", "x.wild.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}),
+		"forced.yaml": annotated(harness.IngressYAML("default", "forced", "*.forced.example.com",
+			harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}), map[string]string{"force-ssl-redirect": "true"}),
+	})
 	e.eventually("a.wild.example.com", "/", "the wildcard host", servedBy("a-1"))
 	e.expect("B.Wild.Example.com", "/", 200, "a-1")
 	e.expect("wild.example.com", "/", 404, "")
 	e.expect("a.b.wild.example.com", "/", 404, "")
+	e.eventually("x.wild.example.com", "/", "the exact host the wildcard covers", servedBy("b-1"))
+	httpsPort := strings.Split(e.sy.HTTPSAddr, ":")[1]
+	e.eventually("a.forced.example.com", "/p", "the wildcard's forced redirect", status(308))
+	if r := e.expect("a.forced.example.com", "/p", 308, ""); r.Header.Get("Location") != "https://a.forced.example.com:"+httpsPort+"/p" {
+		t.Errorf("Location %q, want the request's host", r.Header.Get("Location"))
+	}
+	expectRouting(t, e.sy, map[string]bool{"*.wild.example.com": true, "*.forced.example.com": true, "x.wild.example.com": false})
 }
 
 func TestPathsFromSeveralIngressesLongestMatchWins(t *testing.T) {

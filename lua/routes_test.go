@@ -57,6 +57,9 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 	}
 	for name, body := range map[string]string{
 		"upper-case host":     "[" + strings.Replace(route("a.example.com"), "a.example", "A.example", 1) + "]",
+		"a wildcard inside":   "[" + route("a.*.example.com") + "]",
+		"a bare wildcard":     "[" + route("*") + "]",
+		"a wildcard label":    "[" + route("*a.example.com") + "]",
 		"unknown match":       "[" + strings.Replace(route("a.example.com"), `"match":""`, `"match":"@"`, 1) + "]",
 		"invalid regex":       "[" + strings.Replace(route("a.example.com"), `"match":"","path":"/"`, `"match":"~*","path":"/(x"`, 1) + "]",
 		"proxy, no backend":   "[" + strings.Replace(route("a.example.com"), `"backend":"b",`, "", 1) + "]",
@@ -119,12 +122,14 @@ X-Evil: 1","kind"`, 1) + "]",
 	if status, text := dp.configRequest("POST", "/configuration/routes/delta", stale); status != 412 {
 		t.Errorf("a delta on another version: %d %q, want 412", status, text)
 	}
-	good := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `],"removed":["a.example.com"]}`
+	// A one-label wildcard is a host too.
+	good := `{"base":` + strconv.Itoa(version) + `,"routes":[` + route("c.example.com") + `,` + route("*.w.example.com") +
+		`],"removed":["a.example.com"]}`
 	if status, text := dp.configRequest("POST", "/configuration/routes/delta", good); status != 201 {
 		t.Fatalf("delta: %d %q", status, text)
 	}
-	if got := dp.routeHosts(); got != "b.example.com,c.example.com,m.example.com" {
-		t.Errorf("after the delta the stored routes are %q, want b and c", got)
+	if got := dp.routeHosts(); got != "*.w.example.com,b.example.com,c.example.com,m.example.com" {
+		t.Errorf("after the delta the stored routes are %q, want the wildcard, b, c and m", got)
 	}
 	// The backends are a store of their own: the routes left them alone.
 	if status, text := dp.configRequest("GET", "/configuration/backends", ""); status != 200 || strings.Contains(text, "example.com") {

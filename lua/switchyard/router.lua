@@ -36,6 +36,7 @@ local ngx_re_match = ngx.re.match
 local ERR = ngx.ERR
 local json_decode = cjson.decode
 local str_sub = string.sub
+local str_find = string.find
 local str_gsub = string.gsub
 local tbl_sort = table.sort
 local ipairs = ipairs
@@ -180,6 +181,22 @@ local function lookup(dict, host)
     return c
 end
 
+-- find returns the compiled route of a request's host: its own, else the
+-- one-label wildcard of its parent ("*.example.com" for a.example.com,
+-- never for a.b.example.com), as the renderer's wildcard server_name
+-- matches; or nil.
+local function find(dict, host)
+    local c = lookup(dict, host)
+    if c then
+        return c
+    end
+    local dot = str_find(host, ".", 1, true)
+    if dot then
+        return lookup(dict, "*" .. str_sub(host, dot))
+    end
+    return nil
+end
+
 -- match is the location NGINX would choose for uri: an exact match; else
 -- the longest prefix, unless it is protected ("^~") and a regex matches
 -- first in order; else that prefix; else none.
@@ -303,7 +320,7 @@ function _M.dispatch()
         wait_for_first_routes(dict)
     end
     sync(dict)
-    if lookup(dict, ngx_var.host) then
+    if find(dict, ngx_var.host) then
         return ngx_exec("@switchyard_router")
     end
 end
@@ -318,7 +335,7 @@ end
 function _M.rewrite(max_body)
     local dict = ngx.shared.switchyard_config
     local host = ngx_var.host
-    local c = lookup(dict, host)
+    local c = find(dict, host)
     if not c then
         -- Removed between dispatch and here (an internal redirect).
         return ngx_exit(404)
@@ -380,7 +397,8 @@ function _M.rewrite(max_body)
         -- the location's rewrite_by_lua as in a server block.
         cors.rewrite(l.cors.origins)
     end
-    ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, c.host)
+    -- The request's host, not the route's: a wildcard route's is "*.…".
+    ingress.rewrite(l.ssl_redirect, l.force_ssl_redirect, l.preserve_trailing_slash, host)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
     end
@@ -451,8 +469,8 @@ function _M.validate(route)
         return "a route must be an object"
     end
     local host = route.host
-    if type(host) ~= "string" or not ngx.re.find(host, [[^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$]], "jo") then
-        return "route host must be a lower-case host name"
+    if type(host) ~= "string" or not ngx.re.find(host, [[^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$]], "jo") then
+        return "route host must be a lower-case host name, or one with a leading *."
     end
     if type(route.locations) ~= "table" or #route.locations == 0 then
         return "route " .. host .. ": locations must be a non-empty array"

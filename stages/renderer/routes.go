@@ -125,8 +125,8 @@ func bodyLimit(size string) (int64, error) {
 func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 
 // dynamicServer says whether the server v was resolved from can be routed
-// in Lua, and if not, why. It allows exactly what router.lua does: exact
-// host names; locations that proxy to the Lua balancer (with canaries,
+// in Lua, and if not, why. It allows exactly what router.lua does: host
+// names, exact or one-label wildcards; locations that proxy to the Lua balancer (with canaries,
 // balancing and affinity, which live in the backends) or answer 404; the
 // labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
 // HSTS, app-root, x-forwarded-prefix, the default-backend annotation,
@@ -138,8 +138,10 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 	switch {
 	case !cfg.LuaRouting:
 		return false, "lua routing is off"
-	case host == bus.DefaultServerName || strings.HasPrefix(host, "*.") || !hostPattern.MatchString(host):
-		return false, "not an exact host name"
+	case host == bus.DefaultServerName || !hostPattern.MatchString(host):
+		// A wildcard ("*.example.com", one label) is routed too: router.lua
+		// tries the exact name first, then the wildcard of its parent.
+		return false, "not a host name"
 	case len(s.Aliases) > 0:
 		return false, "server-alias"
 	case s.SSLPassthrough:
@@ -348,6 +350,9 @@ func (r *Renderer) catchAllOwnsTLS() bool {
 // before the catch-all could: NGINX picks "*.example.com" over the
 // default server for a.example.com, so a.example.com needs its own block.
 func (r *Renderer) coveredByWildcard(host string) bool {
+	if strings.HasPrefix(host, "*.") {
+		return false // a wildcard matches one label: never its own parent's
+	}
 	_, rest, ok := strings.Cut(host, ".")
 	return ok && r.hostExists("*."+rest)
 }
