@@ -239,23 +239,11 @@ func benchAPIBurst(t *testing.T, bin string, n int, rep *apiReport) {
 // reloadCount scrapes nginx_ingress_controller_success, the reloads NGINX
 // took.
 func reloadCount(addr string) (float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	v, err := firstSample(addr, "nginx_ingress_controller_success")
 	if err != nil {
-		return 0, fmt.Errorf("scrape metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	scanner := bufio.NewScanner(resp.Body)
-	scanner.Buffer(make([]byte, 64*1024), 1<<20)
-	for scanner.Scan() {
-		line := scanner.Text()
-		if strings.HasPrefix(line, "nginx_ingress_controller_success{") || strings.HasPrefix(line, "nginx_ingress_controller_success ") {
-			return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		}
-	}
-	if err := scanner.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no nginx_ingress_controller_success on %s", addr)
+	return strconv.ParseFloat(v, 64)
 }
 
 // benchAPIMemory loads n Ingresses, each with its own Service and

@@ -2,11 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -545,50 +542,22 @@ func startScratch(t *testing.T, nginx string, sy *harness.Switchyard, kind strin
 // these benchmarks) certificate set, to the copy's Lua endpoint.
 func (s *scratch) copyDynamic(t *testing.T, sy *harness.Switchyard) {
 	t.Helper()
-	live := unixClient(filepath.Join(sy.Prefix(), "control", "control.sock"))
-	copyClient := unixClient(s.socket)
+	live := harness.ControlClient(sy.ControlSocket(), 5*time.Second)
+	copyClient := harness.ControlClient(s.socket, 5*time.Second)
 	var backends []byte
 	harness.WaitFor(t, 10*time.Second, "the copy's Lua endpoint", func() error {
 		var err error
 		if backends == nil {
-			if backends, err = controlCall(live, http.MethodGet, "/configuration/backends", nil); err != nil {
+			if backends, err = harness.ControlCall(live, http.MethodGet, "/configuration/backends", nil); err != nil {
 				return err
 			}
 		}
-		if _, err = controlCall(copyClient, http.MethodPost, "/configuration/backends", backends); err != nil {
+		if _, err = harness.ControlCall(copyClient, http.MethodPost, "/configuration/backends", backends); err != nil {
 			return err
 		}
-		_, err = controlCall(copyClient, http.MethodPost, "/configuration/certificates", []byte(`{"certificates":{},"servers":{}}`))
+		_, err = harness.ControlCall(copyClient, http.MethodPost, "/configuration/certificates", []byte(`{"certificates":{},"servers":{}}`))
 		return err
 	})
-}
-
-func unixClient(socket string) *http.Client {
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-		},
-	}}
-}
-
-func controlCall(client *http.Client, method, path string, body []byte) ([]byte, error) {
-	req, err := http.NewRequest(method, "http://switchyard"+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode, data)
-	}
-	return data, nil
 }
 
 func waitScratch(t *testing.T, s *scratch, host string) {

@@ -99,10 +99,20 @@ data:
 // addr, as text ("?" when it cannot be read).
 func scrapeValue(t *testing.T, addr, name string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	v, err := firstSample(addr, name)
 	if err != nil {
 		t.Logf("scrape: %v", err)
 		return "?"
+	}
+	return v
+}
+
+// firstSample is the value of the first series of name on /metrics at
+// addr, as text; an error when there is none.
+func firstSample(addr, name string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", fmt.Errorf("scrape metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	scanner := bufio.NewScanner(resp.Body)
@@ -110,8 +120,11 @@ func scrapeValue(t *testing.T, addr, name string) string {
 	for scanner.Scan() {
 		line := scanner.Text()
 		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
-			return line[strings.LastIndexByte(line, ' ')+1:]
+			return line[strings.LastIndexByte(line, ' ')+1:], nil
 		}
 	}
-	return "?"
+	if err := scanner.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("no %s on %s", name, addr)
 }

@@ -334,23 +334,48 @@ func (s *Switchyard) Prefix() string { return nginx.PrefixFor(s.StateDir) }
 // read over the control socket: the hosts routed in Lua have no file.
 func (s *Switchyard) DataPlane(t testing.TB, path string) string {
 	t.Helper()
-	socket := filepath.Join(s.Prefix(), nginx.ControlDir, "control.sock")
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	data, err := ControlCall(ControlClient(s.ControlSocket(), 30*time.Second), http.MethodGet, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// ControlSocket is the unix socket of NGINX's configuration endpoint.
+func (s *Switchyard) ControlSocket() string {
+	return filepath.Join(s.Prefix(), nginx.ControlDir, "control.sock")
+}
+
+// ControlClient talks to an NGINX configuration endpoint on socket, each
+// request bounded by timeout.
+func ControlClient(socket string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 		},
 	}}
-	resp, err := client.Get("http://switchyard" + path)
+}
+
+// ControlCall sends one request to a configuration endpoint and returns
+// the body of a 2xx answer; any other answer is an error quoting it.
+func ControlCall(client *http.Client, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest(method, "http://switchyard"+path, bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("GET %s on %s: %v", path, socket, err)
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s on %s: %d %v", path, socket, resp.StatusCode, err)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	return string(data)
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode, data)
+	}
+	return data, nil
 }
 
 // ConfDir is NGINX's live configuration directory.

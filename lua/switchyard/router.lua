@@ -78,12 +78,9 @@ local REWRITE_TARGET = [[^/(?:[A-Za-z0-9._~!&()*+,=:@%/-]|\$[1-9])*$]]
 -- A body limit in bytes: proxy-body-size's bound is 1024g.
 local MAX_BODY_LIMIT = 1024 * 1024 * 1024 * 1024
 
-local function is_byte_count(v)
-    return type(v) == "number" and v >= 1 and v <= MAX_BODY_LIMIT and v == math.floor(v)
-end
-
-local function is_timeout(v)
-    return type(v) == "number" and v >= 1 and v <= MAX_TIMEOUT and v == math.floor(v)
+-- is_whole says whether v is a whole number from low to high.
+local function is_whole(v, low, high)
+    return type(v) == "number" and v >= low and v <= high and v == math.floor(v)
 end
 
 -- host -> compiled route; filled on first use, emptied of what a new
@@ -454,9 +451,7 @@ local function validate_cors(c)
             or not cors_value(c.expose_headers, CORS_EXPOSE, true) then
         return "cors methods, headers or expose_headers are not header tokens"
     end
-    local age = c.max_age
-    if type(c.credentials) ~= "boolean" or type(age) ~= "number" or age < 0 or age > MAX_CORS_MAX_AGE
-            or age ~= math.floor(age) then
+    if type(c.credentials) ~= "boolean" or not is_whole(c.max_age, 0, MAX_CORS_MAX_AGE) then
         return "cors needs credentials (true or false) and max_age (0 to a year)"
     end
     return nil
@@ -523,11 +518,11 @@ function _M.validate(route)
                 return where .. ": " .. err
             end
         end
-        if l.body_limit ~= nil and not is_byte_count(l.body_limit) then
+        if l.body_limit ~= nil and not is_whole(l.body_limit, 1, MAX_BODY_LIMIT) then
             return where .. ": body_limit must be a positive whole number of bytes"
         end
         for _, f in ipairs({ "connect_timeout", "send_timeout", "read_timeout" }) do
-            if l[f] ~= nil and not is_timeout(l[f]) then
+            if l[f] ~= nil and not is_whole(l[f], 1, MAX_TIMEOUT) then
                 return where .. ": " .. f .. " must be whole seconds from 1 to " .. MAX_TIMEOUT
             end
         end
