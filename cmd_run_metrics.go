@@ -132,10 +132,11 @@ func followModel(ctx context.Context, conn *bus.Conn, model *metrics.ModelCollec
 // (switchyard_request_metrics_read_errors_total counts the per-request
 // ones).
 func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, ingresses *metrics.IngressSet, o *options, log *zap.Logger) error {
-	socket, err := o.controlSocket()
+	local, err := o.local()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	socket := local.ControlSocket
 	prefix, err := o.prefix()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)

@@ -15,10 +15,11 @@ import (
 // that runs NGINX, until ctx ends. It is cheap while request tracing is
 // off: one request a second over the unix socket.
 func startRequestSpans(ctx context.Context, o *options, log *zap.Logger) error {
-	socket, err := o.controlSocket()
+	local, err := o.local()
 	if err != nil {
 		return fmt.Errorf("request spans: %w", err)
 	}
+	socket := local.ControlSocket
 	o.requestSpans = otelexport.NewRequestSpans(socket, func(err error) {
 		if errors.Is(err, otelexport.ErrExport) {
 			log.Warn("request spans", zap.Error(err))

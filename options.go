@@ -170,22 +170,24 @@ func (o *options) prefix() (string, error) {
 	return nginx.PrefixFor(abs), nil
 }
 
-func (o *options) controlSocket() (string, error) {
-	prefix, err := o.prefix()
-	return filepath.Join(prefix, nginx.ControlDir, "control.sock"), err
-}
-
-// passthroughSockets are, with --enable-ssl-passthrough, the unix sockets
-// of the http module's TLS listener and of the passthrough stream server,
-// in a directory of the prefix that only the workers' user may enter (the
+// local is this process's data plane, as the applier fills it into the
+// rendered files: --http-addr, --https-addr and the sockets below
+// --state-dir. With --enable-ssl-passthrough, the unix sockets of the http
+// module's TLS listener and of the passthrough stream server are in a
+// directory of the prefix that only the workers' user may enter (the
 // workers connect to them; the applier secures it).
-func (o *options) passthroughSockets() ([]string, error) {
-	if !o.sslPassthrough {
-		return nil, nil
-	}
+func (o *options) local() (nginx.Local, error) {
 	prefix, err := o.prefix()
-	dir := filepath.Join(prefix, nginx.InternalDir)
-	return []string{filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")}, err
+	if err != nil {
+		return nginx.Local{}, err
+	}
+	l := nginx.Local{HTTP: []string{o.httpAddr}, HTTPS: []string{o.httpsAddr},
+		ControlSocket: filepath.Join(prefix, nginx.ControlDir, "control.sock")}
+	if o.sslPassthrough {
+		dir := filepath.Join(prefix, nginx.InternalDir)
+		l.TLSSocket, l.PassthroughSocket = filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")
+	}
+	return l, l.Validate()
 }
 
 func (o *options) translatorConfig() (translator.Config, error) {
@@ -245,7 +247,6 @@ const testRefuseEnv = "SWITCHYARD_TEST_REFUSE_INGRESS"
 
 func (o *options) rendererConfig() (renderer.Config, error) {
 	cfg := renderer.DefaultConfig()
-	cfg.HTTPListen, cfg.HTTPSListen = []string{o.httpAddr}, []string{o.httpsAddr}
 	cfg.WorkerProcesses = o.workerProcesses
 	cfg.Resolvers = o.resolverList()
 	var err error
@@ -271,16 +272,7 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 	if cfg.ModSecurity, err = o.modSecurity(cfg.ModulesDir); err != nil {
 		return cfg, err
 	}
-	socket, err := o.controlSocket()
-	cfg.ControlSocket = socket
-	if o.sslPassthrough {
-		sockets, perr := o.passthroughSockets()
-		if perr != nil {
-			return cfg, perr
-		}
-		cfg.SSLPassthrough = true
-		cfg.TLSSocket, cfg.PassthroughSocket = sockets[0], sockets[1]
-	}
+	cfg.SSLPassthrough = o.sslPassthrough
 	if w, werr := o.workerUser(); werr != nil {
 		err = werr
 	} else if w != nil {
@@ -436,14 +428,16 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		if err != nil {
 			return nil, err
 		}
-		socket, _ := o.controlSocket()
+		local, err := o.local()
+		if err != nil {
+			return nil, err
+		}
 		worker, err := o.workerUser()
 		if err != nil {
 			return nil, err
 		}
-		internal, _ := o.passthroughSockets()
 		return applier.New(conn, applier.Config{
-			NginxBinary: o.nginxBinary, Prefix: prefix, ControlSocket: socket, InternalSockets: internal, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
+			NginxBinary: o.nginxBinary, Prefix: prefix, Local: local, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
 			FullBackendPosts:  o.fullBackendPosts,
 		}, log), nil

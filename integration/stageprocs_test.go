@@ -43,9 +43,10 @@ func (s *stageProcs) ingress(name string) {
 	harness.WriteFile(s.t, filepath.Join(s.dir, name+".yaml"), harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 }
 
-// start runs `switchyard stage NAME` with extra flags and the common ones.
+// start runs `switchyard stage NAME` with the common flags and extra
+// ones, which win over a common one they repeat.
 func (s *stageProcs) start(stage string, extra ...string) *harness.Process {
-	return harness.Start(s.t, s.bin, append(append([]string{"stage", stage}, extra...), s.common...)...)
+	return harness.Start(s.t, s.bin, append(append([]string{"stage", stage}, s.common...), extra...)...)
 }
 
 // served checks that NGINX answers for host from the echo backend.

@@ -46,7 +46,14 @@ func Prefix(t testing.TB, files map[string]string) string {
 	if err := nginx.PreparePrefix(dir); err != nil {
 		t.Fatal(err)
 	}
+	local := Local(dir)
+	for _, socket := range append(local.InternalSockets(), local.ControlSocket) {
+		if err := os.MkdirAll(filepath.Dir(socket), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for name, content := range files {
+		content = local.Localize(content)
 		path := filepath.Join(dir, nginx.ConfDir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -56,6 +63,15 @@ func Prefix(t testing.TB, files map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// Local is the data plane Prefix fills into rendered files, as an applier
+// would: the default ports, and the sockets below the prefix.
+func Local(prefix string) nginx.Local {
+	internal := filepath.Join(prefix, nginx.InternalDir)
+	return nginx.Local{HTTP: []string{"127.0.0.1:8080"}, HTTPS: []string{"127.0.0.1:8443"},
+		ControlSocket: filepath.Join(prefix, nginx.ControlDir, "control.sock"),
+		TLSSocket:     filepath.Join(internal, "tls.sock"), PassthroughSocket: filepath.Join(internal, "passthrough.sock")}
 }
 
 // NginxTest runs nginx -t on the prefix's configuration and fails the test

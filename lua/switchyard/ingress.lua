@@ -16,9 +16,9 @@ local SLASH = byte("/")
 local _M = {}
 
 -- Set from init_by_lua with the controller settings (nginx.conf is
--- re-rendered, and NGINX reloaded, when they change). https says whether
--- NGINX listens for HTTPS at all: without it there is nowhere to redirect.
-local config = { https = true, https_port = "", hsts = "", redirect_code = 308 }
+-- re-rendered, and NGINX reloaded, when they change). https_port is what
+-- a redirect appends to the host (the applier's HTTPS port, "" for 443).
+local config = { https_port = "", hsts = "", redirect_code = 308 }
 
 function _M.configure(c)
     config = c
@@ -53,8 +53,8 @@ function _M.rewrite(ssl_redirect, force_ssl_redirect, preserve_trailing_slash, h
     if scheme == "http" then
         -- As ingress-nginx's redirect_to_https: force-ssl-redirect always
         -- redirects, ssl-redirect only when the host has TLS (it has, or
-        -- this returned above); either needs an HTTPS listener.
-        if not config.https or not (force_ssl_redirect or ssl_redirect) then
+        -- this returned above). Every data plane listens for HTTPS.
+        if not (force_ssl_redirect or ssl_redirect) then
             return
         end
         local uri = ngx_var.request_uri

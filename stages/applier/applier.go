@@ -34,13 +34,12 @@ type Config struct {
 	NginxBinary string
 	// Prefix is NGINX's prefix directory (-p), created if missing.
 	Prefix string
-	// ControlSocket is the unix socket of the Lua configuration endpoint;
-	// the renderer must have been given the same path.
-	ControlSocket string
-	// InternalSockets are the other unix sockets NGINX listens on (TLS
-	// passthrough's), removed before NGINX starts as the control socket is;
-	// their directory is made private to the workers' user.
-	InternalSockets []string
+	// Local is this data plane's own: the addresses NGINX listens on and
+	// its unix sockets (the Lua configuration endpoint's, and TLS
+	// passthrough's, whose directory is made private to the workers'
+	// user). It is filled into the rendered files, which hold placeholders
+	// for it, so appliers on one host each run on their own.
+	Local nginx.Local
 	// ShutdownGrace bounds the graceful stop.
 	ShutdownGrace time.Duration
 	// WorkerUser, when set, is the user NGINX workers run as (the renderer
@@ -114,7 +113,7 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
-	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.ControlSocket),
+	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.Local.ControlSocket),
 		ocsp:     newStapler(log.Named("ocsp"), cfg.OCSPRetryMin, cfg.OCSPRetryMax),
 		refusals: map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
 }
@@ -128,10 +127,13 @@ type target struct {
 // Run applies every rendered generation until ctx ends, then stops NGINX
 // gracefully.
 func (s *Stage) Run(ctx context.Context) error {
+	if err := s.cfg.Local.Validate(); err != nil {
+		return fmt.Errorf("applier: %w", err)
+	}
 	if err := nginx.PreparePrefix(s.cfg.Prefix); err != nil {
 		return err
 	}
-	if err := nginx.SecureControlDir(s.cfg.Prefix, s.cfg.ControlSocket); err != nil {
+	if err := nginx.SecureControlDir(s.cfg.Prefix, s.cfg.Local.ControlSocket); err != nil {
 		return err
 	}
 	// The stream keeps the last apply result, so a status writer that
@@ -147,7 +149,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, socket := range s.cfg.InternalSockets {
+	for _, socket := range s.cfg.Local.InternalSockets() {
 		if err := nginx.SecureInternalDir(filepath.Dir(socket), s.cfg.WorkerUser); err != nil {
 			return err
 		}
@@ -155,7 +157,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	inbox := newMailbox()
 	followErr := make(chan error, 1)
 	go func() {
-		table := newDesiredTable()
+		table := newDesiredTable(s.cfg.Local.Localize)
 		followErr <- bus.Follow(ctx, s.conn, bus.StageRenderer, func(_ context.Context, snap bus.Snapshot) error {
 			if err := table.update(snap); err != nil {
 				// Never apply a state this stage did not fully understand;
@@ -446,8 +448,8 @@ func (s *Stage) loadRefusals(ctx context.Context) error {
 func (s *Stage) startNginx(ctx context.Context) error {
 	nginx.StopLeftover(s.cfg.Prefix, s.log)
 	// A socket left by a crashed NGINX would make bind() fail.
-	_ = os.Remove(s.cfg.ControlSocket)
-	for _, socket := range s.cfg.InternalSockets {
+	_ = os.Remove(s.cfg.Local.ControlSocket)
+	for _, socket := range s.cfg.Local.InternalSockets() {
 		_ = os.Remove(socket)
 	}
 	p, err := nginx.Start(s.cfg.NginxBinary, s.cfg.Prefix, s.log.Named("nginx"))
@@ -458,7 +460,7 @@ func (s *Stage) startNginx(ctx context.Context) error {
 	if err := s.control.waitReady(ctx, p.Done(), 15*time.Second); err != nil {
 		return fmt.Errorf("nginx did not come up: %w", err)
 	}
-	if err := nginx.SecureControlSocket(s.cfg.ControlSocket); err != nil {
+	if err := nginx.SecureControlSocket(s.cfg.Local.ControlSocket); err != nil {
 		return err
 	}
 	s.log.Info("nginx started", zap.Int("pid", p.PID()), zap.String("prefix", s.cfg.Prefix))

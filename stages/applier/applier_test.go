@@ -61,7 +61,9 @@ func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := applier.Config{NginxBinary: bin, Prefix: r.prefix, ControlSocket: r.socket, ShutdownGrace: 5 * time.Second,
+	local := nginx.Local{HTTP: []string{fmt.Sprintf("127.0.0.1:%d", r.port)}, HTTPS: []string{fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))},
+		ControlSocket: r.socket}
+	cfg := applier.Config{NginxBinary: bin, Prefix: r.prefix, Local: local, ShutdownGrace: 5 * time.Second,
 		MinReloadInterval: minReloadInterval}
 	if os.Geteuid() == 0 {
 		w, err := nginx.LookupWorkerUser("nobody")

@@ -77,10 +77,13 @@ type desiredTable struct {
 	broken  map[string]error // key → why its value was not understood
 	// parts joins the files the renderer split across keys.
 	parts *bus.FileAssembler
+	// localize fills this data plane's addresses and sockets into a file
+	// (nginx.Local.Localize), once, as it arrives.
+	localize func(string) string
 }
 
-func newDesiredTable() *desiredTable {
-	return &desiredTable{desired: newDesired(), broken: map[string]error{}, parts: bus.NewFileAssembler()}
+func newDesiredTable(localize func(string) string) *desiredTable {
+	return &desiredTable{desired: newDesired(), broken: map[string]error{}, parts: bus.NewFileAssembler(), localize: localize}
 }
 
 // update applies a snapshot of the renderer's table, decoding only the
@@ -93,14 +96,14 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 		// A deleted key that does not parse was never in the desired
 		// state: forgetting it is all there is to do.
 		if isPart, _ := t.parts.Update(key, nil, false); !isPart {
-			_ = t.desired.updateKey(key, nil, false)
+			_ = t.desired.updateKey(key, nil, false, t.localize)
 		}
 		delete(t.broken, key)
 	}
 	for key, data := range snap.Puts {
 		isPart, err := t.parts.Update(key, data, true)
 		if err == nil && !isPart {
-			err = t.desired.updateKey(key, data, true)
+			err = t.desired.updateKey(key, data, true, t.localize)
 		}
 		if err != nil {
 			t.broken[key] = err
@@ -120,7 +123,7 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 			return
 		}
 		delete(t.broken, key)
-		t.desired.Files[path] = content
+		t.desired.Files[path] = t.localize(content)
 	})
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(t.broken)) {
@@ -129,7 +132,7 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 	return errors.Join(errs...)
 }
 
-func (d *desiredState) updateKey(key string, data []byte, present bool) error {
+func (d *desiredState) updateKey(key string, data []byte, present bool, localize func(string) string) error {
 	kind, parts, err := bus.SplitKey(key)
 	if err != nil {
 		return err
@@ -142,7 +145,7 @@ func (d *desiredState) updateKey(key string, data []byte, present bool) error {
 		} else if err := json.Unmarshal(data, &f); err != nil {
 			return fmt.Errorf("decode %s: %w", key, err)
 		} else {
-			d.Files[parts[0]] = f.Content
+			d.Files[parts[0]] = localize(f.Content)
 		}
 	case kind == bus.KindBackend && len(parts) == 1:
 		if !present {

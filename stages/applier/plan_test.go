@@ -81,7 +81,7 @@ func TestPayloads(t *testing.T) {
 // table: the first is whole, later ones carry only changes, and a value that
 // does not decode holds the table back until the renderer replaces it.
 func TestDesiredTable(t *testing.T) {
-	table := newDesiredTable()
+	table := newDesiredTable(func(s string) string { return s })
 	full := bus.Snapshot{Full: true, Puts: map[string][]byte{
 		bus.Key(bus.KindFile, "nginx.conf"):                 []byte(`{"path":"nginx.conf","content":"main"}`),
 		bus.Key(bus.KindBackend, "ns-a-80"):                 []byte(`{"name":"ns-a-80"}`),
@@ -134,7 +134,7 @@ func TestDesiredTableJoinsSplitFiles(t *testing.T) {
 		}
 		return m
 	}
-	table := newDesiredTable()
+	table := newDesiredTable(func(s string) string { return s })
 	if err := table.update(bus.Snapshot{Full: true, Puts: puts(content)}); err != nil {
 		t.Fatal(err)
 	}

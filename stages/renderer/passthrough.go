@@ -90,13 +90,9 @@ func (r *Renderer) renderStream() (string, []error) {
 func (r *Renderer) newStreamView() (streamView, []error) {
 	s := r.effectiveSettings()
 	v := streamView{Static: sourceSwitchyard, IdleTimeout: features.MaxProxyTimeout}
-	var err error
-	if v.TLSSocket, err = quote("unix:" + r.cfg.TLSSocket); err != nil {
-		return v, []error{err}
-	}
-	if v.PassthroughSocket, err = quote("unix:" + r.cfg.PassthroughSocket); err != nil {
-		return v, []error{err}
-	}
+	// The sockets are the applier's: it fills in their paths.
+	v.TLSSocket = `"unix:` + bus.PlaceholderTLSSocket + `"`
+	v.PassthroughSocket = `"unix:` + bus.PlaceholderPassthroughSocket + `"`
 	v.PassthroughListen = v.PassthroughSocket + " proxy_protocol"
 	suffix := ""
 	if s.UseProxyProtocol {
@@ -109,12 +105,7 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 	if s.ReusePort {
 		suffix += " reuseport"
 	}
-	for _, l := range r.cfg.HTTPSListen {
-		if !listenPattern.MatchString(l) {
-			return v, []error{fmt.Errorf("listen address %q is not host:port", l)}
-		}
-		v.Listens = append(v.Listens, l+suffix)
-	}
+	v.Listens = []string{bus.PlaceholderHTTPSAddr + suffix}
 	var errs []error
 	upstreams := map[string]streamUpstream{}
 	for _, key := range slices.Sorted(maps.Keys(r.servers)) {

@@ -87,7 +87,7 @@ func TestNoPassthroughWithoutFlag(t *testing.T) {
 	if _, ok := art.Files[StreamFile]; ok || strings.Contains(art.Files[MainFile], "stream {") {
 		t.Fatal("stream configuration rendered without the flag")
 	}
-	if !strings.Contains(art.Files[ServerFile("argocd.example.com")], "listen 127.0.0.1:8443 ssl") {
+	if !strings.Contains(art.Files[ServerFile("argocd.example.com")], "listen "+bus.PlaceholderHTTPSAddr+" ssl") {
 		t.Fatal("TLS listener moved without the flag")
 	}
 }

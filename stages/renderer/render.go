@@ -17,13 +17,12 @@ import (
 	"switchyard.dev/switchyard/templates"
 )
 
-// Config is what the renderer needs besides the model: where NGINX listens
-// and how it is set up. The run flags fill it in.
+// Config is what the renderer needs besides the model: how NGINX is set
+// up. The run flags fill it in. Where NGINX listens and its sockets are
+// each applier's own: the renderer writes placeholders for them
+// (bus.Placeholder*), which the applier fills in.
 type Config struct {
-	HTTPListen    []string // "127.0.0.1:8080"
-	HTTPSListen   []string
-	ControlSocket string // unix socket of the Lua configuration endpoint
-	ModulesDir    string // where Debian keeps the dynamic modules
+	ModulesDir string // where Debian keeps the dynamic modules
 	// WorkerProcesses, when set (--worker-processes), overrides the
 	// ConfigMap's worker-processes.
 	WorkerProcesses string
@@ -47,12 +46,10 @@ type Config struct {
 	// ("10.0.0.53", "127.0.0.1:5353", "[fd00::53]").
 	Resolvers []string
 	// SSLPassthrough is --enable-ssl-passthrough: the stream module owns
-	// HTTPSListen and routes by SNI name (passthrough.go); the http
-	// module's TLS listener moves to TLSSocket, and PassthroughSocket is
-	// the stream server of the passthrough hosts. Both are unix socket
-	// paths below the NGINX prefix.
-	SSLPassthrough               bool
-	TLSSocket, PassthroughSocket string
+	// the HTTPS addresses and routes by SNI name (passthrough.go); the http
+	// module's TLS listener moves to the applier's TLS socket, and its
+	// passthrough socket is the stream server of the passthrough hosts.
+	SSLPassthrough bool
 	// StreamServices is set when --tcp-services-configmap or
 	// --udp-services-configmap is: the stream block holds ServicesFile.
 	StreamServices bool
@@ -87,9 +84,6 @@ func (c Config) testRefuse() map[string]bool {
 // DefaultConfig is `switchyard run` without flags.
 func DefaultConfig() Config {
 	return Config{
-		HTTPListen:     []string{"127.0.0.1:8080"},
-		HTTPSListen:    []string{"127.0.0.1:8443"},
-		ControlSocket:  "control.sock",
 		ModulesDir:     "/usr/lib/nginx/modules",
 		ConfigDictSize: "64m",
 		CertDictSize:   "32m",
@@ -363,17 +357,6 @@ func checkLocation(l bus.Location, pathOK bool) error {
 		return fmt.Errorf("location %q of %s: features: %w", l.Path, l.Ingress, err)
 	}
 	return nil
-}
-
-// redirectPort is ":8443" when HTTPS listens on a port other than 443.
-func redirectPort(listen []string) string {
-	if len(listen) == 0 {
-		return ""
-	}
-	if i := strings.LastIndex(listen[0], ":"); i >= 0 && listen[0][i+1:] != "443" {
-		return listen[0][i:]
-	}
-	return ""
 }
 
 // The renderer checks every value again before it reaches nginx.conf, with

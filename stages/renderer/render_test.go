@@ -182,6 +182,5 @@ func artifactValues(a Artifacts) map[string]any {
 func passthroughConfig() Config {
 	cfg := DefaultConfig()
 	cfg.SSLPassthrough = true
-	cfg.TLSSocket, cfg.PassthroughSocket = "tls.sock", "passthrough.sock"
 	return cfg
 }

@@ -146,7 +146,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		return false, "server-alias"
 	case s.SSLPassthrough:
 		return false, "ssl-passthrough"
-	case settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0:
+	case settings.SSLRejectHandshake:
 		// The catch-all refuses handshakes for names without a server.
 		return false, "ssl-reject-handshake"
 	}

@@ -136,17 +136,8 @@ func (s *Stage) render(_ context.Context, in bus.Snapshot) (bus.Output, error) {
 
 // Validate checks the operator's settings before they reach nginx.conf.
 func (c Config) Validate() error {
-	for _, addr := range append(append([]string{}, c.HTTPListen...), c.HTTPSListen...) {
-		if !listenPattern.MatchString(addr) {
-			return fmt.Errorf("renderer config: listen address %q is not host:port", addr)
-		}
-	}
 	checks := map[string]string{
-		"control socket": c.ControlSocket, "modules dir": c.ModulesDir,
-		"config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
-	}
-	if c.SSLPassthrough {
-		checks["TLS socket"], checks["passthrough socket"] = c.TLSSocket, c.PassthroughSocket
+		"modules dir": c.ModulesDir, "config dict size": c.ConfigDictSize, "cert dict size": c.CertDictSize,
 	}
 	for _, name := range c.TestRefuseIngresses {
 		if !bus.SourceNamePattern.MatchString(name) {

@@ -3,7 +3,6 @@ package renderer
 import (
 	"fmt"
 	"maps"
-	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -117,10 +116,6 @@ func (r *Renderer) newServicesView() (servicesView, []error) {
 	if s.ProxyStreamNextUpstream {
 		v.NextUpstream = "on"
 	}
-	hosts, err := listenHosts(r.cfg.HTTPListen)
-	if err != nil {
-		return v, append(errs, err)
-	}
 	upstreams := map[string]streamUpstream{}
 	if r.streams != nil {
 		for _, p := range []struct {
@@ -133,7 +128,7 @@ func (r *Renderer) newServicesView() (servicesView, []error) {
 						p.protocol, svc.Port, svc.ConfigMap, svc.Port))
 					continue
 				}
-				srv, u, err := r.serviceServer(p.protocol, svc, hosts, s)
+				srv, u, err := r.serviceServer(p.protocol, svc, s)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s service on port %d (ConfigMap %s): %w; it is not served", p.protocol, svc.Port, svc.ConfigMap, err))
 					continue
@@ -150,7 +145,7 @@ func (r *Renderer) newServicesView() (servicesView, []error) {
 }
 
 // serviceServer checks one entry and builds its server and upstream.
-func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, hosts []string, s bus.Settings) (serviceServer, streamUpstream, error) {
+func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, s bus.Settings) (serviceServer, streamUpstream, error) {
 	if svc.Port < 1 || svc.Port > 65535 {
 		return serviceServer{}, streamUpstream{}, fmt.Errorf("port %d is not 1-65535", svc.Port)
 	}
@@ -181,27 +176,7 @@ func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, hosts [
 	if s.ReusePort {
 		suffix += " reuseport"
 	}
-	for _, h := range hosts {
-		srv.Listens = append(srv.Listens, net.JoinHostPort(h, strconv.Itoa(svc.Port))+suffix)
-	}
+	// On every host the applier's HTTP listeners are on: it fills them in.
+	srv.Listens = []string{bus.PlaceholderHTTPHost + ":" + strconv.Itoa(svc.Port) + suffix}
 	return srv, u, nil
-}
-
-// listenHosts are the distinct hosts of the HTTP listen addresses: the
-// stream services listen where the HTTP listeners do.
-func listenHosts(listens []string) ([]string, error) {
-	var hosts []string
-	for _, l := range listens {
-		if !listenPattern.MatchString(l) {
-			return nil, fmt.Errorf("listen address %q is not host:port", l)
-		}
-		h, _, err := net.SplitHostPort(l)
-		if err != nil {
-			return nil, fmt.Errorf("listen address %q: %w", l, err)
-		}
-		if !slices.Contains(hosts, h) {
-			hosts = append(hosts, h)
-		}
-	}
-	return hosts, nil
 }

@@ -203,7 +203,7 @@ func newServerView(cfg Config, settings bus.Settings, s *bus.Server, backends ba
 			return serverView{}, err
 		}
 	}
-	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake && len(cfg.HTTPSListen) > 0 {
+	if s.Hostname == bus.DefaultServerName && settings.SSLRejectHandshake {
 		view.RejectHandshakeSource = src.configMapSource("ssl-reject-handshake")
 	}
 	pages := errorPages{}
@@ -243,7 +243,6 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 	if defaultServer {
 		suffix = " default_server"
 	}
-	var out []string
 	reuse := ""
 	if defaultServer && settings.ReusePort {
 		// reuse-port: one listen per address may say it, the default
@@ -256,20 +255,16 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 		// address, so each says it and none can be left without it.
 		proxyProtocol = " proxy_protocol"
 	}
-	for _, l := range cfg.HTTPListen {
-		out = append(out, l+proxyProtocol+suffix+reuse)
-	}
+	// The addresses and sockets are the applier's: it fills them in.
+	out := []string{bus.PlaceholderHTTPAddr + proxyProtocol + suffix + reuse}
 	ssl := " ssl"
 	if settings.UseHTTP2 {
 		ssl += " http2"
 	}
 	if cfg.SSLPassthrough {
-		return append(out, "unix:"+cfg.TLSSocket+ssl+" proxy_protocol"+suffix)
+		return append(out, "unix:"+bus.PlaceholderTLSSocket+ssl+" proxy_protocol"+suffix)
 	}
-	for _, l := range cfg.HTTPSListen {
-		out = append(out, l+ssl+proxyProtocol+suffix+reuse)
-	}
-	return out
+	return append(out, bus.PlaceholderHTTPSAddr+ssl+proxyProtocol+suffix+reuse)
 }
 
 // newWWWView is the from-to-www-redirect server of s, or nil.

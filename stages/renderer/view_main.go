@@ -32,12 +32,14 @@ type mainView struct {
 	// WorkerProcesses is the flag's value, or else the ConfigMap's (and
 	// then Src.WorkerProcesses attributes it).
 	WorkerProcesses string
-	// HTTPS: there is an HTTPS listener for ssl-redirect to go to, on
-	// HTTPSPort (a Lua literal, ":8443" or ""). HSTS is the header's value
+	// HTTPSPort is the port ssl-redirect goes to (a Lua literal: the
+	// applier fills in ":8443", or "" for 443). HSTS is the header's value
 	// as a Lua literal.
-	HTTPS           bool
 	HTTPSPort, HSTS string
-	ServerTokens    string // "on" or "off"
+	// ControlSocket is the configuration endpoint's socket: the
+	// applier's, which it fills in.
+	ControlSocket string
+	ServerTokens  string // "on" or "off"
 	// Resolvers is resolver's server list, "" when there is none.
 	Resolvers string
 	LogFormat string // quoted
@@ -131,7 +133,7 @@ func renderMain(cfg Config, settings bus.Settings, src sources, refused []string
 // newMainView resolves nginx.conf for its template.
 func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mainView, error) {
 	v := mainView{Config: cfg, Settings: s, Refused: refused, Src: newMainSources(src), Static: sourceSwitchyard,
-		WorkerProcesses: s.WorkerProcesses, HTTPS: len(cfg.HTTPSListen) > 0, ServerTokens: "off", AccessLog: "off",
+		WorkerProcesses: s.WorkerProcesses, ControlSocket: bus.PlaceholderControlSocket, ServerTokens: "off", AccessLog: "off",
 		Resolvers: strings.Join(cfg.Resolvers, " "), SSLProtocols: strings.Join(s.SSLProtocols, " "),
 		LimitReqStatus: errorStatus(s.LimitReqStatusCode), LimitConnStatus: errorStatus(s.LimitConnStatusCode),
 		Keepalive: s.UpstreamKeepaliveConnections > 0}
@@ -201,9 +203,7 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 			return mainView{}, err
 		}
 	}
-	if v.HTTPSPort, err = luaString(redirectPort(cfg.HTTPSListen)); err != nil {
-		return mainView{}, err
-	}
+	v.HTTPSPort = `"` + bus.PlaceholderHTTPSPort + `"` // the applier's port
 	if v.HSTS, err = luaString(hstsHeader(s)); err != nil {
 		return mainView{}, err
 	}

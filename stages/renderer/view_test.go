@@ -124,7 +124,7 @@ func TestLocationViewRefuses(t *testing.T) {
 // TestServerView checks the server-level decisions: listens, custom
 // error pages only with a default backend, the www redirect server.
 func TestServerView(t *testing.T) {
-	cfg := Config{HTTPListen: []string{"127.0.0.1:8080"}, HTTPSListen: []string{"127.0.0.1:8443"}}
+	cfg := Config{}
 	www := &bus.Features{Redirect: &bus.Redirect{FromToWWW: true}}
 	for _, tc := range []struct {
 		name       string
@@ -137,7 +137,7 @@ func TestServerView(t *testing.T) {
 		settings: bus.Settings{UseHTTP2: true, CustomHTTPErrors: []int{404}},
 		server:   &bus.Server{Hostname: bus.DefaultServerName},
 		check: func(t *testing.T, v serverView) {
-			want := []string{"127.0.0.1:8080 default_server", "127.0.0.1:8443 ssl http2 default_server"}
+			want := []string{"@HTTP_ADDR@ default_server", "@HTTPS_ADDR@ ssl http2 default_server"}
 			if v.ServerName != "_" || !reflect.DeepEqual(v.Listens, want) || v.Errors != nil || v.WWW != nil {
 				t.Errorf("%+v", v)
 			}
@@ -164,7 +164,7 @@ func TestServerView(t *testing.T) {
 			w := v.WWW
 			if w == nil || w.Host != "a.example.com" || w.Target != "www.a.example.com" || w.ServerName != `"a.example.com"` ||
 				w.TargetLua != `"www.a.example.com"` || w.Source != "# source ingress ns/w" || v.HeaderSource != "# source ingress ns/w" ||
-				!reflect.DeepEqual(w.Listens, []string{"127.0.0.1:8080", "127.0.0.1:8443 ssl"}) {
+				!reflect.DeepEqual(w.Listens, []string{"@HTTP_ADDR@", "@HTTPS_ADDR@ ssl"}) {
 				t.Errorf("%+v", w)
 			}
 		},
@@ -192,7 +192,7 @@ func TestMainView(t *testing.T) {
 		refuse bool
 	}{
 		{name: "defaults", check: func(v mainView) bool {
-			return v.WorkerProcesses == base.WorkerProcesses && v.Src.WorkerProcesses != "" && v.HTTPS && v.HTTPSPort == `":8443"` &&
+			return v.WorkerProcesses == base.WorkerProcesses && v.Src.WorkerProcesses != "" && v.HTTPSPort == `"@HTTPS_PORT@"` &&
 				v.AccessLog == "logs/access.log upstreaminfo" && v.ServerTokens == "off" && v.User == "" &&
 				v.LoadModules[1] == `"/usr/lib/nginx/modules/ngx_http_lua_module.so"`
 		}},
@@ -200,8 +200,6 @@ func TestMainView(t *testing.T) {
 			check: func(v mainView) bool { return v.WorkerProcesses == "3" && v.Src.WorkerProcesses == "" }},
 		{name: "user and empty group quoted", cfg: func(c *Config) { c.User = "www" },
 			check: func(v mainView) bool { return v.User == `"www" ""` }},
-		{name: "no HTTPS listener", cfg: func(c *Config) { c.HTTPSListen = nil },
-			check: func(v mainView) bool { return !v.HTTPS && v.HTTPSPort == `""` }},
 		{name: "only error statuses are written", set: func(s *bus.Settings) { s.LimitReqStatusCode, s.LimitConnStatusCode = 200, 429 },
 			check: func(v mainView) bool { return v.LimitReqStatus == 0 && v.LimitConnStatus == 429 }},
 		{name: "keepalive off", set: func(s *bus.Settings) { s.UpstreamKeepaliveConnections = 0 },
