@@ -13,6 +13,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"switchyard.dev/switchyard/plugins/pluginpb"
 )
@@ -47,6 +50,28 @@ func Serve(p Plugin, opts ...Option) error {
 	if p == nil {
 		return errors.New("plugins.Serve: nil Plugin")
 	}
+	return serve(&server{impl: p}, opts)
+}
+
+// ServeSet runs several plugins in one process, each call going to the
+// plugin its metadata names (pluginpb.PluginMetadataKey): one Go runtime's
+// memory instead of one per plugin, at the cost of their isolation (a
+// plugin that crashes the process takes the others with it until the host
+// restarts it). Switchyard's built-ins run so; a host sees each plugin as
+// its own, with a name of its own.
+func ServeSet(set map[string]Plugin, opts ...Option) error {
+	if len(set) == 0 {
+		return errors.New("plugins.ServeSet: no Plugin")
+	}
+	for name, p := range set {
+		if p == nil {
+			return fmt.Errorf("plugins.ServeSet: nil Plugin %q", name)
+		}
+	}
+	return serve(&server{set: set}, opts)
+}
+
+func serve(s *server, opts []Option) error {
 	if os.Getenv(pluginpb.MagicCookieKey) != pluginpb.MagicCookieValue {
 		return ErrNotStartedByHost
 	}
@@ -63,7 +88,7 @@ func Serve(p Plugin, opts ...Option) error {
 			MagicCookieValue: pluginpb.MagicCookieValue,
 		},
 		VersionedPlugins: map[int]plugin.PluginSet{
-			pluginpb.ProtocolVersion: {pluginpb.ServiceName: &grpcServer{impl: p}},
+			pluginpb.ProtocolVersion: {pluginpb.ServiceName: &grpcServer{server: s}},
 		},
 		GRPCServer: plugin.DefaultGRPCServer,
 		Logger:     cfg.logger,
@@ -89,11 +114,11 @@ func exitWithParent(parent, host int, every time.Duration) {
 // process. The host's side is internal/pluginhost.
 type grpcServer struct {
 	plugin.NetRPCUnsupportedPlugin
-	impl Plugin
+	server *server
 }
 
 func (g *grpcServer) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pluginpb.RegisterAnnotationsServer(s, &server{impl: g.impl})
+	pluginpb.RegisterAnnotationsServer(s, g.server)
 	return nil
 }
 
@@ -101,17 +126,44 @@ func (g *grpcServer) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.Clien
 	return nil, errors.New("a plugin process dials no plugin")
 }
 
-// server answers the host's calls in the plugin process.
+// server answers the host's calls in the plugin process: to impl, or, in
+// a process of several plugins, to the one of set the call names.
 type server struct {
 	pluginpb.UnimplementedAnnotationsServer
 	impl Plugin
+	set  map[string]Plugin
 }
 
-func (s *server) Describe(context.Context, *pluginpb.DescribeRequest) (*pluginpb.Description, error) {
-	return descriptionToWire(s.impl.Describe()), nil
+// plugin is the plugin a call is for.
+func (s *server) plugin(ctx context.Context) (Plugin, error) {
+	if s.set == nil {
+		return s.impl, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	names := md.Get(pluginpb.PluginMetadataKey)
+	if len(names) != 1 {
+		return nil, status.Errorf(codes.InvalidArgument, "this process serves several plugins: name one in %s", pluginpb.PluginMetadataKey)
+	}
+	p, ok := s.set[names[0]]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no plugin %q in this process", names[0])
+	}
+	return p, nil
+}
+
+func (s *server) Describe(ctx context.Context, _ *pluginpb.DescribeRequest) (*pluginpb.Description, error) {
+	p, err := s.plugin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return descriptionToWire(p.Describe()), nil
 }
 
 func (s *server) Apply(ctx context.Context, req *pluginpb.ApplyRequest) (resp *pluginpb.ApplyResponse, err error) {
+	p, err := s.plugin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// A panicking plugin fails the call, not the process: the host then
 	// fails those Ingresses closed and the next call starts clean.
 	defer func() {
@@ -123,7 +175,7 @@ func (s *server) Apply(ctx context.Context, req *pluginpb.ApplyRequest) (resp *p
 	for i, in := range req.Ingresses {
 		batch[i] = ingressFromWire(in)
 	}
-	results, err := s.impl.Apply(ctx, batch)
+	results, err := p.Apply(ctx, batch)
 	if err != nil {
 		// The host fails the batch's Ingresses closed, as for a panic.
 		return nil, fmt.Errorf("plugin failed: %w", err)

@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"switchyard.dev/switchyard/internal/parallel"
 	"switchyard.dev/switchyard/plugins"
@@ -45,11 +47,57 @@ func (grpcClient) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.Cl
 	return pluginpb.NewAnnotationsClient(c), nil
 }
 
-// Client is the host's handle on one running plugin process.
+// Client is the host's handle on one running plugin: its process, and in
+// a process of several plugins (a Group's) the plugin's name, which every
+// call carries.
 type Client struct {
 	process *plugin.Client
 	rpc     pluginpb.AnnotationsClient
 	ping    func() error
+	name    string
+}
+
+// Group is one plugin process that serves several plugins
+// (plugins.ServeSet; Switchyard's built-ins): the host sees each plugin on
+// its own through Client(name), and they all share the process. The
+// process starts with the first Client asked for, and again with the first
+// one asked for after it ended; killing any of its Clients kills it.
+type Group struct {
+	command func() *exec.Cmd
+
+	mu      sync.Mutex
+	process *Client // nil before the first start
+}
+
+// NewGroup returns a group whose process command starts.
+func NewGroup(command func() *exec.Cmd) *Group {
+	return &Group{command: command}
+}
+
+// Client returns the plugin name of the group's process, starting the
+// process if it is not running; logger then receives what the process
+// writes to stderr.
+func (g *Group) Client(name string, logger hclog.Logger) (*Client, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.process == nil || g.process.Exited() {
+		c, err := Launch(g.command(), logger)
+		if err != nil {
+			return nil, err
+		}
+		g.process = c
+	}
+	named := *g.process
+	named.name = name
+	return &named, nil
+}
+
+// callContext names the plugin a call is for, in a group's process.
+func (c *Client) callContext(ctx context.Context) context.Context {
+	if c.name == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, pluginpb.PluginMetadataKey, c.name)
 }
 
 // Launch starts the plugin program cmd and connects to it. logger receives
@@ -117,7 +165,7 @@ func launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
 
 // Describe asks the plugin what it owns.
 func (c *Client) Describe(ctx context.Context) (plugins.Description, error) {
-	d, err := c.rpc.Describe(ctx, &pluginpb.DescribeRequest{})
+	d, err := c.rpc.Describe(c.callContext(ctx), &pluginpb.DescribeRequest{})
 	if err != nil {
 		return plugins.Description{}, err
 	}
@@ -130,7 +178,7 @@ func (c *Client) Apply(ctx context.Context, batch []plugins.Ingress) ([]plugins.
 	for i, in := range batch {
 		req.Ingresses[i] = ingressToWire(in)
 	}
-	resp, err := c.rpc.Apply(ctx, req, grpc.MaxCallRecvMsgSize(64<<20))
+	resp, err := c.rpc.Apply(c.callContext(ctx), req, grpc.MaxCallRecvMsgSize(64<<20))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +202,7 @@ func (c *Client) Ping() error { return c.ping() }
 // Exited reports whether the plugin process has ended.
 func (c *Client) Exited() bool { return c.process.Exited() }
 
-// Kill stops the plugin process.
+// Kill stops the plugin process (a group's: every plugin of it).
 func (c *Client) Kill() { c.process.Kill() }
 
 // Pid is the plugin process's id, for logs and tests.

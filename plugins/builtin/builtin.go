@@ -1,6 +1,8 @@
-// Package builtin lists Switchyard's built-in annotation plugins. Each runs
-// in its own process, like a third-party plugin, started as `BIN plugin
-// NAME`, where BIN is the small switchyard-plugins binary (BinaryName, built
+// Package builtin lists Switchyard's built-in annotation plugins. They run
+// out of the controller's process, like third-party plugins: all of them
+// in one process, started as `BIN plugin --all` (one Go runtime's memory
+// instead of one per plugin), or each in its own as `BIN plugin NAME`,
+// where BIN is the small switchyard-plugins binary (BinaryName, built
 // from ./plugins/builtin/switchyard-plugins) when it sits next to the
 // switchyard binary, and switchyard itself otherwise: one `go build .`
 // still gives a complete product, the second binary saves memory and
@@ -84,11 +86,22 @@ func Descriptions() []plugins.Description {
 // plugins, looked for next to the switchyard binary.
 const BinaryName = "switchyard-plugins"
 
-// Serve serves the built-in plugin args[0] until the host stops it: the
-// `plugin NAME` command of both binaries.
+// AllFlag, as `plugin --all`, serves every built-in plugin in one process.
+const AllFlag = "--all"
+
+// Serve serves the built-in plugin args[0], or with AllFlag all of them in
+// one process (plugins.ServeSet), until the host stops it: the `plugin
+// NAME` command of both binaries.
 func Serve(args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("usage: plugin NAME (started by the annotations stage); plugins: %s", strings.Join(Names(), ", "))
+		return fmt.Errorf("usage: plugin NAME|%s (started by the annotations stage); plugins: %s", AllFlag, strings.Join(Names(), ", "))
+	}
+	if args[0] == AllFlag {
+		set := map[string]plugins.Plugin{}
+		for name, newPlugin := range registry {
+			set[name] = newPlugin()
+		}
+		return plugins.ServeSet(set)
 	}
 	p, ok := Get(args[0])
 	if !ok {

@@ -20,4 +20,8 @@ const (
 	// HostPIDEnv tells a plugin the pid of the host that launched it, so
 	// that it can exit once that host is gone.
 	HostPIDEnv = "SWITCHYARD_PLUGIN_HOST_PID"
+	// PluginMetadataKey is the gRPC metadata that names the plugin a call
+	// is for, when one process serves several (Switchyard's built-ins:
+	// plugins.ServeSet). A process of one plugin ignores it.
+	PluginMetadataKey = "switchyard-plugin"
 )

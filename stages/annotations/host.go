@@ -32,6 +32,9 @@ type PluginSource struct {
 	// the annotations were not there (an auth annotation ignored is an
 	// open door). Nil for third-party plugins.
 	Known *plugins.Description
+	// Group, when set, is the process that serves this plugin with others
+	// (the built-ins): Command is not used, the group's process is.
+	Group *pluginhost.Group
 }
 
 // HostConfig configures the plugin host.
@@ -216,9 +219,16 @@ func (h *Host) fullKey(key string) string {
 	return h.cfg.Prefix + "/" + key
 }
 
-// launch starts p's process and asks what it owns.
+// launch starts p's process (or its group's, if not running) and asks
+// what it owns.
 func (h *Host) launch(ctx context.Context, p *hosted) error {
-	client, err := pluginhost.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
+	var client *pluginhost.Client
+	var err error
+	if g := p.source.Group; g != nil && p.source.Known != nil {
+		client, err = g.Client(p.source.Known.Name, h.pluginLogger("builtin"))
+	} else {
+		client, err = pluginhost.Launch(p.source.Command(), h.pluginLogger(p.source.Name))
+	}
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/pluginhost"
 	"switchyard.dev/switchyard/internal/telemetry"
 )
 
@@ -468,5 +469,52 @@ func TestHostBuiltinOfAnotherBuildFailsClosed(t *testing.T) {
 	feats, ok := served(t, out, "guarded")
 	if !ok || feats == nil || feats.Deny == nil || feats.Deny.Status != 503 {
 		t.Fatalf("served %v with %+v, want Deny 503", ok, feats)
+	}
+}
+
+// TestHostGroupSharesOneProcess: plugins of a group (the built-ins' way)
+// run in one process, each answering for itself; when that process dies,
+// every one of them fails closed and comes back in one new process.
+func TestHostGroupSharesOneProcess(t *testing.T) {
+	group := pluginhost.NewGroup(func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), testPluginEnv+"="+testPluginSet)
+		return cmd
+	})
+	var cfg HostConfig
+	for _, name := range []string{"header", "other"} {
+		known := testPlugins[name].Describe()
+		cfg.Sources = append(cfg.Sources, PluginSource{Name: "grouped " + name, Known: &known, Group: group})
+	}
+	f := startHost(t, HostConfig{Sources: cfg.Sources, HealthInterval: 200 * time.Millisecond})
+	both := func(stage string) int {
+		t.Helper()
+		out := update(t, f.ann, f.ctx, change{}.ingress("ns", stage, map[string]string{headerKey: "one", otherKey: "two"}))
+		feats, _ := served(t, out, stage)
+		if headerOf(feats, "X-header") != "one" || headerOf(feats, "X-other") != "two" {
+			t.Fatalf("%s: features %+v, want X-header from one plugin and X-other from the other", stage, feats)
+		}
+		_, a := f.plugin(t, "header")
+		_, b := f.plugin(t, "other")
+		if a == 0 || a != b {
+			t.Fatalf("%s: pids %d and %d, want one process", stage, a, b)
+		}
+		return a
+	}
+	pid := both("before")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	back := map[string]bool{}
+	for len(back) < 2 {
+		select {
+		case name := <-f.host.Recovered():
+			back[name] = true
+		case <-time.After(20 * time.Second):
+			t.Fatalf("recovered %v, want both plugins", back)
+		}
+	}
+	if after := both("after"); after == pid {
+		t.Fatalf("pid %d after the kill: want a new process", after)
 	}
 }

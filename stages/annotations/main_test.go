@@ -20,10 +20,19 @@ const (
 	// to, with the batch's size, so a test can count calls across processes
 	// (and across restarts of the plugin).
 	testCallsEnv = "SWITCHYARD_TEST_PLUGIN_CALLS"
+	// testPluginSet as testPluginEnv serves every test plugin in one
+	// process, as the built-ins are served.
+	testPluginSet = "all"
 )
 
 func TestMain(m *testing.M) {
-	if name := os.Getenv(testPluginEnv); name != "" {
+	if name := os.Getenv(testPluginEnv); name == testPluginSet {
+		if err := plugins.ServeSet(testPlugins); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	} else if name != "" {
 		p, ok := testPlugins[name]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "no test plugin %q\n", name)

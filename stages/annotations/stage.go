@@ -18,8 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/pluginhost"
 	"switchyard.dev/switchyard/internal/problems"
 	"switchyard.dev/switchyard/plugins"
+	"switchyard.dev/switchyard/plugins/builtin"
 )
 
 // Config configures the stage.
@@ -27,8 +29,8 @@ type Config struct {
 	// Prefix is --annotations-prefix.
 	Prefix string
 	// Builtins are the built-in plugins, with what each owns; Self is the
-	// binary that serves them (`Self plugin NAME`): switchyard-plugins or
-	// switchyard itself.
+	// binary that serves them, all in one process (`Self plugin --all`):
+	// switchyard-plugins or switchyard itself.
 	Builtins []plugins.Description
 	Self     string
 	// PluginDir holds third-party plugin binaries (--plugin-dir).
@@ -44,8 +46,9 @@ type Config struct {
 // executable file in PluginDir, in name order.
 func (c Config) Sources() ([]PluginSource, error) {
 	var sources []PluginSource
+	group := pluginhost.NewGroup(func() *exec.Cmd { return exec.Command(c.Self, "plugin", builtin.AllFlag) })
 	for _, desc := range c.Builtins {
-		sources = append(sources, PluginSource{Name: "builtin " + desc.Name, Known: &desc, Command: func() *exec.Cmd {
+		sources = append(sources, PluginSource{Name: "builtin " + desc.Name, Known: &desc, Group: group, Command: func() *exec.Cmd {
 			return exec.Command(c.Self, "plugin", desc.Name)
 		}})
 	}
