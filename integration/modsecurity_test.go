@@ -31,14 +31,15 @@ func modSecurityIngresses() string {
 // request through, and the Ingress without the annotation is unaffected.
 // Then the ConfigMap's enable-modsecurity and enable-owasp-modsecurity-crs
 // put every Ingress behind it, except one that says enable-modsecurity:
-// "false".
+// "false", and the catch-all server's default backend with it.
 func TestModSecurityBlocksThroughNginx(t *testing.T) {
 	e := newBackends(t)
 	config := filepath.Join(e.dir, "..", "modsecurity-on.conf")
 	harness.WriteFile(t, config, strings.Replace(templates.ModSecurityDefault, "SecRuleEngine DetectionOnly", "SecRuleEngine On", 1))
 	e.write("ingresses.yaml", modSecurityIngresses())
 	e.write("unguarded.yaml", proxyIngress("unguarded", "unguarded.example.com", "echo-a", map[string]string{"enable-modsecurity": "false"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--modsecurity-config", config, "--configmap", configMapName)
+	// echo-a answers what no Ingress names, too.
+	e.sy = harness.StartSwitchyard(t, e.dir, "--modsecurity-config", config, "--configmap", configMapName, "--default-backend-service", "default/echo-a")
 
 	e.eventually("waf.example.com", "/", "a clean request through ModSecurity", servedBy("a-1"))
 	e.eventually("plain.example.com", "/", "the Ingress without ModSecurity", servedBy("a-1"))
@@ -50,6 +51,10 @@ func TestModSecurityBlocksThroughNginx(t *testing.T) {
 	e.eventually("plain.example.com", "/", "a clean request under the ConfigMap's ModSecurity", servedBy("a-1"))
 	e.expectProbes("waf.example.com", http.StatusForbidden, "the firewalled Ingress under the ConfigMap")
 	e.expectProbes("unguarded.example.com", http.StatusOK, "the Ingress that turns ModSecurity off")
+	// The catch-all too, as ingress-nginx's http-level modsecurity: a
+	// request for a host no Ingress names is inspected before the default
+	// backend gets it.
+	e.expectProbes("unknown.example.com", http.StatusForbidden, "the default backend, under the ConfigMap")
 }
 
 // expectProbes sends the SQL injection and XSS probes to host and expects

@@ -162,7 +162,14 @@ func quoteStatic(s string) string {
 }
 
 // usesModSecurity says whether a rendered server runs ModSecurity anywhere.
+// The catch-all does under the ConfigMap's enable-modsecurity, as every
+// server does in ingress-nginx (modsecurity on in the http block): requests
+// for hosts no Ingress names, and those its default backend answers, are
+// inspected too.
 func usesModSecurity(s *bus.Server, settings bus.Settings) bool {
+	if s.Hostname == bus.DefaultServerName {
+		return settings.EnableModSecurity
+	}
 	for _, l := range s.Locations {
 		if l.Ingress != "" && modSecurityOn(l.Features, settings) {
 			return true

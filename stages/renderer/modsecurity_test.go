@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 	"switchyard.dev/switchyard/templates"
 )
 
@@ -129,5 +130,33 @@ func TestModSecurityModuleLoadedOnlyInUse(t *testing.T) {
 	}
 	if !strings.Contains(missing.files[ServerFile("plain.example.com")], "balancer") {
 		t.Error("the other server is not served")
+	}
+}
+
+// TestGlobalModSecurityOnTheCatchAll: the ConfigMap's enable-modsecurity
+// inspects the catch-all's requests too (unknown hosts, the default
+// backend), and keeps every host in a server block of its own even with
+// Lua routing, so a host's own choice (off, more rules) stays its own.
+func TestGlobalModSecurityOnTheCatchAll(t *testing.T) {
+	m := harness.ReadModel(t, "testdata/basic.model.json")
+	if m.Settings == nil {
+		settings := bus.DefaultSettings()
+		m.Settings = &settings
+	}
+	for _, global := range []bool{false, true} {
+		m.Settings.EnableModSecurity = global
+		cfg := DefaultConfig()
+		cfg.LuaRouting = true
+		art, errs := Render(cfg, m)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		catchAll := art.Files[ServerFile(bus.DefaultServerName)]
+		if got := strings.Contains(catchAll, "modsecurity on;"); got != global {
+			t.Errorf("enable-modsecurity %v: the catch-all runs ModSecurity: %v", global, got)
+		}
+		if routed := len(art.Routes) > 0; routed == global {
+			t.Errorf("enable-modsecurity %v: %d hosts routed in Lua", global, len(art.Routes))
+		}
 	}
 }

@@ -146,6 +146,10 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		return false, "server-alias"
 	case s.SSLPassthrough:
 		return false, "ssl-passthrough"
+	case settings.EnableModSecurity:
+		// The catch-all runs the ConfigMap's ModSecurity: a host that
+		// turns it off, or adds rules, needs a server of its own.
+		return false, "enable-modsecurity"
 	case settings.SSLRejectHandshake:
 		// The catch-all refuses handshakes for names without a server.
 		return false, "ssl-reject-handshake"
