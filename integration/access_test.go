@@ -25,18 +25,18 @@ func clientFrom(src string) *http.Client {
 	return c
 }
 
+// rootIngress is Ingress default/name for name.example.com, "/" to echo-a,
+// with the ingress-nginx annotations a (named without their prefix).
+func rootIngress(name string, a map[string]string) string {
+	return annotated(harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}), a)
+}
+
 // TestSourceRangesThroughNginx: allowlist-source-range (and its alias
 // whitelist-source-range) lets only the listed clients through, everyone
 // else gets 403; denylist-source-range wins over the allowlist; a bad list
 // rejects the Ingress while its neighbour stays served.
 func TestSourceRangesThroughNginx(t *testing.T) {
-	ing := func(name string, a map[string]string) string {
-		annotations := map[string]string{}
-		for k, v := range a {
-			annotations[upstreamPrefix+k] = v
-		}
-		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
-	}
+	ing := rootIngress
 	e := newEnv(t, map[string]string{"ingresses.yaml": strings.Join([]string{
 		ing("only-one", map[string]string{"allowlist-source-range": "127.0.0.1/32"}),
 		ing("legacy", map[string]string{"whitelist-source-range": "127.0.0.2"}),
@@ -126,13 +126,7 @@ func TestSatisfyThroughNginx(t *testing.T) {
 // and regex) and block-referers answer 403; an unreadable global list
 // fails closed where it applies and is reported naming the key.
 func TestGlobalAccessThroughNginx(t *testing.T) {
-	ing := func(name string, a map[string]string) string {
-		annotations := map[string]string{}
-		for k, v := range a {
-			annotations[upstreamPrefix+k] = v
-		}
-		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
-	}
+	ing := rootIngress
 	settings := map[string]string{
 		"whitelist-source-range": "127.0.0.0/29",
 		"denylist-source-range":  "127.0.0.2",
@@ -304,13 +298,7 @@ func TestRealIPThroughNginx(t *testing.T) {
 // NGINX's rewrite phase comes before its access phase. Run with both
 // routings (Makefile SERVER_BLOCK_TESTS).
 func TestLuaRoutedSourceRanges(t *testing.T) {
-	ing := func(name string, a map[string]string) string {
-		annotations := map[string]string{}
-		for k, v := range a {
-			annotations[upstreamPrefix+k] = v
-		}
-		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
-	}
+	ing := rootIngress
 	e := newBackends(t)
 	e.write("configmap.yaml", configMapYAML(map[string]string{
 		"use-forwarded-headers":  "true",

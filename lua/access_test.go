@@ -2,8 +2,7 @@ package lua_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
+	"maps"
 	"net/url"
 	"strings"
 	"testing"
@@ -50,24 +49,19 @@ var accessClients = []string{"",
 	"::ffff:10.1.2.3", "::ffff:10.1.2.4", "::ffff:192.0.2.1", "::ffff:11.0.0.1", "::ffff:0.0.0.0", "::ffff:255.255.255.254",
 }
 
-// accessGet is the status and body of GET path from client with headers.
+// accessGet is the status and body of GET path from client (as
+// X-Test-Addr; "" for the peer's own address) with headers.
 func (dp *dataPlane) accessGet(t *testing.T, path, client string, hdr map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", "http://"+dp.httpAddr+path, nil)
-	must(t, err)
 	if client != "" {
-		req.Header.Set("X-Test-Addr", client)
+		hdr = maps.Clone(hdr)
+		if hdr == nil {
+			hdr = map[string]string{}
+		}
+		hdr["X-Test-Addr"] = client
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := dp.proxy.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s from %q: %v", path, client, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(data)
+	r, _ := dp.getWith(t, path, "", hdr)
+	return r.status, r.body
 }
 
 // Every set answers every client through router.lua as NGINX's own allow
