@@ -1,9 +1,13 @@
 package lua_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
+	"math/rand/v2"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -187,5 +191,124 @@ func (dp *dataPlane) testCIDRMatch(t *testing.T) {
 	}
 	if strings.Contains(dp.errorLog(), "cidr.lua") {
 		t.Errorf("the matcher raised an error:\n%s", dp.errorLog())
+	}
+}
+
+// cidrCases are n random CIDR and address pairs: well-formed ones of both
+// families, every prefix length, addresses near and inside them, and
+// mutations of them (a character changed, inserted or dropped).
+func cidrCases(rng *rand.Rand, n int) [][2]string {
+	randomAddr := func() netip.Addr {
+		var b [16]byte
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		switch rng.IntN(4) {
+		case 0:
+			return netip.AddrFrom4([4]byte(b[:4]))
+		case 1: // IPv4-mapped
+			copy(b[:12], []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff})
+		case 2: // runs of zeros, for "::"
+			for i := rng.IntN(16); i < 16 && rng.IntN(5) > 0; i++ {
+				b[i] = 0
+			}
+		}
+		return netip.AddrFrom16(b)
+	}
+	const alphabet = "0123456789abcdefABCDEF:./%x "
+	mutate := func(s string) string {
+		i := rng.IntN(len(s) + 1)
+		c := string(alphabet[rng.IntN(len(alphabet))])
+		switch rng.IntN(3) {
+		case 0:
+			return s[:i] + c + s[i:]
+		case 1:
+			if i < len(s) {
+				return s[:i] + c + s[i+1:]
+			}
+		}
+		if i < len(s) {
+			return s[:i] + s[i+1:]
+		}
+		return s
+	}
+	cases := make([][2]string, 0, n)
+	for len(cases) < n {
+		a := randomAddr()
+		p := netip.PrefixFrom(a, rng.IntN(a.BitLen()+1)).Masked()
+		addr := randomAddr()
+		if rng.IntN(2) == 0 { // inside, or just outside, the prefix
+			addr = p.Addr()
+			for range rng.IntN(3) {
+				addr = addr.Prev()
+			}
+			for range rng.IntN(3) {
+				addr = addr.Next()
+			}
+		}
+		c, as := p.String(), addr.String()
+		if !addr.IsValid() {
+			as = a.String()
+		}
+		switch rng.IntN(4) {
+		case 0:
+			c = mutate(c)
+		case 1:
+			as = mutate(as)
+		}
+		cases = append(cases, [2]string{c, as})
+	}
+	return cases
+}
+
+// netipAnswer is what util/cidr.lua must answer for a pair, by Go's netip:
+// a CIDR as netip.ParsePrefix takes it, with no bits past the prefix (or
+// an address alone, all bits), and an address without a zone.
+func netipAnswer(c, a string) string {
+	p, err := netip.ParsePrefix(c)
+	if err != nil {
+		addr, addrErr := netip.ParseAddr(c)
+		if addrErr != nil || addr.Zone() != "" {
+			return "bad cidr"
+		}
+		p = netip.PrefixFrom(addr, addr.BitLen())
+	} else if p.Masked() != p || strings.Contains(c, "/0") && c[strings.Index(c, "/")+1:] != "0" {
+		return "bad cidr" // host bits, or a leading zero in the length
+	}
+	addr, err := netip.ParseAddr(a)
+	if err != nil || addr.Zone() != "" {
+		return "bad addr"
+	}
+	return strconv.FormatBool(p.Contains(addr))
+}
+
+// util/cidr.lua parses and matches thousands of random and mutated pairs
+// as Go's netip does (which the renderer uses to check and print them).
+func (dp *dataPlane) testCIDRAgreesWithNetip(t *testing.T) {
+	cases := cidrCases(rand.New(rand.NewPCG(14, 12)), 5000)
+	body, _ := json.Marshal(cases)
+	resp, err := dp.proxy.Post("http://"+dp.httpAddr+"/cidr-batch", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []string
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got) != len(cases) {
+		t.Fatalf("cidr-batch: %d, %d answers for %d cases (%v)", resp.StatusCode, len(got), len(cases), err)
+	}
+	counts := map[string]int{}
+	for i, c := range cases {
+		want := netipAnswer(c[0], c[1])
+		counts[want]++
+		if got[i] != want {
+			t.Errorf("%q holds %q: cidr.lua %q, netip %q", c[0], c[1], got[i], want)
+		}
+	}
+	t.Logf("answers of %d cases: %v", len(cases), counts)
+	// The cases must reach every answer often, or they prove little.
+	for _, answer := range []string{"true", "false", "bad cidr", "bad addr"} {
+		if counts[answer] < len(cases)/20 {
+			t.Errorf("only %d of %d cases answer %q: %v", counts[answer], len(cases), answer, counts)
+		}
 	}
 }

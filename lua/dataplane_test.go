@@ -257,6 +257,31 @@ http {
             }
         }
 
+        # The same for many: a JSON array of [cidr, addr] in, a JSON array
+        # of answers out.
+        location = /cidr-batch {
+            client_max_body_size 4m;
+            client_body_buffer_size 4m;
+            content_by_lua_block {
+                local cidr = require("switchyard.util.cidr")
+                local cjson = require("cjson")
+                ngx.req.read_body()
+                local out = {}
+                for i, pair in ipairs(cjson.decode(ngx.req.get_body_data())) do
+                    local c, err = cidr.parse(pair[1])
+                    local addr = cidr.parse_address(pair[2])
+                    if not c then
+                        out[i] = "bad cidr"
+                    elseif not addr then
+                        out[i] = "bad addr"
+                    else
+                        out[i] = tostring(cidr.contains(c, addr))
+                    end
+                end
+                ngx.print(cjson.encode(out))
+            }
+        }
+
         # balancer_by_lua without the rewrite hook
         location /no-rewrite/ {
             set $proxy_upstream_name $http_x_test_backend;
@@ -335,6 +360,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)
 	t.Run("routes are stored, and malformed ones refused whole", dp.testRoutesEndpoint)
 	t.Run("CIDRs parse and match by prefix bits", dp.testCIDRMatch)
+	t.Run("CIDRs parse and match as Go's netip does", dp.testCIDRAgreesWithNetip)
 	t.Run("router.lua's source ranges decide as NGINX's allow and deny", dp.testAccessAgreesWithNginx)
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
