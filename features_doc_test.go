@@ -183,7 +183,7 @@ var features = []feature{
 		testdata:   []string{"stages/renderer/testdata/upstream.model.json", "stages/renderer/testdata/global-access.model.json", "stages/renderer/testdata/global-access-unreadable.model.json"},
 		tests: []string{"plugins/builtin/access.TestParse", "bus/features.TestValidMapMatch", "bus/features.FuzzParseMapMatchList", "stages/translator.TestAccessKeysFailClosed",
 			"stages/renderer.TestAccessGroups", "stages/renderer.TestRefusedAccessKeyFailsClosed", "integration.TestSourceRangesThroughNginx", "integration.TestSatisfyThroughNginx", "integration.TestGlobalAccessThroughNginx",
-			"lua.dataPlane.testCIDRMatch", "lua.dataPlane.testAccessAgreesWithNginx"},
+			"lua.dataPlane.testCIDRMatch", "lua.dataPlane.testCIDRAgreesWithNetip", "lua.dataPlane.testAccessAgreesWithNginx", "integration.TestLuaRoutedSourceRanges"},
 	},
 	{
 		name: "Global external auth", summary: "The ConfigMap's global-auth-url (with -method, -signin, -signin-redirect-param, -response-headers, -request-redirect, -cache-key, -cache-duration) asks the auth service about every location, next to its basic auth, unless its Ingress has its own auth-url, says enable-global-auth: false, or its path starts with one of no-auth-locations; an unreadable global-auth-url answers 403 where it would apply.",
@@ -384,7 +384,7 @@ var features = []feature{
 		lua:       []string{"lua/switchyard/router.lua", "lua/switchyard/balancer.lua", "lua/switchyard/util/backend_store.lua", "lua/switchyard/configuration.lua", "lua/switchyard/util/cidr.lua"},
 		testdata:  []string{"stages/renderer/testdata/lua-routing.model.json", "stages/renderer/testdata/lua-routing-access.model.json", "stages/renderer/testdata/lua-routing-access-unreadable.model.json"},
 		tests: []string{"stages/renderer.TestDynamicServer", "integration.TestLuaRoutingAnswersAsServerBlocks", "integration.TestLuaRoutedHostNeedsNoReload", "integration.TestProxySettingsThroughNginx", "integration.TestPermanentAndTemporalRedirect", "integration.TestRewriteTargetAndRegexPaths", "integration.TestCORSThroughNginx", "stages/applier.TestRoutesDeltaAndKeptRoutes", "lua.dataPlane.testRoutesEndpoint",
-			"lua.dataPlane.testAccessAgreesWithNginx", "integration.TestSourceRangesThroughNginx", "integration.TestGlobalAccessThroughNginx", "integration.TestRealIPThroughNginx"},
+			"lua.dataPlane.testAccessAgreesWithNginx", "integration.TestLuaRoutedSourceRanges", "integration.TestSourceRangesThroughNginx", "integration.TestGlobalAccessThroughNginx", "integration.TestRealIPThroughNginx"},
 	},
 	{
 		name: "Request traces", summary: "enable-opentelemetry, opentelemetry-trust-incoming-span and opentelemetry-operation-name (annotations over the ConfigMap's keys of the same names), done in Lua as Debian has no OpenTelemetry module: a traced location continues the client's W3C traceparent (when trusted) or starts a trace, sends traceparent upstream, and, when the otel-sampler* keys sample it, records a span with the HTTP, upstream and Ingress attributes into a bounded shared dict (otel-max-queuesize; drops counted in switchyard_request_spans_dropped_total); the process that runs NGINX drains it every otel-schedule-delay-millis and exports over OTLP/gRPC to otlp-collector-host:port (else --otlp-endpoint) as otel-service-name. Rendered only when there is a collector.",
