@@ -170,7 +170,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
 		}
 		if !routedAccess(l) {
-			return false, fmt.Sprintf("location %s: satisfy any with auth", l.Arg)
+			return false, fmt.Sprintf("location %s: access lines that need directives (satisfy any with auth)", l.Arg)
 		}
 		rest := l
 		rest.Proxy, rest.CORS = nil, nil

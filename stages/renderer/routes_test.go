@@ -107,7 +107,7 @@ func TestDynamicServer(t *testing.T) {
 		{name: "satisfy any with external auth", server: plain("a.example.com",
 			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}, SatisfyAny: true},
 				Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/check"}}}),
-			want: `location ^~ "/": satisfy any with auth`},
+			want: `location ^~ "/": access lines that need directives`},
 		{name: "source ranges with external auth", server: plain("a.example.com",
 			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}},
 				Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/check"}}}),
