@@ -170,7 +170,7 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
 		}
 		if !routedAccess(l) {
-			return false, fmt.Sprintf("location %s: access lines that need directives (satisfy any with auth)", l.Arg)
+			return false, fmt.Sprintf("location %s: access lines that need directives", l.Arg)
 		}
 		rest := l
 		rest.Proxy, rest.CORS = nil, nil
@@ -213,17 +213,20 @@ func routedKind(kind locationKind, f *bus.Features) bool {
 // order as the access module does (first match decides), with the
 // fail-closed "deny all" among them; and "satisfy any" only without auth,
 // where no other check of the location could let in a client the lines
-// keep out (auth keeps its server block anyway).
+// keep out (auth keeps its server block anyway). A line of 255.255.255.255
+// keeps the block too: NGINX refuses that address (its parser's error
+// value), and the refusal, not router.lua, decides what such a location
+// answers.
 func routedAccess(l locationView) bool {
 	for _, g := range l.Access {
 		for _, line := range g.Lines {
-			verb, _, _ := strings.Cut(line, " ")
+			verb, arg, _ := strings.Cut(line, " ")
 			switch {
 			case line == satisfyAny:
 				if l.Auth != nil {
 					return false
 				}
-			case verb != "allow" && verb != "deny":
+			case verb != "allow" && verb != "deny", strings.HasPrefix(arg, "255.255.255.255/"):
 				return false
 			}
 		}
