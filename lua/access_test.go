@@ -153,6 +153,7 @@ func (dp *dataPlane) testCIDRMatch(t *testing.T) {
 		{"fe80::/10", "fec0::", "false"},
 		{"a:b:c:d:e:f:1:2/128", "A:B:C:D:E:F:1:2", "true"},
 		{"1:2:3:4:5:6::/112", "1:2:3:4:5:6:0:ffff", "true"},
+		{"1:2:3:4:5:6:7::/128", "1:2:3:4:5:6:7:0", "true"}, // "::" for one group
 		{"::2:3:4:5:6:7:8/128", "0:2:3:4:5:6:7:8", "true"},
 		// What does not parse.
 		{"10.0.0.1/8", "10.0.0.1", "bad cidr: bits past the prefix are set"},
@@ -274,8 +275,8 @@ func netipAnswer(c, a string) string {
 			return "bad cidr"
 		}
 		p = netip.PrefixFrom(addr, addr.BitLen())
-	} else if p.Masked() != p || strings.Contains(c, "/0") && c[strings.Index(c, "/")+1:] != "0" {
-		return "bad cidr" // host bits, or a leading zero in the length
+	} else if p.Masked() != p {
+		return "bad cidr"
 	}
 	addr, err := netip.ParseAddr(a)
 	if err != nil || addr.Zone() != "" {
