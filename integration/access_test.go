@@ -307,10 +307,10 @@ func TestLuaRoutedSourceRanges(t *testing.T) {
 		"denylist-source-range":  "10.1.2.3, 2001:db8:0:bad::/64",
 		"block-cidrs":            "192.0.2.0/24, 2001:db8:dead::/48",
 	}))
+	e.write("office.yaml", ing("office", map[string]string{"allowlist-source-range": "2001:db8:1::/48, 10.2.0.0/16, 127.0.0.1",
+		"denylist-source-range": "2001:db8:1:2::/64, 10.2.3.0/24"}))
 	e.write("ingresses.yaml", strings.Join([]string{
 		ing("global", nil),
-		ing("office", map[string]string{"allowlist-source-range": "2001:db8:1::/48, 10.2.0.0/16, 127.0.0.1",
-			"denylist-source-range": "2001:db8:1:2::/64, 10.2.3.0/24"}),
 		ing("any", map[string]string{"allowlist-source-range": "10.3.0.0/16, 127.0.0.1", "satisfy": "any"}),
 		ing("moved", map[string]string{"allowlist-source-range": "10.9.0.0/16", "permanent-redirect": "https://new.example.com/"}),
 	}, "---\n"))
@@ -353,5 +353,20 @@ func TestLuaRoutedSourceRanges(t *testing.T) {
 		if got := get("127.0.0.2", host, "10.2.4.1, 10.3.0.1"); got != 403 {
 			t.Errorf("%s: a spoofed X-Forwarded-For from an untrusted peer got %d, want 403", host, got)
 		}
+	}
+	// A changed allowlist applies; with Lua routing, without a reload.
+	workers := stableWorkers(t, e.sy)
+	e.write("office.yaml", ing("office", map[string]string{"allowlist-source-range": "10.7.0.0/16, 127.0.0.1"}))
+	harness.WaitFor(t, changeTimeout, "the changed allowlist", func() error {
+		if got := get("127.0.0.1", "office", "10.7.0.1"); got != 200 {
+			return fmt.Errorf("10.7.0.1 got %d", got)
+		}
+		return nil
+	})
+	if got := get("127.0.0.1", "office", "10.2.4.1"); got != 403 {
+		t.Errorf("office as 10.2.4.1 after its allowlist changed: %d, want 403", got)
+	}
+	if os.Getenv(harness.RoutingEnv) != "server-blocks" {
+		expectNoReload(t, e.sy, workers)
 	}
 }
