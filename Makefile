@@ -10,6 +10,9 @@ STATE_DIR ?= $(CURDIR)/.state
 FUZZTIME  ?= 10000x
 # Random regexes compiled by NGINX in make fuzz (make test's unit run: 300).
 REGEX_DIFF_N ?= 5000
+# Random CIDR/address pairs util/cidr.lua checks against Go's netip in make
+# fuzz (make test's run: 5000).
+CIDR_DIFF_N ?= 200000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
                 lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl \
@@ -64,13 +67,15 @@ unit:
 ## server-blocks: the routing and per-location tests again with every host in
 ## a server block of its own (--lua-routing=false); unit runs them, with
 ## everything else, with Lua routing, the default.
-SERVER_BLOCK_TESTS = TestWildcardHostMatchesOneLabel|TestPathsFromSeveralIngressesLongestMatchWins|TestOlderIngressWinsAConflict|TestRulelessIngressIsTheCatchAll|TestSSLRedirectAndHSTS|TestControllerConfigMap|TestForwardedHeadersAndWebSocketUpgrade|TestCanaryRouting|TestRewriteTargetAndRegexPaths|TestAppRoot|TestForceSSLRedirectAndSSLRedirectOff|TestFromToWWWRedirect|TestBalancingThroughNginx|TestUnicodeHostsAreNotFolded|TestRequestMetricsThroughNginx|TestCustomHTTPErrors|TestTraceShowsEveryStage|TestRateLimitAnnotations|TestCORSThroughNginx|TestProxySettingsThroughNginx|TestPermanentAndTemporalRedirect
+SERVER_BLOCK_TESTS = TestWildcardHostMatchesOneLabel|TestPathsFromSeveralIngressesLongestMatchWins|TestOlderIngressWinsAConflict|TestRulelessIngressIsTheCatchAll|TestSSLRedirectAndHSTS|TestControllerConfigMap|TestForwardedHeadersAndWebSocketUpgrade|TestCanaryRouting|TestRewriteTargetAndRegexPaths|TestAppRoot|TestForceSSLRedirectAndSSLRedirectOff|TestFromToWWWRedirect|TestBalancingThroughNginx|TestUnicodeHostsAreNotFolded|TestRequestMetricsThroughNginx|TestCustomHTTPErrors|TestTraceShowsEveryStage|TestRateLimitAnnotations|TestCORSThroughNginx|TestProxySettingsThroughNginx|TestPermanentAndTemporalRedirect|TestSourceRangesThroughNginx|TestSatisfyThroughNginx|TestGlobalAccessThroughNginx|TestRealIPThroughNginx|TestLuaRoutedSourceRanges|TestSourceRangesBehindProxyProtocol
 server-blocks:
 	SWITCHYARD_TEST_ROUTING=server-blocks SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -timeout 20m -run '^($(SERVER_BLOCK_TESTS))$$' ./integration
 
-## fuzz: every fuzz target, then more random regexes through NGINX.
+## fuzz: every fuzz target, then more random regexes through NGINX and
+## more random CIDRs through router.lua's matcher.
 fuzz: fuzz-targets
 	SWITCHYARD_REGEX_DIFF_N=$(REGEX_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestRegexAgreesWithNginx$$' ./bus
+	SWITCHYARD_CIDR_DIFF_N=$(CIDR_DIFF_N) SWITCHYARD_REQUIRE_NGINX=1 $(GO) test -count=1 -run '^TestDataPlane$$' ./lua
 
 fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./internal/manifest

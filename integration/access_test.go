@@ -25,18 +25,18 @@ func clientFrom(src string) *http.Client {
 	return c
 }
 
+// rootIngress is Ingress default/name for name.example.com, "/" to echo-a,
+// with the ingress-nginx annotations a (named without their prefix).
+func rootIngress(name string, a map[string]string) string {
+	return annotated(harness.IngressYAML("default", name, name+".example.com", harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}), a)
+}
+
 // TestSourceRangesThroughNginx: allowlist-source-range (and its alias
 // whitelist-source-range) lets only the listed clients through, everyone
 // else gets 403; denylist-source-range wins over the allowlist; a bad list
 // rejects the Ingress while its neighbour stays served.
 func TestSourceRangesThroughNginx(t *testing.T) {
-	ing := func(name string, a map[string]string) string {
-		annotations := map[string]string{}
-		for k, v := range a {
-			annotations[upstreamPrefix+k] = v
-		}
-		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
-	}
+	ing := rootIngress
 	e := newEnv(t, map[string]string{"ingresses.yaml": strings.Join([]string{
 		ing("only-one", map[string]string{"allowlist-source-range": "127.0.0.1/32"}),
 		ing("legacy", map[string]string{"whitelist-source-range": "127.0.0.2"}),
@@ -54,6 +54,8 @@ func TestSourceRangesThroughNginx(t *testing.T) {
 		return r.Status
 	}
 	e.eventually("only-one.example.com", "/", "the allowlist to let 127.0.0.1 in", status(200))
+	expectRouting(t, e.sy, map[string]bool{"only-one.example.com": true, "legacy.example.com": true,
+		"mixed.example.com": true, "open.example.com": true})
 	for _, c := range []struct {
 		src, host string
 		want      int
@@ -96,6 +98,8 @@ func TestSatisfyThroughNginx(t *testing.T) {
 	})
 	e.eventually("all.example.com", "/", "basic auth on the satisfy-all Ingress", status(401))
 	e.eventually("any.example.com", "/", "satisfy any to let 127.0.0.1 in without a password", status(200))
+	// Auth keeps the server blocks.
+	expectRouting(t, e.sy, map[string]bool{"any.example.com": false, "all.example.com": false})
 	password := basicHeader("apr1", "pw")
 	for _, c := range []struct {
 		src, host string
@@ -122,13 +126,7 @@ func TestSatisfyThroughNginx(t *testing.T) {
 // and regex) and block-referers answer 403; an unreadable global list
 // fails closed where it applies and is reported naming the key.
 func TestGlobalAccessThroughNginx(t *testing.T) {
-	ing := func(name string, a map[string]string) string {
-		annotations := map[string]string{}
-		for k, v := range a {
-			annotations[upstreamPrefix+k] = v
-		}
-		return harness.AnnotatedIngressYAML("default", name, name+".example.com", annotations, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
-	}
+	ing := rootIngress
 	settings := map[string]string{
 		"whitelist-source-range": "127.0.0.0/29",
 		"denylist-source-range":  "127.0.0.2",
@@ -164,6 +162,8 @@ func TestGlobalAccessThroughNginx(t *testing.T) {
 		})
 	}
 	expect("127.0.0.9", "global.example.com", 403) // the ConfigMap is in force
+	routed := map[string]bool{"global.example.com": true, "own-deny.example.com": true, "own-allow.example.com": true}
+	expectRouting(t, e.sy, routed)
 	for _, c := range []struct {
 		src, host string
 		want      int
@@ -220,6 +220,7 @@ func TestGlobalAccessThroughNginx(t *testing.T) {
 	if out := e.sy.Output.String(); !strings.Contains(out, "whitelist-source-range") || !strings.Contains(out, "127.0.0.300") {
 		t.Errorf("the unreadable whitelist is not reported:\n%s", truncate([]byte(out)))
 	}
+	expectRouting(t, e.sy, routed) // closed in Lua, as the server block would be
 
 	// An injection through a block list is refused as a whole: the key
 	// fails closed on every Ingress, and nothing of it reaches NGINX.
@@ -266,6 +267,7 @@ func TestRealIPThroughNginx(t *testing.T) {
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 	trusted := map[string]string{"X-Client-IP": "10.1.2.3", "X-Forwarded-Proto": "https"}
 	r := e.eventuallyWithHeaders("office.example.com", "/", trusted, "the address from X-Client-IP to pass the allowlist", servedBy("a-1"))
+	expectRouting(t, e.sy, map[string]bool{"office.example.com": true})
 	if got := first(r.Echo.Headers, "X-Real-Ip"); got != "10.1.2.3" {
 		t.Errorf("X-Real-IP upstream %q, want 10.1.2.3", got)
 	}
@@ -283,5 +285,87 @@ func TestRealIPThroughNginx(t *testing.T) {
 		if err != nil || r.Status != c.want {
 			t.Errorf("%s: %d (%v), want %d", c.what, r.Status, err, c.want)
 		}
+	}
+}
+
+// TestLuaRoutedSourceRanges: hosts with source ranges (an Ingress's own
+// allow and deny lists, the ConfigMap's whitelist, denylist and
+// block-cidrs; IPv4, IPv6 and IPv4-mapped clients) are Lua-routed and
+// answer as their server blocks do. The client address is the one the
+// realip module settled (use-forwarded-headers, proxy-real-ip-cidr): a
+// trusted peer's X-Forwarded-For counts, an untrusted peer's does not.
+// A permanent-redirect answers before the source ranges are checked, as
+// NGINX's rewrite phase comes before its access phase. Run with both
+// routings (Makefile SERVER_BLOCK_TESTS).
+func TestLuaRoutedSourceRanges(t *testing.T) {
+	ing := rootIngress
+	e := newBackends(t)
+	e.write("configmap.yaml", configMapYAML(map[string]string{
+		"use-forwarded-headers":  "true",
+		"proxy-real-ip-cidr":     "127.0.0.1/32",
+		"whitelist-source-range": "10.0.0.0/8, 2001:db8::/32, 127.0.0.1/32",
+		"denylist-source-range":  "10.1.2.3, 2001:db8:0:bad::/64",
+		"block-cidrs":            "192.0.2.0/24, 2001:db8:dead::/48",
+	}))
+	e.write("office.yaml", ing("office", map[string]string{"allowlist-source-range": "2001:db8:1::/48, 10.2.0.0/16, 127.0.0.1",
+		"denylist-source-range": "2001:db8:1:2::/64, 10.2.3.0/24"}))
+	e.write("ingresses.yaml", strings.Join([]string{
+		ing("global", nil),
+		ing("any", map[string]string{"allowlist-source-range": "10.3.0.0/16, 127.0.0.1", "satisfy": "any"}),
+		ing("moved", map[string]string{"allowlist-source-range": "10.9.0.0/16", "permanent-redirect": "https://new.example.com/"}),
+	}, "---\n"))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("office.example.com", "/", "the office's own allowlist to let 127.0.0.1 in", servedBy("a-1"))
+	expectRouting(t, e.sy, map[string]bool{"global.example.com": true, "office.example.com": true,
+		"any.example.com": true, "moved.example.com": true})
+	get := func(peer, host, client string) int {
+		t.Helper()
+		r, err := harness.DoWithHeaders(clientFrom(peer), http.MethodGet, "http://"+e.sy.HTTPAddr+"/", host+".example.com",
+			map[string]string{"X-Forwarded-For": client})
+		if err != nil {
+			t.Fatalf("%s from %s as %s: %v", host, peer, client, err)
+		}
+		return r.Status
+	}
+	// expect polls: after a reload, the old workers may answer for a moment.
+	expect := func(peer, host, client string, want int) {
+		t.Helper()
+		harness.WaitFor(t, changeTimeout, fmt.Sprintf("%s as %s from %s to answer %d", host, client, peer, want), func() error {
+			if got := get(peer, host, client); got != want {
+				return fmt.Errorf("got %d", got)
+			}
+			return nil
+		})
+	}
+	for _, c := range []struct {
+		host, client string
+		want         int
+	}{
+		{"global", "10.1.2.4", 200}, {"global", "10.1.2.3", 403}, {"global", "11.0.0.1", 403},
+		{"global", "192.0.2.7", 403}, {"global", "2001:db8::1", 200}, {"global", "2001:db8:0:bad::1", 403},
+		{"global", "2001:db8:dead::1", 403}, {"global", "2001:db9::1", 403}, {"global", "::ffff:10.1.2.4", 200},
+		{"global", "::ffff:10.1.2.3", 403}, {"global", "::ffff:192.0.2.7", 403},
+		// The own lists replace the ConfigMap's of their kind; block-cidrs stays.
+		{"office", "2001:db8:1:1::1", 200}, {"office", "2001:db8:1:2::1", 403}, {"office", "2001:db8::1", 403},
+		{"office", "10.2.4.1", 200}, {"office", "10.2.3.1", 403}, {"office", "10.1.2.3", 403},
+		{"office", "2001:db8:0:bad::1", 403}, {"office", "192.0.2.1", 403}, {"office", "2001:db8:dead::1", 403},
+		// satisfy any without auth: the lines decide alone.
+		{"any", "10.3.0.1", 200}, {"any", "10.4.0.1", 403}, {"any", "2001:db8::1", 403},
+		// The redirect comes first, for everyone.
+		{"moved", "10.9.0.1", 301}, {"moved", "11.0.0.1", 301},
+	} {
+		expect("127.0.0.1", c.host, c.client, c.want)
+	}
+	// An untrusted peer cannot claim an address: 127.0.0.2 is on no list.
+	for _, host := range []string{"global", "office", "any"} {
+		expect("127.0.0.2", host, "10.2.4.1, 10.3.0.1", 403)
+	}
+	// A changed allowlist applies; with Lua routing, without a reload.
+	workers := stableWorkers(t, e.sy)
+	e.write("office.yaml", ing("office", map[string]string{"allowlist-source-range": "10.7.0.0/16, 127.0.0.1"}))
+	expect("127.0.0.1", "office", "10.7.0.1", 200)
+	expect("127.0.0.1", "office", "10.2.4.1", 403)
+	if os.Getenv(harness.RoutingEnv) != "server-blocks" {
+		expectNoReload(t, e.sy, workers)
 	}
 }

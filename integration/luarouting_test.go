@@ -166,18 +166,7 @@ func TestLuaRoutedHostNeedsNoReload(t *testing.T) {
 		harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--lua-routing=true")
 	e.eventually("first.example.com", "/", "the first host", servedBy("a-1"))
-	// Let the start's reloads settle: the workers must be stable before
-	// they can be compared.
-	var workers []int
-	harness.WaitFor(t, changeTimeout, "stable workers", func() error {
-		before := slices.Sorted(slices.Values(e.sy.WorkerPIDs(t)))
-		time.Sleep(500 * time.Millisecond)
-		workers = slices.Sorted(slices.Values(e.sy.WorkerPIDs(t)))
-		if !slices.Equal(before, workers) {
-			return fmt.Errorf("workers changing: %v then %v", before, workers)
-		}
-		return nil
-	})
+	workers := stableWorkers(t, e.sy)
 	e.write("new.yaml", harness.IngressYAML("default", "new", "new.example.com",
 		harness.Path{Path: "/", Type: "Prefix", Service: "echo-b"}))
 	e.eventually("new.example.com", "/", "the new host", servedBy("b-1"))
@@ -190,7 +179,31 @@ func TestLuaRoutedHostNeedsNoReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("new.example.com", "/", "the removed host", func(r harness.Response) bool { return r.Status == 404 })
-	if now := slices.Sorted(slices.Values(e.sy.WorkerPIDs(t))); !slices.Equal(now, workers) {
+	expectNoReload(t, e.sy, workers)
+}
+
+// stableWorkers are sy's NGINX workers once the reloads before have
+// settled: they must be stable before they can be compared.
+func stableWorkers(t *testing.T, sy *harness.Switchyard) []int {
+	t.Helper()
+	var workers []int
+	harness.WaitFor(t, changeTimeout, "stable workers", func() error {
+		before := slices.Sorted(slices.Values(sy.WorkerPIDs(t)))
+		time.Sleep(500 * time.Millisecond)
+		workers = slices.Sorted(slices.Values(sy.WorkerPIDs(t)))
+		if !slices.Equal(before, workers) {
+			return fmt.Errorf("workers changing: %v then %v", before, workers)
+		}
+		return nil
+	})
+	return workers
+}
+
+// expectNoReload fails when sy's workers are no longer workers
+// (stableWorkers): NGINX reloaded.
+func expectNoReload(t *testing.T, sy *harness.Switchyard, workers []int) {
+	t.Helper()
+	if now := slices.Sorted(slices.Values(sy.WorkerPIDs(t))); !slices.Equal(now, workers) {
 		t.Errorf("NGINX reloaded for a Lua-routed host: workers %v, then %v", workers, now)
 	}
 }

@@ -122,3 +122,51 @@ func getBehindProxyProtocol(addr string, header []byte, host string) (*harness.E
 	}
 	return &reply, nil
 }
+
+// TestSourceRangesBehindProxyProtocol: with use-proxy-protocol, the source
+// ranges see the PROXY header's client (IPv4 or IPv6) when the peer is in
+// proxy-real-ip-cidr, and the peer itself otherwise; the host stays
+// Lua-routed. Run with both routings (Makefile SERVER_BLOCK_TESTS).
+func TestSourceRangesBehindProxyProtocol(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("pp", map[string]string{
+		upstreamPrefix + "allowlist-source-range": "203.0.113.0/24, 2001:db8::/32, 127.0.0.1"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-real-ip-cidr": "127.0.0.1/32"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.write("config.yaml", configMapYAML(map[string]string{"use-proxy-protocol": "true", "proxy-real-ip-cidr": "127.0.0.1/32"}))
+	v6 := func(client string) []byte { return fmt.Appendf(nil, "PROXY TCP6 %s ::1 51000 80\r\n", client) }
+	answers := func(header []byte, want string) func() error {
+		return func() error {
+			_, err := getBehindProxyProtocol(e.sy.HTTPAddr, header, "pp.example.com")
+			switch {
+			case want == "200" && err != nil:
+				return err
+			case want != "200" && (err == nil || !strings.HasPrefix(err.Error(), "status "+want)):
+				return fmt.Errorf("%v, want status %s", err, want)
+			}
+			return nil
+		}
+	}
+	harness.WaitFor(t, changeTimeout, "an allowed client behind a PROXY header", answers(proxyV1(netip.MustParseAddr("203.0.113.7")), "200"))
+	expectRouting(t, e.sy, map[string]bool{"pp.example.com": true})
+	for _, c := range []struct {
+		what   string
+		header []byte
+		want   string
+	}{
+		{"a client off the list (v1)", proxyV1(netip.MustParseAddr("198.51.100.7")), "403"},
+		{"an allowed client (v2)", proxyV2(netip.MustParseAddr("203.0.113.9")), "200"},
+		{"a client off the list (v2)", proxyV2(netip.MustParseAddr("198.51.100.7")), "403"},
+		{"an allowed IPv6 client", v6("2001:db8::7"), "200"},
+		{"an IPv6 client off the list", v6("2001:db9::7"), "403"},
+	} {
+		// Polled: until the reload settles, a worker of the configuration
+		// before may take the connection and refuse the header.
+		harness.WaitFor(t, changeTimeout, c.what, answers(c.header, c.want))
+	}
+	// 127.0.0.1 is no longer trusted: its header's client is not taken,
+	// so an unlisted client gets in only as the peer it came through.
+	e.write("ing.yaml", annotatedIngressYAML("pp", map[string]string{upstreamPrefix + "allowlist-source-range": "203.0.113.0/24"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"use-proxy-protocol": "true", "proxy-real-ip-cidr": "10.0.0.0/8"}))
+	harness.WaitFor(t, changeTimeout, "the PROXY address ignored from an untrusted peer", answers(proxyV1(netip.MustParseAddr("203.0.113.7")), "403"))
+}

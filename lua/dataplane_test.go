@@ -105,6 +105,10 @@ http {
             require("switchyard.certificate").call()
         }
 
+        # access_test.go sets the client address it tests with.
+        real_ip_header X-Test-Addr;
+        set_real_ip_from 127.0.0.1;
+
         add_header X-Worker-Pid $pid always;
         add_header X-Alternative $proxy_alternative_upstream_name always;
         set $proxy_alternative_upstream_name "";
@@ -204,6 +208,80 @@ http {
             }
         }
 
+        # The allow and deny lines of access_test.go, as directives here
+        # and decided by router.lua at /access-lua. The client address
+        # comes from X-Test-Addr (the realip module, as set up for the
+        # whole server below).
+{{- range .AccessSets }}
+        location = /access-nginx/{{ .Name }} {
+{{- range .Lines }}
+            {{ . }};
+{{- end }}
+            content_by_lua_block {
+                ngx.print("in ", ngx.var.remote_addr)
+            }
+        }
+{{- end }}
+        location = /access-lua {
+            rewrite_by_lua_block {
+                local router = require("switchyard.router")
+                local acc, err = router.compile_access(require("cjson").decode(ngx.var.http_x_test_lines))
+                if not acc then
+                    ngx.status = 400
+                    ngx.print(err)
+                    return ngx.exit(400)
+                end
+                if router.access_denied(acc, ngx.var.remote_addr) then
+                    return ngx.exit(403)
+                end
+            }
+            content_by_lua_block {
+                ngx.print("in ", ngx.var.remote_addr)
+            }
+        }
+
+        # The CIDR matcher's parts, called with query arguments.
+        location = /cidr-unit {
+            content_by_lua_block {
+                local cidr = require("switchyard.util.cidr")
+                local args = ngx.req.get_uri_args()
+                local c, err = cidr.parse(args.cidr)
+                if not c then
+                    return ngx.print("bad cidr: ", err)
+                end
+                local addr = cidr.parse_address(args.addr)
+                if not addr then
+                    return ngx.print("bad addr")
+                end
+                ngx.print(tostring(cidr.contains(c, addr)))
+            }
+        }
+
+        # The same for many: a JSON array of [cidr, addr] in, a JSON array
+        # of answers out.
+        location = /cidr-batch {
+            client_max_body_size 4m;
+            client_body_buffer_size 4m;
+            content_by_lua_block {
+                local cidr = require("switchyard.util.cidr")
+                local cjson = require("cjson")
+                ngx.req.read_body()
+                local out = {}
+                for i, pair in ipairs(cjson.decode(ngx.req.get_body_data())) do
+                    local c, err = cidr.parse(pair[1])
+                    local addr = cidr.parse_address(pair[2])
+                    if not c then
+                        out[i] = "bad cidr"
+                    elseif not addr then
+                        out[i] = "bad addr"
+                    else
+                        out[i] = tostring(cidr.contains(c, addr))
+                    end
+                end
+                ngx.print(cjson.encode(out))
+            }
+        }
+
         # balancer_by_lua without the rewrite hook
         location /no-rewrite/ {
             set $proxy_upstream_name $http_x_test_backend;
@@ -281,6 +359,9 @@ func TestDataPlane(t *testing.T) {
 	t.Run("canary by header, cookie and weight", dp.testCanary)
 	t.Run("invalid canary fields are rejected", dp.testInvalidCanary)
 	t.Run("routes are stored, and malformed ones refused whole", dp.testRoutesEndpoint)
+	t.Run("CIDRs parse and match by prefix bits", dp.testCIDRMatch)
+	t.Run("CIDRs parse and match as Go's netip does", dp.testCIDRAgreesWithNetip)
+	t.Run("router.lua's source ranges decide as NGINX's allow and deny", dp.testAccessAgreesWithNginx)
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
 	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)
@@ -327,6 +408,7 @@ func startDataPlaneWith(t *testing.T, configDict string) *dataPlane {
 		"HTTPPort":   httpPort,
 		"HTTPSPort":  httpsPort,
 		"ConfigDict": configDict,
+		"AccessSets": accessSets,
 	}))
 	confPath := filepath.Join(dir, "nginx.conf")
 	must(t, os.WriteFile(confPath, conf.Bytes(), 0o644))

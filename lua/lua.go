@@ -13,7 +13,8 @@
 //   - switchyard/affinity/: cookie session affinity (sticky, the common
 //     part; balanced and persistent, the affinity modes).
 //   - switchyard/util/: what several of them share (snapshot, the
-//     versioned shared-dict store; chash_ring; endpoints).
+//     versioned shared-dict store; chash_ring; endpoints; cidr, the
+//     IPv4 and IPv6 matcher of the source ranges router.lua checks).
 //
 // The Go tests beside this file run them in a real NGINX, one file per
 // concern (dataplane_test.go starts it).

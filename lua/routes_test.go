@@ -43,7 +43,8 @@ func (dp *dataPlane) testRoutesEndpoint(t *testing.T) {
 		`"upstream_vhost":"[::1]:8080","connection_header":"keep-alive, upgrade","body_limit":1099511627776,`+
 		`"rewrite_regex":"(?i)^/a(/|$)(.*)","rewrite_target":"/b/$2",`+
 		`"cors":{"origins":"https://a.example.com https://*.example.org:8443","methods":"GET, PUT","headers":"DNT,X-A",`+
-		`"expose_headers":"","credentials":true,"max_age":600},"kind"`, 1)
+		`"expose_headers":"","credentials":true,"max_age":600},`+
+		`"access":["deny 192.0.2.0/24","deny ::ffff:10.0.0.0/104","allow 10.0.0.0/8","allow 2001:db8::/32","deny all","satisfy any"],"kind"`, 1)
 	moved := strings.Replace(route("m.example.com"), `"kind":"proxy"`,
 		`"kind":"redirect","redirect_code":308,"redirect_url":"https://n.example.com:8443/a?b=c#d"`, 1)
 	status, text := dp.configRequest("POST", "/configuration/routes", "["+route("a.example.com")+","+full+","+moved+"]")
@@ -104,6 +105,14 @@ X-Evil: 1","kind"`, 1) + "]",
 			`"cors":{"origins":"*","methods":"GET\r\nX-Evil: 1","headers":"X","expose_headers":"","credentials":false,"max_age":1},"kind"`, 1) + "]",
 		"cors without credentials": "[" + strings.Replace(route("a.example.com"), `"kind"`,
 			`"cors":{"origins":"*","methods":"GET","headers":"X","expose_headers":"","max_age":1},"kind"`, 1) + "]",
+		"access as a string": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"access":"deny all","kind"`, 1) + "]",
+		"no access lines":    "[" + strings.Replace(route("a.example.com"), `"kind"`, `"access":[],"kind"`, 1) + "]",
+		"a CIDR with host bits": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"access":["allow 10.0.0.1/8","deny all"],"kind"`, 1) + "]",
+		"a malformed IPv6 CIDR": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"access":["deny 1::2::3/128"],"kind"`, 1) + "]",
+		"an access line not allow or deny": "[" + strings.Replace(route("a.example.com"), `"kind"`,
+			`"access":["return 200"],"kind"`, 1) + "]",
+		"an access line as number": "[" + strings.Replace(route("a.example.com"), `"kind"`, `"access":[5],"kind"`, 1) + "]",
 		"a negative cors max age": "[" + strings.Replace(route("a.example.com"), `"kind"`,
 			`"cors":{"origins":"*","methods":"GET","headers":"X","expose_headers":"","credentials":false,"max_age":-1},"kind"`, 1) + "]",
 	} {

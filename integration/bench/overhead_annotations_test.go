@@ -3,12 +3,14 @@ package bench
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/stages/renderer"
 )
 
 // annotatedRoute is one host of TestBenchOverheadAnnotations: an Ingress
@@ -48,6 +50,9 @@ var annotatedRoutes = []annotatedRoute{
 // (timeouts, buffers, allow/deny, headers) and the ratio is what the Lua
 // costs on that route. CORS is Lua in Switchyard: the plain copy adds the
 // same CORS headers with add_header, as one would by hand (handWrittenCORS).
+// Each route is also measured through a second Switchyard with Lua routing
+// (the default), where a host whose annotations router.lua applies (the
+// source range and CORS) has no server block.
 func TestBenchOverheadAnnotations(t *testing.T) {
 	requireBench(t)
 	nginx, f, sy := startOverheadFixture(t)
@@ -61,12 +66,21 @@ func TestBenchOverheadAnnotations(t *testing.T) {
 		checkAnnotatedRoute(t, sy.HTTPAddr, r)
 	}
 	plain := startScratch(t, nginx, sy, "plain", plainConfig(f.portA, f.portB))
+	lua := harness.StartSwitchyard(t, f.dir, "--log-level", "warn", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)),
+		"--lua-routing=true")
 	routes := append([]annotatedRoute{{name: "no annotations", host: f.host}}, annotatedRoutes...)
 	var targets []benchTarget
 	for _, r := range routes {
 		waitScratch(t, plain, r.host)
+		waitServed(t, lua, r.host, "", 60*time.Second)
+		checkAnnotatedRoute(t, lua.HTTPAddr, r)
+		luaName := "switchyard Lua-routed, " + r.name
+		if _, err := os.Stat(filepath.Join(lua.ConfDir(), renderer.ServerFile(r.host))); err == nil {
+			luaName = "switchyard Lua, server block, " + r.name
+		}
 		targets = append(targets,
 			benchTarget{name: "switchyard, " + r.name, addr: sy.HTTPAddr, master: sy.MasterPID(t), host: r.host, origin: r.origin},
+			benchTarget{name: luaName, addr: lua.HTTPAddr, master: lua.MasterPID(t), host: r.host, origin: r.origin},
 			benchTarget{name: "plain NGINX, " + r.name, addr: plain.httpAddr, master: plain.master, host: r.host, origin: r.origin})
 	}
 	const rounds = 3
@@ -79,10 +93,12 @@ func TestBenchOverheadAnnotations(t *testing.T) {
 		fmt.Fprintf(&rep, "%-44s %s\n", targets[i].name, r)
 	}
 	for i, r := range routes {
-		syRun, plainRun := runs[2*i], runs[2*i+1]
+		syRun, luaRun, plainRun := runs[3*i], runs[3*i+1], runs[3*i+2]
 		throughput := syRun.rps() / plainRun.rps()
 		fmt.Fprintf(&rep, "%-22s throughput ratio switchyard / plain: %.2f (target >= 0.95: %s); NGINX CPU per request plain / switchyard: %.2f\n",
 			r.name, throughput, met(throughput >= 0.95), ratio(plainRun.cpuPerRequest(), syRun.cpuPerRequest()))
+		fmt.Fprintf(&rep, "%-22s throughput ratio Lua routing / plain: %.2f; NGINX CPU per request plain / Lua routing: %.2f\n",
+			"", luaRun.rps()/plainRun.rps(), ratio(plainRun.cpuPerRequest(), luaRun.cpuPerRequest()))
 	}
 	t.Log(rep.String())
 	expectNoFailures(t, targets, runs)

@@ -20,6 +20,7 @@
 local cjson = require("cjson.safe")
 local backend_store = require("switchyard.util.backend_store")
 local balancer = require("switchyard.balancer")
+local cidr = require("switchyard.util.cidr")
 local cors = require("switchyard.cors")
 local ingress = require("switchyard.ingress")
 
@@ -83,6 +84,82 @@ local function is_whole(v, low, high)
     return type(v) == "number" and v >= low and v <= high and v == math.floor(v)
 end
 
+-- The source ranges of a location (allowlist-source-range,
+-- denylist-source-range, the ConfigMap's whitelist-source-range,
+-- denylist-source-range and block-cidrs) arrive as the renderer's allow
+-- and deny lines, in the order a server block's location writes them
+-- (stages/renderer/access.go): "deny CIDR", "allow CIDR", "deny all", and
+-- "satisfy any" where the location has it (only without auth, where it
+-- decides nothing else).
+
+-- compile_access parses a location's access lines once, into the rules
+-- access_denied walks; nil and why for a line that is not one of those.
+-- v4 says whether there is an IPv4 rule (or "all"), which decides how
+-- NGINX checks an IPv4-mapped client (access_denied).
+local function compile_access(lines)
+    local acc = { rules = {}, v4 = false, quiet = false }
+    for i, line in ipairs(lines) do
+        if type(line) ~= "string" then
+            return nil, "access line " .. i .. " is not a string"
+        end
+        if line == "satisfy any" then
+            acc.quiet = true
+        else
+            local verb, arg = string.match(line, "^(%l+) (%S+)$")
+            if verb ~= "allow" and verb ~= "deny" then
+                return nil, "access line " .. i .. " is not allow or deny"
+            end
+            local rule = { deny = verb == "deny" }
+            if arg == "all" then
+                rule.all, acc.v4 = true, true
+            else
+                local c, err = cidr.parse(arg)
+                if not c then
+                    return nil, "access line " .. i .. ": " .. arg .. ": " .. err
+                end
+                rule.cidr = c
+                acc.v4 = acc.v4 or #c.bytes == 4
+            end
+            acc.rules[#acc.rules + 1] = rule
+        end
+    end
+    return acc
+end
+_M.compile_access = compile_access
+
+-- access_denied says whether NGINX's allow and deny lines acc deny a
+-- client at address (the realip module's $remote_addr), as its access
+-- module decides: the first rule of the client's family (or "all") that
+-- matches; none lets it in. An IPv4-mapped IPv6 client (::ffff:a.b.c.d) is
+-- checked as its IPv4 address when there is any IPv4 rule, else as IPv6.
+-- A client without an IP address (a unix socket's "unix:") matches "all"
+-- only.
+local function access_denied(acc, address)
+    local addr = cidr.parse_address(address)
+    if addr and acc.v4 then
+        addr = cidr.unmapped(addr) or addr
+    end
+    for _, r in ipairs(acc.rules) do
+        if r.all or (addr and cidr.contains(r.cidr, addr)) then
+            return r.deny
+        end
+    end
+    return false
+end
+_M.access_denied = access_denied
+
+-- check_access answers 403 when a location's source ranges deny the
+-- client, logging it as NGINX's access module does (not under satisfy
+-- any, as NGINX does not either).
+local function check_access(acc)
+    if access_denied(acc, ngx_var.remote_addr) then
+        if not acc.quiet then
+            ngx_log(ERR, "access forbidden by rule")
+        end
+        return ngx_exit(403)
+    end
+end
+
 -- host -> compiled route; filled on first use, emptied of what a new
 -- version changed. Hosts without a route are not cached: any Host header
 -- can be sent, and the cache must not grow with them.
@@ -136,6 +213,11 @@ local function compile(route)
         l.rewrite_regex = string_or_nil(l.rewrite_regex)
         l.upstream_vhost = string_or_nil(l.upstream_vhost)
         l.connection_header = string_or_nil(l.connection_header)
+        if l.access then
+            -- validate accepted the lines; should they fail anyway, the
+            -- location denies everyone rather than no one.
+            l.access = compile_access(l.access) or { rules = { { deny = true, all = true } }, v4 = true }
+        end
         if l.connect_timeout or l.send_timeout or l.read_timeout then
             -- Seconds, as ngx.balancer.set_timeouts takes them; nil keeps
             -- the http block's.
@@ -400,6 +482,12 @@ function _M.rewrite(max_body)
         return ngx_exit(404)
     end
     balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
+    -- The source ranges: a server block's allow and deny run in the access
+    -- phase, after everything above (its rewrite phase), before the body
+    -- is read.
+    if l.access then
+        check_access(l.access)
+    end
     if l.body_limit and not length then
         check_read_body(l.body_limit)
     end
@@ -514,6 +602,15 @@ function _M.validate(route)
         end
         if l.cors ~= nil then
             local err = validate_cors(l.cors)
+            if err then
+                return where .. ": " .. err
+            end
+        end
+        if l.access ~= nil then
+            if type(l.access) ~= "table" or #l.access == 0 then
+                return where .. ": access must be a non-empty array of lines"
+            end
+            local _, err = compile_access(l.access)
             if err then
                 return where .. ": " .. err
             end

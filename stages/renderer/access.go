@@ -114,13 +114,16 @@ func accessGroups(f *bus.Features, a bus.AccessSettings, src sources) ([]accessG
 		// satisfy: any of the location's checks (these, basic or external
 		// auth) lets a request through; all is NGINX's default.
 		if n := len(groups); n > 0 && groups[n-1].Source == "" {
-			groups[n-1].Lines = append(groups[n-1].Lines, "satisfy any")
+			groups[n-1].Lines = append(groups[n-1].Lines, satisfyAny)
 		} else {
-			groups = append(groups, accessGroup{Comment: ownComment, Lines: []string{"satisfy any"}})
+			groups = append(groups, accessGroup{Comment: ownComment, Lines: []string{satisfyAny}})
 		}
 	}
 	return groups, nil
 }
+
+// satisfyAny is the line of satisfy: any.
+const satisfyAny = "satisfy any"
 
 // failClosed denies every client: key cannot be enforced.
 func failClosed(key string) []accessGroup {

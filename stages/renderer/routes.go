@@ -90,6 +90,11 @@ type LuaRouteLocation struct {
 	// a preflight and its header filter adds the headers, with the same
 	// switchyard.cors calls a server block's location makes.
 	CORS *LuaRouteCORS `json:"cors,omitempty"`
+	// Access are the location's allow and deny lines, as accessGroups
+	// writes them in a server block and in its order (block-cidrs, the
+	// deny lists, the allow list and "deny all"), and "satisfy any" where
+	// set: router.lua decides on them as NGINX's access module would.
+	Access []string `json:"access,omitempty"`
 }
 
 // LuaRouteCORS is a location's CORS policy as switchyard.cors takes it:
@@ -130,7 +135,8 @@ func routeKey(host string) string { return bus.Key(bus.KindRoute, host) }
 // balancing and affinity, which live in the backends) or answer 404; the
 // labels, ssl-redirect, force-ssl-redirect, preserve-trailing-slash and
 // HSTS, app-root, x-forwarded-prefix, the default-backend annotation,
-// CORS, and of the proxy annotations those routedProxy allows.
+// CORS, source ranges (routedAccess), and of the proxy annotations those
+// routedProxy allows.
 // Anything else a server or location would write is a directive, and the
 // host keeps its server block.
 func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Server) (bool, string) {
@@ -167,8 +173,12 @@ func dynamicServer(cfg Config, settings bus.Settings, v serverView, s *bus.Serve
 		if !routedProxy(settings, v.locations[i].Features) {
 			return false, fmt.Sprintf("location %s: proxy annotations that need directives", l.Arg)
 		}
+		if !routedAccess(l) {
+			return false, fmt.Sprintf("location %s: access lines that need directives", l.Arg)
+		}
 		rest := l
 		rest.Proxy, rest.CORS = nil, nil
+		rest.Access, rest.AccessEnd = nil, ""
 		rest.Source, rest.Arg, rest.Kind, rest.Upstream, rest.Labels = "", "", "", "", labelsView{}
 		rest.IngressArgs, rest.BalancerArg, rest.Return = "", "", ""
 		rest.Rewrite.AppRoot, rest.Rewrite.XForwardedPrefix = "", ""
@@ -200,6 +210,41 @@ func routedKind(kind locationKind, f *bus.Features) bool {
 		return luaRedirectCodes[f.Redirect.Code]
 	}
 	return false
+}
+
+// routedAccess says whether router.lua decides l's access lines as NGINX
+// would: every "allow" and "deny" of a CIDR or "all", which it checks in
+// order as the access module does (first match decides), with the
+// fail-closed "deny all" among them; and "satisfy any" only without auth,
+// where no other check of the location could let in a client the lines
+// keep out (auth keeps its server block anyway). A line of 255.255.255.255
+// keeps the block too: NGINX refuses that address (its parser's error
+// value), and the refusal, not router.lua, decides what such a location
+// answers.
+func routedAccess(l locationView) bool {
+	for _, g := range l.Access {
+		for _, line := range g.Lines {
+			verb, arg, _ := strings.Cut(line, " ")
+			switch {
+			case line == satisfyAny:
+				if l.Auth != nil {
+					return false
+				}
+			case verb != "allow" && verb != "deny", strings.HasPrefix(arg, "255.255.255.255/"):
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// routeAccess are a location's access lines for its route, in order.
+func routeAccess(groups []accessGroup) []string {
+	var lines []string
+	for _, g := range groups {
+		lines = append(lines, g.Lines...)
+	}
+	return lines
 }
 
 // routedRewrite says whether router.lua does l's rewrite-target as NGINX's
@@ -300,6 +345,7 @@ func newLuaRoute(settings bus.Settings, s *bus.Server, v serverView) *LuaRoute {
 			rl.BodyLimit, _ = routedBodyLimit(settings, p.BodySize)
 		}
 		rl.CORS = newLuaRouteCORS(l.Features)
+		rl.Access = routeAccess(v.Locations[i].Access)
 		route.Locations = append(route.Locations, rl)
 	}
 	return route

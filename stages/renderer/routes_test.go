@@ -27,6 +27,8 @@ func TestDynamicServer(t *testing.T) {
 		wantRewrite string
 		// wantCORS is the route's cors.
 		wantCORS *LuaRouteCORS
+		// wantAccess is the route's access lines.
+		wantAccess []string
 	}{
 		{name: "plain", server: plain("a.example.com", nil)},
 		{name: "force-ssl-redirect", server: plain("a.example.com",
@@ -77,6 +79,42 @@ func TestDynamicServer(t *testing.T) {
 			ExposeHeaders: "X-B", Credentials: true, MaxAge: 60}}),
 			wantCORS: &LuaRouteCORS{Origins: "https://a.example.com https://*.example.org:8443", Methods: "GET, PUT",
 				Headers: "X-A", ExposeHeaders: "X-B", Credentials: true, MaxAge: 60}},
+		{name: "allowlist and denylist, IPv4 and IPv6", server: plain("a.example.com", &bus.Features{Access: &bus.Access{
+			Deny: []string{"10.1.2.3/32", "2001:db8:0:1::/64"}, Allow: []string{"10.0.0.0/8", "2001:db8::/32"}}}),
+			wantAccess: []string{"deny 10.1.2.3/32", "deny 2001:db8:0:1::/64", "allow 10.0.0.0/8", "allow 2001:db8::/32", "deny all"}},
+		{name: "the ConfigMap's block-cidrs, denylist and whitelist", server: plain("a.example.com", nil),
+			settings: func(s *bus.Settings) {
+				s.BlockCIDRs, s.DenylistSourceRange = []string{"192.0.2.0/24"}, []string{"10.1.2.3/32"}
+				s.WhitelistSourceRange = []string{"10.0.0.0/8", "::ffff:10.0.0.0/104"}
+			},
+			wantAccess: []string{"deny 192.0.2.0/24", "deny 10.1.2.3/32", "allow 10.0.0.0/8", "allow ::ffff:10.0.0.0/104", "deny all"}},
+		{name: "an own allowlist replaces the whitelist, block-cidrs stays", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Allow: []string{"2001:db8::1/128"}}}),
+			settings: func(s *bus.Settings) {
+				s.BlockCIDRs, s.WhitelistSourceRange = []string{"0.0.0.0/0"}, []string{"10.0.0.0/8"}
+			},
+			wantAccess: []string{"deny 0.0.0.0/0", "allow 2001:db8::1/128", "deny all"}},
+		{name: "an unreadable whitelist fails closed", server: plain("a.example.com", nil),
+			settings:   func(s *bus.Settings) { s.MarkUnreadable(bus.KeyWhitelistSourceRange) },
+			wantAccess: []string{"deny all"}},
+		{name: "an unreadable block-cidrs fails closed over an own allowlist", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}}}),
+			settings:   func(s *bus.Settings) { s.MarkUnreadable(bus.KeyBlockCIDRs) },
+			wantAccess: []string{"deny all"}},
+		{name: "satisfy any without auth", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}, SatisfyAny: true}}),
+			wantAccess: []string{"allow 10.0.0.0/8", "deny all", "satisfy any"}},
+		{name: "satisfy any with external auth", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}, SatisfyAny: true},
+				Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/check"}}}),
+			want: `location ^~ "/": access lines that need directives`},
+		{name: "255.255.255.255, which NGINX refuses", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Deny: []string{"255.255.255.255/32"}}}),
+			want: `location ^~ "/": access lines that need directives`},
+		{name: "source ranges with external auth", server: plain("a.example.com",
+			&bus.Features{Access: &bus.Access{Allow: []string{"10.0.0.0/8"}},
+				Auth: &bus.Auth{External: &bus.ExternalAuth{URL: "http://auth.example.com/check"}}}),
+			want: `location ^~ "/": needs directives`},
 		{name: "ssl-reject-handshake", server: plain("a.example.com", nil),
 			settings: func(s *bus.Settings) { s.SSLRejectHandshake = true }, want: "ssl-reject-handshake"},
 	} {
@@ -107,6 +145,9 @@ func TestDynamicServer(t *testing.T) {
 			}
 			if got := route.Locations[0].RewriteRegex; got != tc.wantRewrite {
 				t.Errorf("rewrite_regex %q, want %q", got, tc.wantRewrite)
+			}
+			if got := route.Locations[0].Access; !reflect.DeepEqual(got, tc.wantAccess) {
+				t.Errorf("access %q, want %q", got, tc.wantAccess)
 			}
 			if got := route.Locations[0].CORS; !reflect.DeepEqual(got, tc.wantCORS) {
 				t.Errorf("cors %+v, want %+v", got, tc.wantCORS)
