@@ -354,6 +354,7 @@ func reportAPIMemory(t *testing.T, rep *apiReport, sy *harness.Switchyard, pid i
 	} else {
 		rep.line("switchyard RSS "+when, "unreadable: %v", err)
 	}
+	rep.line("plugin processes PSS "+when, "%s", pluginsPSS(t, pid))
 	if master, err := readMasterPID(sy); err == nil {
 		masterRSS, _, _ := procStatus(master)
 		var each []string
@@ -709,6 +710,32 @@ func rssSplit(pid int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// pluginsPSS is the proportional memory of switchyard's plugin processes
+// (the built-ins share one), which with switchyard's own makes the
+// controller's memory.
+func pluginsPSS(t *testing.T, pid int) string {
+	var n int
+	var total int64
+	for _, child := range harness.ChildPIDs(t, pid) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if !strings.Contains(string(cmdline), "\x00plugin\x00") {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", child))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				total += kb << 10
+			}
+		}
+		n++
+	}
+	return fmt.Sprintf("%s in %d process(es)", mb(total), n)
 }
 
 // mb is bytes in decimal megabytes and MiB, for targets stated in MB.
