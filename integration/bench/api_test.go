@@ -23,6 +23,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -326,6 +327,7 @@ func benchAPIMemory(t *testing.T, bin string, n int, rep *apiReport) {
 	}
 	settled, settledPeak := reportAPIMemory(t, rep, sy, pid, fmt.Sprintf("%s later", apiSettle), profiling, profile)
 	rep.line(fmt.Sprintf("Warning Events in %s after %s", apiNS, apiSettle), "%s", warningEvents(t, client))
+	reportChurnMemory(t, rep, client, sy, pid, profiling, n)
 	if size, count, err := dirSize(sy.ConfDir()); err == nil {
 		rep.line("<state>/nginx/conf on disk", "%s in %d files", mib(size), count)
 	}
@@ -570,6 +572,56 @@ func apiLoad(ctx context.Context, client kubernetes.Interface, n int, addr strin
 	}
 	wg.Wait()
 	return first
+}
+
+// apiChanges is how many Ingress changes the memory part makes after the
+// start, in each of apiChangeRounds rounds, to see whether memory grows
+// with changes: the first round also warms what changes keep (the bus's
+// write buffers of each stream written), the second must not add to it.
+const (
+	apiChanges      = 100
+	apiChangeRounds = 2
+)
+
+// reportChurnMemory changes apiChanges Ingresses one after another (each
+// a new proxy-read-timeout: a route change, no reload), lets them settle
+// and reports switchyard's live heap and RSS, per round.
+func reportChurnMemory(t *testing.T, rep *apiReport, client kubernetes.Interface, sy *harness.Switchyard, pid int, profiling string, n int) {
+	before, err := goMemStats(profiling)
+	if err != nil {
+		rep.line("memory across changes", "unreadable: %v", err)
+		return
+	}
+	rssBefore, _, _ := procStatus(pid)
+	rep.line("before the changes", "Go heap live after a forced GC %s; switchyard RSS %s", mib(before["HeapAlloc"]), mib(rssBefore))
+	for round := 1; round <= apiChangeRounds; round++ {
+		begin := time.Now()
+		for c := range apiChanges {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"nginx.ingress.kubernetes.io/proxy-read-timeout":"%d"}}}`, 60+round*apiChanges+c)
+			err := apiRetry(func() error {
+				_, err := client.NetworkingV1().Ingresses(apiNS).Patch(t.Context(), fmt.Sprintf("ing-%d", c%n), types.MergePatchType,
+					[]byte(patch), metav1.PatchOptions{})
+				return err
+			})
+			if err != nil {
+				rep.fail(t, "change %d: %v", c, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := time.Since(begin)
+		time.Sleep(apiSettle)
+		after, err := goMemStats(profiling)
+		if err != nil {
+			rep.line("memory across changes", "unreadable: %v", err)
+			return
+		}
+		rss, _, _ := procStatus(pid)
+		rep.line(fmt.Sprintf("after %d changes (one per %s), %s later", round*apiChanges, (took/apiChanges).Round(time.Millisecond), apiSettle),
+			"Go heap live after a forced GC %s (%+.1f MiB since before); switchyard RSS %s", mib(after["HeapAlloc"]),
+			float64(after["HeapAlloc"]-before["HeapAlloc"])/(1<<20), mib(rss))
+	}
+	reportAPIMemory(t, rep, sy, pid, "after the changes", "", "")
 }
 
 func apiRetry(create func() error) error {
