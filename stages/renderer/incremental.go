@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/parallel"
 )
 
 // Renderer keeps the model it rendered and the artifacts it produced, and
@@ -241,11 +242,7 @@ func (r *Renderer) Flush() (bus.Output, []error) {
 			d.servers[key] = true
 		}
 	}
-	for key := range d.servers {
-		if err := r.renderServerKey(key, &out); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, r.renderServers(slices.Collect(maps.Keys(d.servers)), &out)...)
 	// Routes are rendered with their servers: they may need larger dicts.
 	if resized, err := r.sizeDicts(); err != nil {
 		return bus.Output{}, []error{fmt.Errorf("render %s: %w", MainFile, err)}
@@ -326,63 +323,108 @@ func larger(a, b string) string {
 	return a
 }
 
-func (r *Renderer) renderServerKey(key string, out *bus.Output) error {
+// renderServers renders the servers under keys: each one's file or route
+// is prepared on every CPU (the views and templates read the renderer's
+// state and change nothing), then the results are taken in one at a time.
+func (r *Renderer) renderServers(keys []string, out *bus.Output) []error {
+	settings := r.effectiveSettings()
+	prepared := make([]preparedServer, len(keys))
+	parallel.For(len(keys), 64, func(i int) { prepared[i] = r.prepareServer(keys[i], settings) })
+	var errs []error
+	for i, key := range keys {
+		if err := r.commitServer(key, prepared[i], settings, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// preparedServer is one server rendered, not yet taken in.
+type preparedServer struct {
+	// server is what is served of it (its refused Ingresses and left-out
+	// paths taken away); nil when nothing is: deleted, or every Ingress
+	// refused.
+	server  *bus.Server
+	deleted bool
+	text    string
+	route   *LuaRoute
+	err     error
+	leftOut []error
+}
+
+// prepareServer renders the server under key without changing the
+// renderer: safe to call for many keys at once.
+func (r *Renderer) prepareServer(key string, settings bus.Settings) preparedServer {
 	s := r.servers[key]
 	if s == nil {
-		// Deleted: its file went with it in SetServer.
-		r.dropRoute(key, out)
-		r.zones.set(key, nil)
-		delete(r.modSecurity, key)
-		out.Deletes = append(out.Deletes, fileKey(ServerFile(hostFromKey(key))))
-		r.setAuthFiles(key, nil, out)
-		return nil
+		return preparedServer{deleted: true}
 	}
-	path := ServerFile(s.Hostname)
 	if s = r.visibleServer(s); s == nil {
-		// Every location's Ingress is refused: the host goes to the
-		// catch-all server until one changes.
-		r.dropRoute(key, out)
-		r.zones.set(key, nil)
-		delete(r.modSecurity, key)
-		delete(r.files, path)
-		out.Deletes = append(out.Deletes, fileKey(path))
-		r.setAuthFiles(key, nil, out)
-		return nil
+		return preparedServer{}
 	}
 	s, leftOut := withoutForeignNested(s)
-	settings := r.effectiveSettings()
 	s, closed := withoutModSecurity(r.cfg.ModSecurity, settings, s)
-	leftOut = append(leftOut, closed...)
-	text, route, err := r.renderServerOrRoute(settings, s, key)
-	if err != nil {
-		r.dropRoute(key, out)
-		r.zones.set(key, nil)
-		delete(r.modSecurity, key)
-		delete(r.files, path)
-		out.Deletes = append(out.Deletes, fileKey(path))
-		r.setAuthFiles(key, nil, out)
-		return fmt.Errorf("render server %s: %w", s.Hostname, err)
+	p := preparedServer{server: s, leftOut: append(leftOut, closed...)}
+	p.text, p.route, p.err = r.renderServerOrRoute(settings, s, key)
+	return p
+}
+
+// commitServer takes a prepared server in: its file or route, zones,
+// ModSecurity use and auth files.
+func (r *Renderer) commitServer(key string, p preparedServer, settings bus.Settings, out *bus.Output) error {
+	if p.deleted {
+		// Its file went with it in SetServer.
+		r.dropServer(key, "", out)
+		return nil
 	}
-	r.zones.set(key, serverZones(s, r.effectiveSettings()))
+	path := ServerFile(r.servers[key].Hostname)
+	if p.server == nil {
+		// Every location's Ingress is refused: the host goes to the
+		// catch-all server until one changes.
+		r.dropServer(key, path, out)
+		return nil
+	}
+	s := p.server
+	if p.err != nil {
+		r.dropServer(key, path, out)
+		return fmt.Errorf("render server %s: %w", s.Hostname, p.err)
+	}
+	r.zones.set(key, serverZones(s, settings))
 	if r.cfg.ModSecurity.Unavailable == "" && usesModSecurity(s, settings) {
 		r.modSecurity[key] = true
 	} else {
 		delete(r.modSecurity, key)
 	}
-	if route != nil {
+	if p.route != nil {
 		// Served by the catch-all server from now on.
 		if r.files[path] {
 			delete(r.files, path)
 			out.Deletes = append(out.Deletes, fileKey(path))
 		}
-		r.putRoute(key, route, out)
+		r.putRoute(key, p.route, out)
 	} else {
 		r.dropRoute(key, out)
 		r.files[path] = true
-		putFile(out, path, text)
+		putFile(out, path, p.text)
 	}
 	r.setAuthFiles(key, authFiles(s), out)
-	return errors.Join(leftOut...)
+	return errors.Join(p.leftOut...)
+}
+
+// dropServer takes away everything the server under key had rendered: its
+// route, zones and auth files, and its file at path ("" when SetServer
+// already removed it).
+func (r *Renderer) dropServer(key, path string, out *bus.Output) {
+	r.dropRoute(key, out)
+	r.zones.set(key, nil)
+	delete(r.modSecurity, key)
+	if path == "" {
+		path = ServerFile(hostFromKey(key))
+	} else {
+		delete(r.files, path)
+	}
+	out.Deletes = append(out.Deletes, fileKey(path))
+	r.setAuthFiles(key, nil, out)
 }
 
 // renderServerOrRoute renders s as a server block, or, when
