@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/parallel"
 )
 
 // Config selects which Ingresses are ours, as ingress-nginx's flags do.
@@ -336,9 +337,7 @@ func (t *Translator) Flush() Delta {
 		maps.Copy(puts, delta.Puts)
 		delta.Puts = puts
 	}
-	for key := range d.ingresses {
-		t.replan(key, &d)
-	}
+	t.replanAll(slices.Collect(maps.Keys(d.ingresses)), &d)
 	for host := range d.hosts {
 		t.rebuildHost(host, &d, &delta)
 	}
@@ -361,14 +360,30 @@ func (t *Translator) Flush() Delta {
 	return delta
 }
 
-// replan recomputes what one Ingress asks for and updates the indexes,
-// marking its old and new hosts, backends and certificates.
-func (t *Translator) replan(key string, d *dirtySet) {
-	old := t.plans[key]
-	var next *ingressPlan
-	if ing, ok := t.objs.ingresses[key]; ok && t.isOurs(ing) {
-		next = t.plan(ing)
+// replanAll replans the Ingresses under keys: their plans are made on
+// every CPU (planning reads the translator's objects and changes
+// nothing), then taken in one at a time.
+func (t *Translator) replanAll(keys []string, d *dirtySet) {
+	next := make([]*ingressPlan, len(keys))
+	parallel.For(len(keys), 64, func(i int) { next[i] = t.nextPlan(keys[i]) })
+	for i, key := range keys {
+		t.takePlan(key, next[i], d)
 	}
+}
+
+// nextPlan is the plan of the Ingress under key, nil when it is gone or
+// not ours.
+func (t *Translator) nextPlan(key string) *ingressPlan {
+	if ing, ok := t.objs.ingresses[key]; ok && t.isOurs(ing) {
+		return t.plan(ing)
+	}
+	return nil
+}
+
+// takePlan replaces the plan under key with next, marking what either
+// touches as dirty.
+func (t *Translator) takePlan(key string, next *ingressPlan, d *dirtySet) {
+	old := t.plans[key]
 	for _, p := range []*ingressPlan{old, next} {
 		if p == nil {
 			continue
