@@ -371,8 +371,8 @@ var (
 	// unsafeInQuotes are the characters a double-quoted NGINX string must
 	// not hold: they end it, escape out of it or interpolate into it.
 	unsafeInQuotes = "\"\\$\r\n\x00"
-	// Operator settings: listen addresses and plain words, sizes and paths.
-	listenPattern  = regexp.MustCompile(`^(\[[0-9a-fA-F:.]+\]|[0-9A-Za-z.-]+):[0-9]{1,5}$`)
+	// Operator settings: plain words, sizes and paths (listen addresses
+	// are the applier's: internal/nginx Local).
 	settingPattern = regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
 )
 
