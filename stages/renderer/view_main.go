@@ -53,6 +53,8 @@ type mainView struct {
 	RealIPHeader string
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
+	// ProxyHeaders decides the headers every location sends upstream.
+	ProxyHeaders proxyHeadersView
 	// ProxyLines and ClientLines are the http block's proxy and client
 	// directives from the ConfigMap, each with its source (proxy.go).
 	ProxyLines, ClientLines []sourcedLine
@@ -136,7 +138,7 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		WorkerProcesses: s.WorkerProcesses, ControlSocket: bus.PlaceholderControlSocket, ServerTokens: "off", AccessLog: "off",
 		Resolvers: strings.Join(cfg.Resolvers, " "), SSLProtocols: strings.Join(s.SSLProtocols, " "),
 		LimitReqStatus: errorStatus(s.LimitReqStatusCode), LimitConnStatus: errorStatus(s.LimitConnStatusCode),
-		Keepalive: s.UpstreamKeepaliveConnections > 0}
+		Keepalive: s.UpstreamKeepaliveConnections > 0, ProxyHeaders: newProxyHeadersView(s)}
 	if cfg.WorkerProcesses != "" {
 		v.WorkerProcesses, v.Src.WorkerProcesses = cfg.WorkerProcesses, ""
 	}

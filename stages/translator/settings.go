@@ -175,7 +175,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings, tracingSettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, accessLogSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings, tracingSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.
