@@ -19,8 +19,8 @@ type HTTPSettings struct {
 
 	// AccessLogPath is access-log-path: an absolute file path, or "" (the
 	// default) to let the run flag --access-log decide.
-	AccessLogPath       string   `json:"accessLogPath"`
-	DisableAccessLog    bool     `json:"disableAccessLog"`    // disable-access-log
+	AccessLogPath    string `json:"accessLogPath"`
+	DisableAccessLog bool   `json:"disableAccessLog"` // disable-access-log
 	// DisableHTTPAccessLog is disable-http-access-log: the http block's
 	// log off, the stream block's kept (disable-access-log turns off both).
 	DisableHTTPAccessLog bool `json:"disableHTTPAccessLog,omitempty"`
@@ -36,7 +36,7 @@ type HTTPSettings struct {
 	EnableAccessLogForDefaultBackend bool `json:"enableAccessLogForDefaultBackend,omitempty"`
 	// EnableAuthAccessLog is enable-auth-access-log: external auth
 	// subrequests are logged too.
-	EnableAuthAccessLog bool `json:"enableAuthAccessLog,omitempty"`
+	EnableAuthAccessLog bool     `json:"enableAuthAccessLog,omitempty"`
 	SkipAccessLogURLs   []string `json:"skipAccessLogURLs"`   // skip-access-log-urls: request URIs not logged
 	LogFormatEscapeJSON bool     `json:"logFormatEscapeJSON"` // log-format-escape-json
 	LogFormatEscapeNone bool     `json:"logFormatEscapeNone"` // log-format-escape-none (wins over JSON, as in ingress-nginx)

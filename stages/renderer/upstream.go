@@ -20,9 +20,9 @@ type upstreamView struct {
 	// GRPC: the location repeats the upstream headers as grpc_set_header.
 	// Timeouts are grpc_* or fastcgi_*_timeout lines: the proxy timeouts
 	// for a pass that does not read proxy_*.
-	GRPC             bool
-	Timeouts         []string
-	ProxyHeaders     proxyHeadersView // the http block's choices, for the headers
+	GRPC         bool
+	Timeouts     []string
+	ProxyHeaders proxyHeadersView // the http block's choices, for the headers
 	// TLSLines are the proxy_ssl_* (or grpc_ssl_*) directives, without ";".
 	TLSLines []string
 	// FastCGI: the location sends the standard FastCGI parameters;
