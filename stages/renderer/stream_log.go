@@ -64,5 +64,8 @@ func newStreamLogView(cfg Config, s bus.Settings, src sources) (streamLogView, e
 		return v, err
 	}
 	v.AccessLog = q + " log_stream" + params
+	if params != "" {
+		v.Src.AccessLog = src.configMapSource("access-log-params")
+	}
 	return v, nil
 }

@@ -47,7 +47,7 @@ type httpSources struct {
 	AccessLogPath, SkipAccessLogURLs, HideHeaders           string
 	AddHeaders, ProxySetHeaders, GzipDisable                string
 	// The access_log line's attribution when one of these keys decides it.
-	httpAccessLogPath, disableHTTPAccessLog string
+	httpAccessLogPath, disableHTTPAccessLog, accessLogParams string
 }
 
 // httpSettingFields are the bus.HTTPSettings keys written into nginx.conf,
@@ -166,6 +166,11 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		return err
 	}
 	v.AccessLog = path + " upstreaminfo" + params
+	if s.AccessLogParams != (bus.AccessLogParams{}) {
+		// The parameters are what NGINX may refuse (an unknown if=
+		// variable): the line falls back to none of them.
+		h.Src.AccessLogPath = h.Src.accessLogParams
+	}
 	condition := ""
 	if s.AccessLogParams.If != "" {
 		condition = "$" + s.AccessLogParams.If
@@ -247,6 +252,7 @@ func newHTTPSources(src sources) httpSources {
 		BrotliTypes: s("brotli-types"), AccessLogPath: s("access-log-path"), SkipAccessLogURLs: s("skip-access-log-urls"),
 		HideHeaders: s("hide-headers"), AddHeaders: s("add-headers"), ProxySetHeaders: s("proxy-set-headers"),
 		GzipDisable: s("gzip-disable"), httpAccessLogPath: s("http-access-log-path"), disableHTTPAccessLog: s("disable-http-access-log"),
+		accessLogParams: s("access-log-params"),
 	}
 }
 
