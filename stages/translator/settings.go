@@ -138,6 +138,12 @@ func KeyStatuses() []KeyStatus {
 // keyNotes say what an implemented key does where its rule alone would
 // not tell a reader of docs/configmap.md.
 var keyNotes = map[string]string{
+	"enable-access-log-for-default-backend": "when false, the requests the catch-all server's own default location answers (no Ingress rule matched) are not logged; requests of the hosts routed in Lua through the catch-all server are",
+	"enable-auth-access-log":                "when true, the external auth subrequests (auth-url, global-auth-url) are logged too, in the http block's access log",
+	"proxy-add-original-uri-header":         "when true, every proxied request carries X-Original-URI with the client's request URI",
+	"access-log-params":                     "written on the http block's access_log and, without if=, on the stream block's (its variables are not the http block's); with skip-access-log-urls, a URI outside the list is logged when the if= variable is",
+	"http-access-log-path":                  "the http block's log only; the stream block's follows stream-access-log-path and access-log-path",
+	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
 }
