@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestAccessLogKeysThroughNginx: the http block's access log goes to
+// http-access-log-path (before access-log-path); the catch-all's own
+// default location is not logged until enable-access-log-for-default-backend,
+// while the Ingress's host (Lua-routed through the catch-all server, or a
+// server block of its own) always is; disable-http-access-log stops the log.
+func TestAccessLogKeysThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	logDir := t.TempDir()
+	// NGINX's workers may run as another user: the files must be theirs
+	// to write.
+	if err := os.Chmod(logDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	httpLog, otherLog := filepath.Join(logDir, "http.log"), filepath.Join(logDir, "other.log")
+	settings := map[string]string{"http-access-log-path": httpLog, "access-log-path": otherLog}
+	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
+	e.write("config.yaml", configMapYAML(settings))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("logged.example.com", "/", "the Ingress served", servedBy("a-1"))
+
+	// One keep-alive connection: one worker takes both requests in turn, so
+	// the first is logged (or not) before the second's line appears.
+	client := &http.Client{Timeout: 10 * time.Second}
+	round := 0
+	defaultThenMark := func() (dflt, mark string, err error) {
+		round++
+		dflt, mark = fmt.Sprintf("/default-%d", round), fmt.Sprintf("/mark-%d", round)
+		if r, err := harness.DoWithHeaders(client, http.MethodGet, "http://"+e.sy.HTTPAddr+dflt, "nobody.example.com", nil); err != nil || r.Status != 404 {
+			return dflt, mark, fmt.Errorf("the default backend answered %d, %v", r.Status, err)
+		}
+		if r, err := harness.DoWithHeaders(client, http.MethodGet, "http://"+e.sy.HTTPAddr+mark, "logged.example.com", nil); err != nil || !servedBy("a-1")(r) {
+			return dflt, mark, fmt.Errorf("the Ingress answered %d, %v", r.Status, err)
+		}
+		return dflt, mark, nil
+	}
+	logged := func(path, uri string) bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), "GET "+uri+" HTTP")
+	}
+
+	harness.WaitFor(t, changeTimeout, "the Ingress's request logged, the default backend's not", func() error {
+		dflt, mark, err := defaultThenMark()
+		if err != nil {
+			return err
+		}
+		if !logged(httpLog, mark) {
+			return fmt.Errorf("%s not in http-access-log-path's file", mark)
+		}
+		if logged(httpLog, dflt) {
+			t.Fatalf("%s answered by the default backend was logged", dflt)
+		}
+		return nil
+	})
+	if data, _ := os.ReadFile(otherLog); strings.Contains(string(data), "GET /mark-") {
+		t.Errorf("access-log-path's file got the http log: %s", truncate(data))
+	}
+
+	settings["enable-access-log-for-default-backend"] = "true"
+	e.write("config.yaml", configMapYAML(settings))
+	harness.WaitFor(t, changeTimeout, "the default backend's request logged", func() error {
+		dflt, _, err := defaultThenMark()
+		if err != nil {
+			return err
+		}
+		if !logged(httpLog, dflt) {
+			return fmt.Errorf("%s not logged yet", dflt)
+		}
+		return nil
+	})
+
+	settings["disable-http-access-log"] = "true"
+	e.write("config.yaml", configMapYAML(settings))
+	harness.WaitFor(t, changeTimeout, "the http log off", func() error {
+		before, _ := os.ReadFile(httpLog)
+		if _, _, err := defaultThenMark(); err != nil {
+			return err
+		}
+		after, _ := os.ReadFile(httpLog)
+		if len(after) != len(before) {
+			return errors.New("a request was still logged")
+		}
+		return nil
+	})
+}
+
+// TestOriginalURIHeaderThroughNginx: the backend gets X-Original-URI (the
+// client's request URI) only with proxy-add-original-uri-header, as in
+// ingress-nginx.
+func TestOriginalURIHeaderThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("orig", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	const uri = "/some/path?q=1&r=%20"
+	originalURI := func(want string) func(harness.Response) bool {
+		return func(r harness.Response) bool {
+			if !servedBy("a-1")(r) {
+				return false
+			}
+			got := r.Echo.Headers["X-Original-Uri"]
+			return (want == "" && len(got) == 0) || (len(got) == 1 && got[0] == want)
+		}
+	}
+	e.eventually("orig.example.com", uri, "no X-Original-URI by default", originalURI(""))
+
+	e.write("config.yaml", configMapYAML(map[string]string{"proxy-add-original-uri-header": "true"}))
+	e.eventually("orig.example.com", uri, "X-Original-URI with the key", originalURI(uri))
+}
