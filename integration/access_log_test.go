@@ -83,6 +83,49 @@ func TestAccessLogKeysThroughNginx(t *testing.T) {
 		return nil
 	})
 
+	// access-log-params' if= and skip-access-log-urls both apply, with a
+	// buffer flushed every second.
+	settings["access-log-params"] = "buffer=4k flush=1s if=$http_x_log"
+	settings["skip-access-log-urls"] = "/skipped"
+	e.write("config.yaml", configMapYAML(settings))
+	withHeader := map[string]string{"X-Log": "1"}
+	get := func(uri string, headers map[string]string) error {
+		r, err := harness.DoWithHeaders(client, http.MethodGet, "http://"+e.sy.HTTPAddr+uri, "logged.example.com", headers)
+		if err != nil || !servedBy("a-1")(r) {
+			return fmt.Errorf("%s answered %d, %v", uri, r.Status, err)
+		}
+		return nil
+	}
+	// A round's lines reach the file when the buffer is flushed: a round
+	// waits for its mark a few seconds before the next one starts.
+	var quiet, mark string
+	var before []byte
+	var sent time.Time
+	harness.WaitFor(t, changeTimeout, "only requests with X-Log outside /skipped logged", func() error {
+		if mark == "" || time.Since(sent) > 5*time.Second {
+			round++
+			quiet, mark = fmt.Sprintf("/quiet-%d", round), fmt.Sprintf("/mark-%d", round)
+			before, _ = os.ReadFile(httpLog)
+			sent = time.Now()
+			for _, req := range []struct {
+				uri     string
+				headers map[string]string
+			}{{quiet, nil}, {"/skipped", withHeader}, {mark, withHeader}} {
+				if err := get(req.uri, req.headers); err != nil {
+					return err
+				}
+			}
+		}
+		if !logged(httpLog, mark) {
+			return fmt.Errorf("%s not logged yet", mark)
+		}
+		after, _ := os.ReadFile(httpLog)
+		if logged(httpLog, quiet) || strings.Count(string(after), "GET /skipped ") != strings.Count(string(before), "GET /skipped ") {
+			return fmt.Errorf("%s or /skipped logged", quiet)
+		}
+		return nil
+	})
+
 	settings["disable-http-access-log"] = "true"
 	e.write("config.yaml", configMapYAML(settings))
 	harness.WaitFor(t, changeTimeout, "the http log off", func() error {
