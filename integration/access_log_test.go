@@ -164,3 +164,62 @@ func TestOriginalURIHeaderThroughNginx(t *testing.T) {
 	e.write("config.yaml", configMapYAML(map[string]string{"proxy-add-original-uri-header": "true"}))
 	e.eventually("orig.example.com", uri, "X-Original-URI with the key", originalURI(uri))
 }
+
+// TestAuthAccessLogThroughNginx: the external auth subrequest is not
+// logged, as in ingress-nginx, until enable-auth-access-log; the request
+// itself always is.
+func TestAuthAccessLogThroughNginx(t *testing.T) {
+	authURL, _ := startAuthService(t)
+	e := newBackends(t)
+	logDir := t.TempDir()
+	if err := os.Chmod(logDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(logDir, "http.log")
+	settings := map[string]string{"access-log-path": logFile, "log-format-upstream": "line $uri $request_uri $status"}
+	e.write("ing.yaml", annotatedIngressYAML("authed", map[string]string{ann + "auth-url": authURL + "/check"}))
+	e.write("config.yaml", configMapYAML(settings))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	ok := map[string]string{"Authorization": "ok"}
+	e.eventuallyWithHeaders("authed.example.com", "/", ok, "the authorized request served", servedBy("a-1"))
+
+	round := 0
+	// authLogged sends one authorized request and reports whether its main
+	// line is in the log yet and whether its auth subrequest's is: the
+	// subrequest ends, and is logged, before the request does.
+	authLogged := func() (main, sub bool, err error) {
+		round++
+		uri := fmt.Sprintf("/authed-%d", round)
+		if r, err := e.tryWith("authed.example.com", uri, ok); err != nil || !servedBy("a-1")(r) {
+			return false, false, fmt.Errorf("%s answered %d, %v", uri, r.Status, err)
+		}
+		data, _ := os.ReadFile(logFile)
+		return strings.Contains(string(data), "line "+uri+" "+uri+" 200"),
+			strings.Contains(string(data), "/_switchyard_external_auth_0 "+uri+" 200"), nil
+	}
+	harness.WaitFor(t, changeTimeout, "the request logged without its auth subrequest", func() error {
+		main, sub, err := authLogged()
+		switch {
+		case err != nil:
+			return err
+		case !main:
+			return errors.New("the request is not logged yet")
+		case sub:
+			t.Fatal("the auth subrequest was logged without enable-auth-access-log")
+		}
+		return nil
+	})
+
+	settings["enable-auth-access-log"] = "true"
+	e.write("config.yaml", configMapYAML(settings))
+	harness.WaitFor(t, changeTimeout, "the auth subrequest logged", func() error {
+		main, sub, err := authLogged()
+		if err != nil {
+			return err
+		}
+		if !main || !sub {
+			return fmt.Errorf("request logged %v, auth subrequest logged %v", main, sub)
+		}
+		return nil
+	})
+}
