@@ -132,3 +132,24 @@ func TestDefaultBackendAccessLog(t *testing.T) {
 		})
 	}
 }
+
+// TestResolverArgs: ingress-nginx's resolver line, with and without
+// disable-ipv6-dns.
+func TestResolverArgs(t *testing.T) {
+	tests := []struct {
+		servers []string
+		noIPv6  bool
+		want    string
+	}{
+		{nil, false, ""},
+		{[]string{"10.96.0.10", "[fd00::10]:53"}, false, "10.96.0.10 [fd00::10]:53 valid=30s"},
+		{[]string{"10.96.0.10", "[fd00::10]:53"}, true, "10.96.0.10 valid=30s ipv6=off"},
+		// A resolver needs a nameserver: the IPv6 ones stay when they are all.
+		{[]string{"[fd00::10]"}, true, "[fd00::10] valid=30s ipv6=off"},
+	}
+	for _, tt := range tests {
+		if got := resolverArgs(tt.servers, tt.noIPv6); got != tt.want {
+			t.Errorf("resolverArgs(%v, %v) = %q, want %q", tt.servers, tt.noIPv6, got, tt.want)
+		}
+	}
+}
