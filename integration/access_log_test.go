@@ -20,12 +20,7 @@ import (
 // server block of its own) always is; disable-http-access-log stops the log.
 func TestAccessLogKeysThroughNginx(t *testing.T) {
 	e := newBackends(t)
-	logDir := t.TempDir()
-	// NGINX's workers may run as another user: the files must be theirs
-	// to write.
-	if err := os.Chmod(logDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	logDir := writableLogDir(t)
 	httpLog, otherLog := filepath.Join(logDir, "http.log"), filepath.Join(logDir, "other.log")
 	settings := map[string]string{"http-access-log-path": httpLog, "access-log-path": otherLog}
 	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
@@ -171,11 +166,7 @@ func TestOriginalURIHeaderThroughNginx(t *testing.T) {
 func TestAuthAccessLogThroughNginx(t *testing.T) {
 	authURL, _ := startAuthService(t)
 	e := newBackends(t)
-	logDir := t.TempDir()
-	if err := os.Chmod(logDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(logDir, "http.log")
+	logFile := filepath.Join(writableLogDir(t), "http.log")
 	settings := map[string]string{"access-log-path": logFile, "log-format-upstream": "line $uri $request_uri $status"}
 	e.write("ing.yaml", annotatedIngressYAML("authed", map[string]string{ann + "auth-url": authURL + "/check"}))
 	e.write("config.yaml", configMapYAML(settings))
@@ -222,4 +213,15 @@ func TestAuthAccessLogThroughNginx(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// writableLogDir is a directory for NGINX's log files: its workers may run
+// as another user, so the files must be theirs to write.
+func writableLogDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

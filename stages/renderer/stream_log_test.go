@@ -31,10 +31,7 @@ func TestStreamLogView(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.AccessLog = tt.flag
-			s := bus.DefaultSettings()
-			tt.set(&s)
+			cfg, s := logTestSettings(tt.flag, tt.set)
 			v, err := newStreamLogView(cfg, s, sources{settings: &s})
 			if err != nil {
 				t.Fatal(err)

@@ -7,6 +7,16 @@ import (
 	"switchyard.dev/switchyard/bus"
 )
 
+// logTestSettings are the default Config with --access-log as flag, and
+// the default settings changed by set.
+func logTestSettings(flag bool, set func(*bus.Settings)) (Config, bus.Settings) {
+	cfg := DefaultConfig()
+	cfg.AccessLog = flag
+	s := bus.DefaultSettings()
+	set(&s)
+	return cfg, s
+}
+
 // TestHTTPAccessLog: the http block's access_log line and skip map as
 // ingress-nginx's template decides them from the access log keys.
 func TestHTTPAccessLog(t *testing.T) {
@@ -40,10 +50,7 @@ func TestHTTPAccessLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.AccessLog = tt.flag
-			s := bus.DefaultSettings()
-			tt.set(&s)
+			cfg, s := logTestSettings(tt.flag, tt.set)
 			v := mainView{}
 			if err := newHTTPView(&v, cfg, s, sources{settings: &s}); err != nil {
 				t.Fatal(err)
