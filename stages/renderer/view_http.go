@@ -46,6 +46,9 @@ type httpSources struct {
 	EnableBrotli, BrotliLevel, BrotliMinLength, BrotliTypes string
 	AccessLogPath, SkipAccessLogURLs, HideHeaders           string
 	AddHeaders, ProxySetHeaders, GzipDisable                string
+	// LoggableDefault attributes the skip map's default when it is
+	// access-log-params' if= variable, "" otherwise.
+	LoggableDefault string
 	// The access_log line's attribution when one of these keys decides it.
 	httpAccessLogPath, disableHTTPAccessLog, accessLogParams string
 }
@@ -181,6 +184,9 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		}
 		// One if= only: the map falls back to access-log-params' variable.
 		h.LoggableDefault = cmp.Or(condition, "1")
+		if condition != "" {
+			h.Src.LoggableDefault = h.Src.accessLogParams
+		}
 		condition = "$switchyard_loggable"
 	}
 	if condition != "" {
