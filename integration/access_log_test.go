@@ -225,3 +225,26 @@ func writableLogDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestAccessLogParamsNginxRefuses: an if= variable NGINX does not know
+// passes the settings parser; NGINX's refusal (of the skip map's default it
+// becomes) is traced to access-log-params, which falls back to none, and
+// every host is served.
+func TestAccessLogParamsNginxRefuses(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{
+		"access-log-params": "buffer=8k if=$no_such_var", "skip-access-log-urls": "/healthz"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	e.eventually("logged.example.com", "/", "the Ingress served", servedBy("a-1"))
+	waitRefusalLogged(t, e.sy, "configmap access-log-params", `unknown "no_such_var" variable`)
+	live, err := os.ReadFile(filepath.Join(e.sy.Prefix(), "conf", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(live), "# refused configmap access-log-params rev=") || strings.Contains(string(live), "no_such_var") ||
+		strings.Contains(string(live), "buffer=8k") {
+		t.Errorf("the running nginx.conf still has access-log-params, or no refusal line")
+	}
+}
