@@ -147,22 +147,9 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		h.Src.AccessLogPath = h.Src.disableHTTPAccessLog
 		return nil
 	}
-	path := ""
-	switch {
-	case s.HTTPAccessLogPath != "" || s.AccessLogPath != "":
-		if s.HTTPAccessLogPath != "" {
-			h.Src.AccessLogPath = h.Src.httpAccessLogPath
-		}
-		q, err := quote(cmp.Or(s.HTTPAccessLogPath, s.AccessLogPath))
-		if err != nil {
-			return err
-		}
-		path = q
-	case cfg.AccessLog:
-		path = "logs/access.log"
-		h.Src.AccessLogPath = sourceSwitchyard
-	default:
-		return nil
+	path, err := accessLogFile(h, cfg, s)
+	if err != nil || path == "" {
+		return err
 	}
 	params, err := accessLogParams(s.AccessLogParams)
 	if err != nil {
@@ -174,25 +161,49 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		// variable): the line falls back to none of them.
 		h.Src.AccessLogPath = h.Src.accessLogParams
 	}
+	condition, err := logCondition(h, s)
+	if condition != "" {
+		v.AccessLog += " if=" + condition
+	}
+	return err
+}
+
+// accessLogFile is the http block's log file, quoted: http-access-log-path,
+// access-log-path, or the --access-log flag's; "" for none.
+func accessLogFile(h *httpView, cfg Config, s bus.Settings) (string, error) {
+	switch {
+	case s.HTTPAccessLogPath != "":
+		h.Src.AccessLogPath = h.Src.httpAccessLogPath
+		return quote(s.HTTPAccessLogPath)
+	case s.AccessLogPath != "":
+		return quote(s.AccessLogPath)
+	case cfg.AccessLog:
+		h.Src.AccessLogPath = sourceSwitchyard
+		return "logs/access.log", nil
+	}
+	return "", nil
+}
+
+// logCondition is access_log's if= variable: access-log-params' own, or,
+// with skip-access-log-urls, the skip map's, whose default is then that
+// variable (one if= only: NGINX keeps the last).
+func logCondition(h *httpView, s bus.Settings) (string, error) {
 	condition := ""
 	if s.AccessLogParams.If != "" {
 		condition = "$" + s.AccessLogParams.If
 	}
-	if len(s.SkipAccessLogURLs) > 0 {
-		if h.SkipURLs, err = quoteAll(s.SkipAccessLogURLs); err != nil {
-			return err
-		}
-		// One if= only: the map falls back to access-log-params' variable.
-		h.LoggableDefault = cmp.Or(condition, "1")
-		if condition != "" {
-			h.Src.LoggableDefault = h.Src.accessLogParams
-		}
-		condition = "$switchyard_loggable"
+	if len(s.SkipAccessLogURLs) == 0 {
+		return condition, nil
 	}
+	var err error
+	if h.SkipURLs, err = quoteAll(s.SkipAccessLogURLs); err != nil {
+		return "", err
+	}
+	h.LoggableDefault = cmp.Or(condition, "1")
 	if condition != "" {
-		v.AccessLog += " if=" + condition
+		h.Src.LoggableDefault = h.Src.accessLogParams
 	}
-	return nil
+	return "$switchyard_loggable", nil
 }
 
 // accessLogParams are access-log-params' buffer, gzip and flush parameters
