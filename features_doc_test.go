@@ -327,7 +327,7 @@ var features = []feature{
 		tests:       []string{"plugins/builtin/server.TestParse", "integration.TestServerAliasServed"},
 	},
 	{
-		name: "Per-location logs", summary: "enable-access-log: false leaves the Ingress's requests out of the access log; enable-rewrite-log: true logs its rewrites. The ConfigMap's access-log-path, disable-access-log, skip-access-log-urls and log-format-escape-json/none set the access log itself.",
+		name: "Per-location logs", summary: "enable-access-log: false leaves the Ingress's requests out of the access log; enable-rewrite-log: true logs its rewrites. The ConfigMap's access-log-path, http-access-log-path, disable-access-log, disable-http-access-log, access-log-params, skip-access-log-urls and log-format-escape-json/none set the access log itself; as in ingress-nginx, the catch-all's own default location and external auth subrequests are logged only with enable-access-log-for-default-backend and enable-auth-access-log.",
 		plugin: "logs", keys: []string{"enable-access-log", "enable-rewrite-log"},
 		busTypes:  []string{"bus/features.Logs", "bus.HTTPSettings"},
 		tables:    []string{"annotations.server.<host> (locations[].features.logs)", "translator.config.controller"},
@@ -349,7 +349,7 @@ var features = []feature{
 		tests:      []string{"plugins/builtin/errors.TestParse", "plugins/builtin/errors.FuzzParseErrorCodes", "integration.TestCustomHTTPErrors", "integration.TestCustomHTTPErrorsWithAuth"},
 	},
 	{
-		name: "Compression", summary: "use-gzip and enable-brotli (Debian's brotli filter module, loaded only when on) with their levels, minimum lengths and types.",
+		name: "Compression", summary: "use-gzip and enable-brotli (Debian's brotli filter module, loaded only when on) with their levels, minimum lengths and types; gzip-disable leaves out clients by User-Agent.",
 		busTypes:  []string{"bus.HTTPSettings"},
 		tables:    []string{"translator.config.controller"},
 		renderer:  []string{"stages/renderer.newHTTPView", "stages/renderer.newCompressionView"},

@@ -8,6 +8,9 @@ type HTTPSettings struct {
 	GzipLevel     int      `json:"gzipLevel"`     // gzip-level, 1 to 9
 	GzipMinLength int      `json:"gzipMinLength"` // gzip-min-length, bytes
 	GzipTypes     []string `json:"gzipTypes"`     // gzip-types, space-separated MIME types
+	// GzipDisable is gzip-disable: one regex matched against User-Agent
+	// (case-insensitive, NGINX's gzip_disable), or "msie6"; "" for none.
+	GzipDisable string `json:"gzipDisable,omitempty"`
 
 	EnableBrotli    bool     `json:"enableBrotli"`    // enable-brotli (Debian's libnginx-mod-http-brotli-filter)
 	BrotliLevel     int      `json:"brotliLevel"`     // brotli-level, 0 to 11
@@ -16,8 +19,24 @@ type HTTPSettings struct {
 
 	// AccessLogPath is access-log-path: an absolute file path, or "" (the
 	// default) to let the run flag --access-log decide.
-	AccessLogPath       string   `json:"accessLogPath"`
-	DisableAccessLog    bool     `json:"disableAccessLog"`    // disable-access-log
+	AccessLogPath    string `json:"accessLogPath"`
+	DisableAccessLog bool   `json:"disableAccessLog"` // disable-access-log
+	// DisableHTTPAccessLog is disable-http-access-log: the http block's
+	// log off, the stream block's kept (disable-access-log turns off both).
+	DisableHTTPAccessLog bool `json:"disableHTTPAccessLog,omitempty"`
+	// HTTPAccessLogPath is http-access-log-path: the http block's log file,
+	// before access-log-path; "" for access-log-path's.
+	HTTPAccessLogPath string `json:"httpAccessLogPath,omitempty"`
+	// AccessLogParams is access-log-params: access_log's buffer, gzip,
+	// flush and if parameters, for the http and stream logs.
+	AccessLogParams AccessLogParams `json:"accessLogParams,omitzero"`
+	// EnableAccessLogForDefaultBackend is enable-access-log-for-default-backend:
+	// the catch-all server's own default location logs too (off in
+	// ingress-nginx by default).
+	EnableAccessLogForDefaultBackend bool `json:"enableAccessLogForDefaultBackend,omitempty"`
+	// EnableAuthAccessLog is enable-auth-access-log: external auth
+	// subrequests are logged too.
+	EnableAuthAccessLog bool     `json:"enableAuthAccessLog,omitempty"`
 	SkipAccessLogURLs   []string `json:"skipAccessLogURLs"`   // skip-access-log-urls: request URIs not logged
 	LogFormatEscapeJSON bool     `json:"logFormatEscapeJSON"` // log-format-escape-json
 	LogFormatEscapeNone bool     `json:"logFormatEscapeNone"` // log-format-escape-none (wins over JSON, as in ingress-nginx)
@@ -31,6 +50,19 @@ type HTTPSettings struct {
 	AddHeaderValues      map[string]string `json:"addHeaderValues,omitempty"`
 	ProxySetHeaderValues map[string]string `json:"proxySetHeaderValues,omitempty"`
 	HideHeaders          []string          `json:"hideHeaders"` // hide-headers: response headers of the backend not passed on
+	// ProxyAddOriginalURIHeader is proxy-add-original-uri-header: the
+	// client's request URI goes to the backend as X-Original-URI.
+	ProxyAddOriginalURIHeader bool `json:"proxyAddOriginalURIHeader,omitempty"`
+}
+
+// AccessLogParams are access_log's optional parameters (access-log-params),
+// each "" when not given. Buffer is an NGINX size, Gzip "" or "gzip" or
+// "gzip=1".."gzip=9", Flush an NGINX time, If a variable name without "$".
+type AccessLogParams struct {
+	Buffer string `json:"buffer,omitempty"`
+	Gzip   string `json:"gzip,omitempty"`
+	Flush  string `json:"flush,omitempty"`
+	If     string `json:"if,omitempty"`
 }
 
 // DefaultCompressibleTypes is ingress-nginx's gzip-types.

@@ -31,6 +31,9 @@ type NginxSettings struct {
 	WorkerCPUAffinity          string `json:"workerCPUAffinity,omitempty"` // worker-cpu-affinity: "" (none), auto or bit masks
 	GenerateRequestID          bool   `json:"generateRequestID"`           // generate-request-id: a fresh $req_id when the client sends none
 	RetryNonIdempotent         bool   `json:"retryNonIdempotent"`          // retry-non-idempotent: proxy_next_upstream may retry POST, LOCK, PATCH
+	// DisableIPv6DNS is disable-ipv6-dns: the resolver asks for IPv4
+	// addresses only (ipv6=off) and leaves out IPv6 nameservers.
+	DisableIPv6DNS bool `json:"disableIPv6DNS,omitempty"`
 }
 
 // defaultNginxSettings are ingress-nginx's defaults.

@@ -21,11 +21,13 @@ func (e *env) tryWith(host, path string, headers map[string]string) (harness.Res
 }
 
 // TestGzipOnAndOff: with use-gzip the echo's JSON comes back gzip-encoded
-// (and decodes to the echo's answer); with use-gzip off it comes back plain.
+// (and decodes to the echo's answer), except to a client gzip-disable's
+// regex matches; with use-gzip off it comes back plain.
 func TestGzipOnAndOff(t *testing.T) {
 	e := newBackends(t)
 	e.write("ing.yaml", annotatedIngressYAML("zip", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"use-gzip": "true", "gzip-min-length": "1", "gzip-level": "6"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"use-gzip": "true", "gzip-min-length": "1", "gzip-level": "6",
+		"gzip-disable": "^old-agent/[0-9]"}))
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 	gzipHeaders := map[string]string{"Accept-Encoding": "gzip"}
 
@@ -52,6 +54,11 @@ func TestGzipOnAndOff(t *testing.T) {
 	var echoed harness.EchoReply
 	if err := json.Unmarshal(plain, &echoed); err != nil || echoed.Pod != "a-1" {
 		t.Fatalf("decoded body %q: %v", truncate(plain), err)
+	}
+	// gzip_disable matches without regard to case.
+	oldAgent := map[string]string{"Accept-Encoding": "gzip", "User-Agent": "OLD-Agent/7 (x)"}
+	if r, err := e.tryWith("zip.example.com", "/", oldAgent); err != nil || r.Status != 200 || r.Header.Get("Content-Encoding") != "" || r.Echo == nil {
+		t.Fatalf("gzip-disable's client got %d, Content-Encoding %q, %v", r.Status, r.Header.Get("Content-Encoding"), err)
 	}
 
 	e.write("config.yaml", configMapYAML(map[string]string{"use-gzip": "false"}))

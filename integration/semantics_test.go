@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -231,17 +230,7 @@ func TestExternalNameService(t *testing.T) {
 	bin := harness.Binary(t)
 	port := harness.StartEcho(t, bin, "external", "ext-1")
 	dns := harness.StartDNS(t, map[string]net.IP{"api.partner.test": net.ParseIP("127.0.0.1")})
-	dir := t.TempDir()
-	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
-	harness.WriteFile(t, filepath.Join(dir, "ext.yaml"), fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: partner, namespace: default}
-spec:
-  type: ExternalName
-  externalName: api.partner.test
-  ports: [{name: http, port: %d}]
----
-`, port)+harness.IngressYAML("default", "partner", "partner.example.com", harness.Path{Path: "/", Type: "Prefix", Service: "partner"}))
+	dir := externalNameDir(t, port)
 	sy := harness.StartSwitchyard(t, dir, "--resolver", dns)
 	harness.WaitFor(t, changeTimeout, "the ExternalName Service", func() error {
 		r, err := sy.Get("partner.example.com", "/x")

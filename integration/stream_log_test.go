@@ -18,12 +18,7 @@ func TestStreamAccessLogThroughNginx(t *testing.T) {
 	e := &env{t: t, dir: t.TempDir()}
 	a := startTCPEcho(t, "a", false)
 	port := harness.FreePort(t)
-	logFile := filepath.Join(t.TempDir(), "stream.log")
-	// NGINX's workers may run as another user: the file must be theirs to
-	// write.
-	if err := os.Chmod(filepath.Dir(logFile), 0o777); err != nil {
-		t.Fatal(err)
-	}
+	logFile := filepath.Join(writableLogDir(t), "stream.log")
 	settings := map[string]string{
 		"log-format-stream":      "tcp-log $protocol $status $bytes_received $upstream_addr",
 		"stream-access-log-path": logFile,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -12,6 +13,34 @@ import (
 // enough DNS for NGINX's resolver to find an ExternalName Service's host.
 func StartDNS(t testing.TB, records map[string]net.IP) string {
 	t.Helper()
+	addr, _ := StartCountingDNS(t, records)
+	return addr
+}
+
+// DNSQueries counts the queries a StartCountingDNS responder answered, by
+// query type (1 is A, 28 AAAA).
+type DNSQueries struct {
+	mu     sync.Mutex
+	byType map[uint16]int
+}
+
+// Count is how many queries of qtype were answered so far.
+func (q *DNSQueries) Count(qtype uint16) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.byType[qtype]
+}
+
+func (q *DNSQueries) add(qtype uint16) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.byType[qtype]++
+}
+
+// StartCountingDNS is StartDNS, and counts the queries it answers.
+func StartCountingDNS(t testing.TB, records map[string]net.IP) (string, *DNSQueries) {
+	t.Helper()
+	queries := &DNSQueries{byType: map[uint16]int{}}
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -24,30 +53,31 @@ func StartDNS(t testing.TB, records map[string]net.IP) string {
 			if err != nil {
 				return
 			}
-			if reply := dnsReply(buf[:n], records); reply != nil {
+			if reply, qtype := dnsReply(buf[:n], records); reply != nil {
+				queries.add(qtype)
 				_, _ = conn.WriteTo(reply, addr)
 			}
 		}
 	}()
-	return conn.LocalAddr().String()
+	return conn.LocalAddr().String(), queries
 }
 
-func dnsReply(q []byte, records map[string]net.IP) []byte {
+func dnsReply(q []byte, records map[string]net.IP) ([]byte, uint16) {
 	if len(q) < 12 {
-		return nil
+		return nil, 0
 	}
 	var labels []string
 	i := 12
 	for i < len(q) && q[i] != 0 {
 		l := int(q[i])
 		if i+1+l > len(q) {
-			return nil
+			return nil, 0
 		}
 		labels = append(labels, string(q[i+1:i+1+l]))
 		i += 1 + l
 	}
 	if i+5 > len(q) {
-		return nil
+		return nil, 0
 	}
 	question := q[12 : i+5]
 	qtype := binary.BigEndian.Uint16(q[i+1:])
@@ -66,5 +96,5 @@ func dnsReply(q []byte, records map[string]net.IP) []byte {
 		reply = append(reply, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4)
 		reply = append(reply, ip...)
 	}
-	return reply
+	return reply, qtype
 }

@@ -26,8 +26,8 @@ type authView struct {
 	// where the allowed variables expand; "" when there is no signin URL.
 	SigninTarget string
 	Headers      []authHeader
-	// FullForwardedFor repeats the http block's X-Forwarded-For choice.
-	FullForwardedFor bool
+	// ProxyHeaders repeats the http block's choices of upstream headers.
+	ProxyHeaders proxyHeadersView
 	// ProxySetHeaders repeats the http block's proxy-set-headers.
 	ProxySetHeaders []headerView
 }
@@ -55,6 +55,8 @@ type externalAuthView struct {
 	SSLName string
 	// ProxySetHeaders are auth-proxy-set-headers', quoted.
 	ProxySetHeaders []headerView
+	// Logged is enable-auth-access-log: the subrequest is logged too.
+	Logged bool
 }
 
 // authCacheView is the auth subrequest's cache: the key before hashing
@@ -101,7 +103,7 @@ func authFor(i int, l location, host string, settings bus.Settings) (*authView, 
 	if f == nil || f.Auth == nil || f.Deny != nil {
 		return nil, nil
 	}
-	v := &authView{Index: i, FullForwardedFor: settings.ComputeFullForwardedFor}
+	v := &authView{Index: i, ProxyHeaders: newProxyHeadersView(settings)}
 	var err error
 	if v.ProxySetHeaders, err = headerViews(settings.ProxySetHeaderValues); err != nil {
 		return nil, err
@@ -118,6 +120,7 @@ func authFor(i int, l location, host string, settings bus.Settings) (*authView, 
 		if err := v.External.resolvePool(e, l.Ingress, host, i); err != nil {
 			return nil, err
 		}
+		v.External.Logged = settings.EnableAuthAccessLog
 	}
 	return v, nil
 }

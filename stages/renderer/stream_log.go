@@ -4,10 +4,13 @@ import "switchyard.dev/switchyard/bus"
 
 // The stream block's access log (log-format-stream, stream-access-log-path,
 // disable-stream-access-log), as ingress-nginx writes it: format log_stream,
-// the file of stream-access-log-path or else the http log's, off with
-// disable-access-log or disable-stream-access-log. The TLS passthrough
-// servers (stream.conf.tmpl) do not log: ingress-nginx's passthrough is
-// not NGINX's, and every terminated HTTPS connection would be logged.
+// the file of stream-access-log-path or else access-log-path's (never
+// http-access-log-path's), off with disable-access-log or
+// disable-stream-access-log, with access-log-params' buffer, gzip and flush
+// (its if= names an http variable, which the stream block does not have).
+// The TLS passthrough servers (stream.conf.tmpl) do not log: ingress-nginx's
+// passthrough is not NGINX's, and every terminated HTTPS connection would be
+// logged.
 
 func init() {
 	registerSettingFields(map[string]func(*bus.Settings) any{
@@ -56,6 +59,13 @@ func newStreamLogView(cfg Config, s bus.Settings, src sources) (streamLogView, e
 	if err != nil {
 		return v, err
 	}
-	v.AccessLog = q + " log_stream"
+	params, err := accessLogParams(s.AccessLogParams)
+	if err != nil {
+		return v, err
+	}
+	v.AccessLog = q + " log_stream" + params
+	if params != "" {
+		v.Src.AccessLog = src.configMapSource("access-log-params")
+	}
 	return v, nil
 }

@@ -23,13 +23,15 @@ func TestStreamLogView(t *testing.T) {
 		}, `"/var/log/s.log" log_stream`, "stream-access-log-path"},
 		{"disable-access-log", true, func(s *bus.Settings) { s.DisableAccessLog, s.StreamAccessLogPath = true, "/s.log" }, "off", "disable-access-log"},
 		{"disable-stream-access-log", true, func(s *bus.Settings) { s.DisableStreamAccessLog = true }, "off", "disable-stream-access-log"},
+		{"http-access-log-path is the http block's only", true, func(s *bus.Settings) { s.HTTPAccessLogPath = "/h.log" }, `"logs/access.log" log_stream`, "switchyard"},
+		{"disable-http-access-log keeps the stream log", true, func(s *bus.Settings) { s.DisableHTTPAccessLog = true }, `"logs/access.log" log_stream`, "switchyard"},
+		{"access-log-params without if=", true, func(s *bus.Settings) {
+			s.AccessLogParams = bus.AccessLogParams{Buffer: "16k", Gzip: "gzip=3", Flush: "5s", If: "http_x_log"}
+		}, `"logs/access.log" log_stream buffer=16k gzip=3 flush=5s`, "access-log-params"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.AccessLog = tt.flag
-			s := bus.DefaultSettings()
-			tt.set(&s)
+			cfg, s := logTestSettings(tt.flag, tt.set)
 			v, err := newStreamLogView(cfg, s, sources{settings: &s})
 			if err != nil {
 				t.Fatal(err)

@@ -20,9 +20,9 @@ type upstreamView struct {
 	// GRPC: the location repeats the upstream headers as grpc_set_header.
 	// Timeouts are grpc_* or fastcgi_*_timeout lines: the proxy timeouts
 	// for a pass that does not read proxy_*.
-	GRPC             bool
-	Timeouts         []string
-	FullForwardedFor bool // compute-full-forwarded-for, for the headers
+	GRPC         bool
+	Timeouts     []string
+	ProxyHeaders proxyHeadersView // the http block's choices, for the headers
 	// TLSLines are the proxy_ssl_* (or grpc_ssl_*) directives, without ";".
 	TLSLines []string
 	// FastCGI: the location sends the standard FastCGI parameters;
@@ -55,7 +55,7 @@ func newUpstreamView(f *bus.Features, s bus.Settings) (*upstreamView, error) {
 			v.Pass = "grpc_pass grpcs://upstream_balancer"
 		}
 		v.Timeouts = passTimeouts("grpc", f.Proxy, s)
-		v.FullForwardedFor = s.ComputeFullForwardedFor
+		v.ProxyHeaders = newProxyHeadersView(s)
 	case features.ProtocolFCGI:
 		// FastCGI has no TLS: the backend is reached in the clear.
 		v.Pass, v.FastCGI = "fastcgi_pass upstream_balancer", true

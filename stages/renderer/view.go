@@ -107,8 +107,10 @@ type locationView struct {
 	// "always" (auth-always-set-cookie) on every answer.
 	AuthCookie string
 	// AccessLogOff and RewriteLog are enable-access-log: false and
-	// enable-rewrite-log: true.
-	AccessLogOff, RewriteLog bool
+	// enable-rewrite-log: true. DefaultBackendLogOff turns the log off
+	// too: the catch-all's own default location while
+	// enable-access-log-for-default-backend is off, as in ingress-nginx.
+	AccessLogOff, RewriteLog, DefaultBackendLogOff bool
 	// GlobalHeaders are add-headers, repeated where ResponseHeaders are
 	// written (a location's add_header hides the inherited ones).
 	GlobalHeaders []headerView
@@ -352,6 +354,10 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 	if l.Features != nil && l.Features.Logs != nil {
 		v.AccessLogOff, v.RewriteLog = l.Features.Logs.AccessLogOff, l.Features.Logs.RewriteLog
 	}
+	// No Ingress asked for the catch-all's default location: it answers
+	// what no rule matches (ingress-nginx's default backend). The
+	// Lua-routed hosts it serves go through @switchyard_router instead.
+	v.DefaultBackendLogOff = c.host == bus.DefaultServerName && l.Ingress == "" && !c.settings.EnableAccessLogForDefaultBackend
 	if v.GlobalHeaders, err = headerViews(c.settings.AddHeaderValues); err != nil {
 		return locationView{}, err
 	}

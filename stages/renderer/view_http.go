@@ -1,11 +1,15 @@
 package renderer
 
 import (
+	"cmp"
+	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // httpView is the http{}-level part of nginx.conf that comes from
@@ -17,8 +21,12 @@ type httpView struct {
 	Gzip   *compressionView // nil: use-gzip is off
 	Brotli *compressionView // nil: enable-brotli is off
 	// SkipURLs are skip-access-log-urls, quoted map keys; access_log then
-	// logs only if $switchyard_loggable.
-	SkipURLs    []string
+	// logs only if $switchyard_loggable, which is LoggableDefault ("1", or
+	// access-log-params' if= variable) for every other request URI.
+	SkipURLs        []string
+	LoggableDefault string
+	// GzipDisable is gzip-disable's quoted regex (or "msie6"), "" for none.
+	GzipDisable string
 	HideHeaders []string // quoted header names
 	// AddHeaders (add-headers) go on every response; ProxySetHeaders
 	// (proxy-set-headers) to every backend. Both quoted, sorted by name.
@@ -37,27 +45,40 @@ type httpSources struct {
 	UseGzip, GzipLevel, GzipMinLength, GzipTypes            string
 	EnableBrotli, BrotliLevel, BrotliMinLength, BrotliTypes string
 	AccessLogPath, SkipAccessLogURLs, HideHeaders           string
-	AddHeaders, ProxySetHeaders                             string
+	AddHeaders, ProxySetHeaders, GzipDisable                string
+	// LoggableDefault attributes the skip map's default when it is
+	// access-log-params' if= variable, "" otherwise.
+	LoggableDefault string
+	// The access_log line's attribution when one of these keys decides it.
+	httpAccessLogPath, disableHTTPAccessLog, accessLogParams string
 }
 
 // httpSettingFields are the bus.HTTPSettings keys written into nginx.conf,
 // for attribution and for the fallback to the default on a refusal
 // (revisions.go).
 var httpSettingFields = map[string]func(*bus.Settings) any{
-	"use-gzip":               func(s *bus.Settings) any { return &s.UseGzip },
-	"gzip-level":             func(s *bus.Settings) any { return &s.GzipLevel },
-	"gzip-min-length":        func(s *bus.Settings) any { return &s.GzipMinLength },
-	"gzip-types":             func(s *bus.Settings) any { return &s.GzipTypes },
-	"enable-brotli":          func(s *bus.Settings) any { return &s.EnableBrotli },
-	"brotli-level":           func(s *bus.Settings) any { return &s.BrotliLevel },
-	"brotli-min-length":      func(s *bus.Settings) any { return &s.BrotliMinLength },
-	"brotli-types":           func(s *bus.Settings) any { return &s.BrotliTypes },
-	"access-log-path":        func(s *bus.Settings) any { return &s.AccessLogPath },
-	"disable-access-log":     func(s *bus.Settings) any { return &s.DisableAccessLog },
-	"skip-access-log-urls":   func(s *bus.Settings) any { return &s.SkipAccessLogURLs },
-	"log-format-escape-json": func(s *bus.Settings) any { return &s.LogFormatEscapeJSON },
-	"log-format-escape-none": func(s *bus.Settings) any { return &s.LogFormatEscapeNone },
-	"hide-headers":           func(s *bus.Settings) any { return &s.HideHeaders },
+	"use-gzip":                func(s *bus.Settings) any { return &s.UseGzip },
+	"gzip-level":              func(s *bus.Settings) any { return &s.GzipLevel },
+	"gzip-min-length":         func(s *bus.Settings) any { return &s.GzipMinLength },
+	"gzip-types":              func(s *bus.Settings) any { return &s.GzipTypes },
+	"gzip-disable":            func(s *bus.Settings) any { return &s.GzipDisable },
+	"enable-brotli":           func(s *bus.Settings) any { return &s.EnableBrotli },
+	"brotli-level":            func(s *bus.Settings) any { return &s.BrotliLevel },
+	"brotli-min-length":       func(s *bus.Settings) any { return &s.BrotliMinLength },
+	"brotli-types":            func(s *bus.Settings) any { return &s.BrotliTypes },
+	"access-log-path":         func(s *bus.Settings) any { return &s.AccessLogPath },
+	"disable-access-log":      func(s *bus.Settings) any { return &s.DisableAccessLog },
+	"skip-access-log-urls":    func(s *bus.Settings) any { return &s.SkipAccessLogURLs },
+	"disable-http-access-log": func(s *bus.Settings) any { return &s.DisableHTTPAccessLog },
+	"http-access-log-path":    func(s *bus.Settings) any { return &s.HTTPAccessLogPath },
+	"access-log-params":       func(s *bus.Settings) any { return &s.AccessLogParams },
+	// The servers' and auth locations' access_log lines.
+	"enable-access-log-for-default-backend": func(s *bus.Settings) any { return &s.EnableAccessLogForDefaultBackend },
+	"enable-auth-access-log":                func(s *bus.Settings) any { return &s.EnableAuthAccessLog },
+	"proxy-add-original-uri-header":         func(s *bus.Settings) any { return &s.ProxyAddOriginalURIHeader },
+	"log-format-escape-json":                func(s *bus.Settings) any { return &s.LogFormatEscapeJSON },
+	"log-format-escape-none":                func(s *bus.Settings) any { return &s.LogFormatEscapeNone },
+	"hide-headers":                          func(s *bus.Settings) any { return &s.HideHeaders },
 	// The headers' revision covers the ConfigMap they come from.
 	"add-headers":       func(s *bus.Settings) any { return &s.AddHeaderValues },
 	"proxy-set-headers": func(s *bus.Settings) any { return &s.ProxySetHeaderValues },
@@ -76,6 +97,9 @@ func newHTTPView(v *mainView, cfg Config, s bus.Settings, src sources) error {
 	var err error
 	if s.UseGzip {
 		if h.Gzip, err = newCompressionView(s.GzipLevel, s.GzipMinLength, s.GzipTypes); err != nil {
+			return err
+		}
+		if h.GzipDisable, err = gzipDisable(s.GzipDisable); err != nil {
 			return err
 		}
 	}
@@ -109,37 +133,124 @@ func newHTTPView(v *mainView, cfg Config, s bus.Settings, src sources) error {
 	return nil
 }
 
-// accessLog decides the access_log line: off when disable-access-log is
-// on; else access-log-path, or the --access-log flag's file when the key
-// is not set; only requests outside skip-access-log-urls.
+// accessLog decides the access_log line as ingress-nginx's template does:
+// off with disable-access-log or disable-http-access-log; else the file of
+// http-access-log-path, access-log-path, or the --access-log flag's when
+// neither key is set; with access-log-params; only requests outside
+// skip-access-log-urls.
 func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 	v.AccessLog = "off"
-	if s.DisableAccessLog {
-		return nil
-	}
-	path := ""
 	switch {
-	case s.AccessLogPath != "":
-		q, err := quote(s.AccessLogPath)
-		if err != nil {
-			return err
-		}
-		path = q
-	case cfg.AccessLog:
-		path = "logs/access.log"
-		h.Src.AccessLogPath = sourceSwitchyard
-	default:
+	case s.DisableAccessLog:
+		return nil
+	case s.DisableHTTPAccessLog:
+		h.Src.AccessLogPath = h.Src.disableHTTPAccessLog
 		return nil
 	}
-	v.AccessLog = path + " upstreaminfo"
-	if len(s.SkipAccessLogURLs) > 0 {
-		var err error
-		if h.SkipURLs, err = quoteAll(s.SkipAccessLogURLs); err != nil {
-			return err
-		}
-		v.AccessLog += " if=$switchyard_loggable"
+	path, err := accessLogFile(h, cfg, s)
+	if err != nil || path == "" {
+		return err
 	}
-	return nil
+	params, err := accessLogParams(s.AccessLogParams)
+	if err != nil {
+		return err
+	}
+	v.AccessLog = path + " upstreaminfo" + params
+	if s.AccessLogParams != (bus.AccessLogParams{}) {
+		// The parameters are what NGINX may refuse (an unknown if=
+		// variable): the line falls back to none of them.
+		h.Src.AccessLogPath = h.Src.accessLogParams
+	}
+	condition, err := logCondition(h, s)
+	if condition != "" {
+		v.AccessLog += " if=" + condition
+	}
+	return err
+}
+
+// accessLogFile is the http block's log file, quoted: http-access-log-path,
+// access-log-path, or the --access-log flag's; "" for none.
+func accessLogFile(h *httpView, cfg Config, s bus.Settings) (string, error) {
+	switch {
+	case s.HTTPAccessLogPath != "":
+		h.Src.AccessLogPath = h.Src.httpAccessLogPath
+		return quote(s.HTTPAccessLogPath)
+	case s.AccessLogPath != "":
+		return quote(s.AccessLogPath)
+	case cfg.AccessLog:
+		h.Src.AccessLogPath = sourceSwitchyard
+		return "logs/access.log", nil
+	}
+	return "", nil
+}
+
+// logCondition is access_log's if= variable: access-log-params' own, or,
+// with skip-access-log-urls, the skip map's, whose default is then that
+// variable (one if= only: NGINX keeps the last).
+func logCondition(h *httpView, s bus.Settings) (string, error) {
+	condition := ""
+	if s.AccessLogParams.If != "" {
+		condition = "$" + s.AccessLogParams.If
+	}
+	if len(s.SkipAccessLogURLs) == 0 {
+		return condition, nil
+	}
+	var err error
+	if h.SkipURLs, err = quoteAll(s.SkipAccessLogURLs); err != nil {
+		return "", err
+	}
+	h.LoggableDefault = cmp.Or(condition, "1")
+	if condition != "" {
+		h.Src.LoggableDefault = h.Src.accessLogParams
+	}
+	return "$switchyard_loggable", nil
+}
+
+// accessLogParams are access-log-params' buffer, gzip and flush parameters
+// as access_log's arguments (with a leading space), each checked again, as
+// is the if= variable, which the caller writes (accessLog).
+func accessLogParams(p bus.AccessLogParams) (string, error) {
+	var b strings.Builder
+	if p.Buffer != "" {
+		if _, err := features.ParseBufferSize(p.Buffer); err != nil {
+			return "", fmt.Errorf("access-log-params: buffer=%q: %w", p.Buffer, err)
+		}
+		b.WriteString(" buffer=" + p.Buffer)
+	}
+	if p.Gzip != "" {
+		if !gzipParamPattern.MatchString(p.Gzip) {
+			return "", fmt.Errorf("access-log-params: refusing %q", p.Gzip)
+		}
+		b.WriteString(" " + p.Gzip)
+	}
+	if p.Flush != "" {
+		if !settingPattern.MatchString(p.Flush) {
+			return "", fmt.Errorf("access-log-params: refusing flush=%q", p.Flush)
+		}
+		b.WriteString(" flush=" + p.Flush)
+	}
+	if p.If != "" && !variableNamePattern.MatchString(p.If) {
+		return "", fmt.Errorf("access-log-params: refusing if=$%q", p.If)
+	}
+	return b.String(), nil
+}
+
+var (
+	gzipParamPattern    = regexp.MustCompile(`^gzip(=[1-9])?$`)
+	variableNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+)
+
+// gzipDisable quotes gzip-disable's regex, checked again as the block
+// lists' regexes are (features.ValidMapMatch): no double quote or NGINX
+// escape can reach the quoted argument.
+func gzipDisable(re string) (string, error) {
+	if re == "" {
+		return "", nil
+	}
+	if re != "msie6" && (strings.HasPrefix(re, "*") || features.ValidMapMatch("~"+re) != nil) {
+		return "", fmt.Errorf("gzip-disable: refusing to write %q into nginx.conf", re)
+	}
+	return `"` + re + `"`, nil
 }
 
 func newCompressionView(level, minLength int, types []string) (*compressionView, error) {
@@ -157,7 +268,20 @@ func newHTTPSources(src sources) httpSources {
 		EnableBrotli: s("enable-brotli"), BrotliLevel: s("brotli-level"), BrotliMinLength: s("brotli-min-length"),
 		BrotliTypes: s("brotli-types"), AccessLogPath: s("access-log-path"), SkipAccessLogURLs: s("skip-access-log-urls"),
 		HideHeaders: s("hide-headers"), AddHeaders: s("add-headers"), ProxySetHeaders: s("proxy-set-headers"),
+		GzipDisable: s("gzip-disable"), httpAccessLogPath: s("http-access-log-path"), disableHTTPAccessLog: s("disable-http-access-log"),
+		accessLogParams: s("access-log-params"),
 	}
+}
+
+// proxyHeadersView is what the headers sent upstream vary by
+// (templates/proxy_headers.tmpl), wherever they are written.
+type proxyHeadersView struct {
+	FullForwardedFor bool // compute-full-forwarded-for
+	OriginalURI      bool // proxy-add-original-uri-header: X-Original-URI
+}
+
+func newProxyHeadersView(s bus.Settings) proxyHeadersView {
+	return proxyHeadersView{FullForwardedFor: s.ComputeFullForwardedFor, OriginalURI: s.ProxyAddOriginalURIHeader}
 }
 
 // quoteAll quotes each item.

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -40,10 +41,11 @@ type mainView struct {
 	// applier's, which it fills in.
 	ControlSocket string
 	ServerTokens  string // "on" or "off"
-	// Resolvers is resolver's server list, "" when there is none.
-	Resolvers string
-	LogFormat string // quoted
-	AccessLog string // "logs/access.log upstreaminfo" or "off"
+	// Resolvers is resolver's server list and parameters, "" when there
+	// is no server (resolverArgs); ResolverSrc attributes it.
+	Resolvers, ResolverSrc string
+	LogFormat              string // quoted
+	AccessLog              string // "logs/access.log upstreaminfo" or "off"
 	// LimitReqStatus and LimitConnStatus are written when they are error
 	// statuses (400-599), 0 otherwise.
 	LimitReqStatus, LimitConnStatus int
@@ -53,6 +55,8 @@ type mainView struct {
 	RealIPHeader string
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
+	// ProxyHeaders decides the headers every location sends upstream.
+	ProxyHeaders proxyHeadersView
 	// ProxyLines and ClientLines are the http block's proxy and client
 	// directives from the ConfigMap, each with its source (proxy.go).
 	ProxyLines, ClientLines []sourcedLine
@@ -134,9 +138,9 @@ func renderMain(cfg Config, settings bus.Settings, src sources, refused []string
 func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mainView, error) {
 	v := mainView{Config: cfg, Settings: s, Refused: refused, Src: newMainSources(src), Static: sourceSwitchyard,
 		WorkerProcesses: s.WorkerProcesses, ControlSocket: bus.PlaceholderControlSocket, ServerTokens: "off", AccessLog: "off",
-		Resolvers: strings.Join(cfg.Resolvers, " "), SSLProtocols: strings.Join(s.SSLProtocols, " "),
+		Resolvers: resolverArgs(cfg.Resolvers, s.DisableIPv6DNS), ResolverSrc: src.configMapSource("disable-ipv6-dns"), SSLProtocols: strings.Join(s.SSLProtocols, " "),
 		LimitReqStatus: errorStatus(s.LimitReqStatusCode), LimitConnStatus: errorStatus(s.LimitConnStatusCode),
-		Keepalive: s.UpstreamKeepaliveConnections > 0}
+		Keepalive: s.UpstreamKeepaliveConnections > 0, ProxyHeaders: newProxyHeadersView(s)}
 	if cfg.WorkerProcesses != "" {
 		v.WorkerProcesses, v.Src.WorkerProcesses = cfg.WorkerProcesses, ""
 	}
@@ -244,4 +248,27 @@ func quotedWords(words ...string) (string, error) {
 		out[i] = q
 	}
 	return strings.Join(out, " "), nil
+}
+
+// resolverArgs are the resolver directive's arguments, as ingress-nginx
+// writes them: every nameserver, valid=30s; with disable-ipv6-dns the IPv6
+// nameservers are left out (unless no other is left: a resolver needs one)
+// and ipv6=off asks for IPv4 addresses only. The nameservers matched
+// resolverPattern (stage.go, options.go).
+func resolverArgs(servers []string, noIPv6 bool) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	kept := servers
+	if noIPv6 {
+		kept = slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return strings.HasPrefix(s, "[") })
+		if len(kept) == 0 {
+			kept = servers
+		}
+	}
+	args := strings.Join(kept, " ") + " valid=30s"
+	if noIPv6 {
+		args += " ipv6=off"
+	}
+	return args
 }

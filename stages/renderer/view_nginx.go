@@ -24,6 +24,7 @@ var nginxSettingFields = map[string]func(*bus.Settings) any{
 	"worker-cpu-affinity":            func(s *bus.Settings) any { return &s.WorkerCPUAffinity },
 	"generate-request-id":            func(s *bus.Settings) any { return &s.GenerateRequestID },
 	"retry-non-idempotent":           func(s *bus.Settings) any { return &s.RetryNonIdempotent },
+	"disable-ipv6-dns":               func(s *bus.Settings) any { return &s.DisableIPv6DNS },
 }
 
 func init() { registerSettingFields(nginxSettingFields) }

@@ -138,6 +138,13 @@ func KeyStatuses() []KeyStatus {
 // keyNotes say what an implemented key does where its rule alone would
 // not tell a reader of docs/configmap.md.
 var keyNotes = map[string]string{
+	"enable-access-log-for-default-backend": "when false, the requests the catch-all server's own default location answers (no Ingress rule matched) are not logged; requests of the hosts routed in Lua through the catch-all server are",
+	"enable-auth-access-log":                "when true, the external auth subrequests (auth-url, global-auth-url) are logged too, in the http block's access log",
+	"proxy-add-original-uri-header":         "when true, every proxied request carries X-Original-URI with the client's request URI",
+	"access-log-params":                     "written on the http block's access_log and, without if=, on the stream block's (its variables are not the http block's); with skip-access-log-urls, a URI outside the list is logged when the if= variable is",
+	"http-access-log-path":                  "the http block's log only; the stream block's follows stream-access-log-path and access-log-path",
+	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
+	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
 }
@@ -175,7 +182,7 @@ func setting[T any](field func(*bus.Settings) *T, rule string, parse func(string
 // (sizes, times, ciphers) are whole-string patterns whose classes hold no
 // ';', '{', '}', quote, '$', '\' or whitespace, so no value can end a
 // directive or start a new one.
-var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings, tracingSettings)
+var settingParsers = settingGroups(coreSettings, proxySettings, httpSettings, accessLogSettings, pathsSettings, proxyProtocolSettings, tlsSettings, nginxSettings, accessSettings, globalAuthSettings, redirectSettings, streamSettings, modSecuritySettings, tracingSettings)
 
 // settingGroups merges the per-concern tables; a key in two of them is a
 // programming error caught by every test run.

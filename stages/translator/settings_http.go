@@ -16,6 +16,9 @@ var httpSettings = map[string]settingParser{
 	"gzip-min-length": intSetting(func(s *bus.Settings) *int { return &s.GzipMinLength }, 0, 1<<30, "bytes"),
 	"gzip-types": setting(func(s *bus.Settings) *[]string { return &s.GzipTypes },
 		mimeTypesRule, parseMIMETypes, joinWith(" ")),
+	"gzip-disable": setting(func(s *bus.Settings) *string { return &s.GzipDisable },
+		"msie6, or one regex matched against User-Agent without regard to case (the safe subset of PCRE, at most 256 characters of printable ASCII without a double quote or an escaped backslash), or empty for none",
+		parseGzipDisable, identity),
 	"enable-brotli":     boolSetting(func(s *bus.Settings) *bool { return &s.EnableBrotli }),
 	"brotli-level":      intSetting(func(s *bus.Settings) *int { return &s.BrotliLevel }, 0, 11, "brotli's compression level"),
 	"brotli-min-length": intSetting(func(s *bus.Settings) *int { return &s.BrotliMinLength }, 0, 1<<30, "bytes"),
@@ -38,6 +41,7 @@ var httpSettings = map[string]settingParser{
 		configMapRefRule, parseConfigMapRef, identity),
 	"hide-headers": setting(func(s *bus.Settings) *[]string { return &s.HideHeaders },
 		"a comma-separated list of at most 64 HTTP header names (tokens without $, at most 128 characters)", parseHeaderNames, joinWith(",")),
+	"proxy-add-original-uri-header": boolSetting(func(s *bus.Settings) *bool { return &s.ProxyAddOriginalURIHeader }),
 }
 
 var (

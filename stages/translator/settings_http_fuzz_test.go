@@ -12,11 +12,14 @@ import (
 
 // FuzzParseHTTPSettings feeds arbitrary values to the http{}-level keys
 // (compression, access log, headers): whatever is accepted must be one
-// NGINX word free of syntax, a header token, or a ConfigMap reference.
+// NGINX word free of syntax, a header token, a ConfigMap reference, a safe
+// regex that stays inside its quotes, or access_log parameters of their
+// own patterns.
 func FuzzParseHTTPSettings(f *testing.F) {
-	keys := slices.Sorted(maps.Keys(httpSettings))
+	keys := slices.Concat(slices.Collect(maps.Keys(httpSettings)), slices.Collect(maps.Keys(accessLogSettings)))
+	slices.Sort(keys)
 	for i, v := range []string{"text/css application/json", "*", "/var/log/x.log", "/healthz,/ping?x=1", "X-Powered-By,Server",
-		"ns/name", "9", "true", "text/css;gzip off", "/a/../b", "ns/$x", "a\nb"} {
+		"ns/name", "9", "true", "text/css;gzip off", "/a/../b", "ns/$x", "a\nb", "buffer=16k gzip=5 flush=5s if=$x", "MSIE [1-6]\\.", "msie6"} {
 		f.Add(uint8(i), v)
 	}
 	f.Fuzz(func(t *testing.T, pick uint8, value string) {
@@ -37,8 +40,17 @@ func checkHTTPSettingsSafe(t *testing.T, s bus.HTTPSettings) {
 		}
 	}
 	words := append(append(append([]string{}, s.GzipTypes...), s.BrotliTypes...), s.SkipAccessLogURLs...)
-	if s.AccessLogPath != "" {
-		words = append(words, s.AccessLogPath)
+	for _, w := range []string{s.AccessLogPath, s.HTTPAccessLogPath, s.AccessLogParams.Buffer, s.AccessLogParams.Gzip, s.AccessLogParams.Flush, s.AccessLogParams.If} {
+		if w != "" {
+			words = append(words, w)
+		}
+	}
+	if p := s.AccessLogParams; p.If != "" && !logVariablePattern.MatchString("$"+p.If) {
+		t.Fatalf("if=%q accepted", p.If)
+	}
+	if d := s.GzipDisable; d != "" && (strings.ContainsAny(d, "\"\x00\r\n") || strings.Contains(d, `\\`) || strings.HasSuffix(d, `\`) ||
+		strings.ContainsFunc(d, func(r rune) bool { return r < 0x20 || r > 0x7e })) {
+		t.Fatalf("gzip-disable %q accepted", d)
 	}
 	for _, ref := range []string{s.AddHeaders, s.ProxySetHeaders} {
 		if ref != "" {

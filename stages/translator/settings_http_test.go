@@ -7,11 +7,12 @@ import (
 )
 
 var httpSettingsCases = map[string]keyCases{
-	"use-gzip":               boolCases(false, func(s *bus.Settings) *bool { return &s.UseGzip }),
-	"enable-brotli":          boolCases(false, func(s *bus.Settings) *bool { return &s.EnableBrotli }),
-	"disable-access-log":     boolCases(false, func(s *bus.Settings) *bool { return &s.DisableAccessLog }),
-	"log-format-escape-json": boolCases(false, func(s *bus.Settings) *bool { return &s.LogFormatEscapeJSON }),
-	"log-format-escape-none": boolCases(false, func(s *bus.Settings) *bool { return &s.LogFormatEscapeNone }),
+	"use-gzip":                      boolCases(false, func(s *bus.Settings) *bool { return &s.UseGzip }),
+	"enable-brotli":                 boolCases(false, func(s *bus.Settings) *bool { return &s.EnableBrotli }),
+	"disable-access-log":            boolCases(false, func(s *bus.Settings) *bool { return &s.DisableAccessLog }),
+	"log-format-escape-json":        boolCases(false, func(s *bus.Settings) *bool { return &s.LogFormatEscapeJSON }),
+	"log-format-escape-none":        boolCases(false, func(s *bus.Settings) *bool { return &s.LogFormatEscapeNone }),
+	"proxy-add-original-uri-header": boolCases(false, func(s *bus.Settings) *bool { return &s.ProxyAddOriginalURIHeader }),
 
 	"gzip-level": intCases("1", func(s *bus.Settings) *int { return &s.GzipLevel },
 		[]int{1, 5, 9}, []string{"0", "10", "-1", "5;"}),
@@ -35,6 +36,17 @@ var httpSettingsCases = map[string]keyCases{
 	"brotli-types": keyCases{def: "application/xml+rss " + strings.Join(bus.DefaultCompressibleTypes, " "),
 		valid:   []valid{{"text/plain", setStrings(brotliTypesField, "text/plain")}},
 		invalid: []string{"", "text/plain;", "a b"},
+	},
+	"gzip-disable": keyCases{def: "",
+		valid: []valid{
+			{"", setString(gzipDisableField, "")},
+			{"msie6", setString(gzipDisableField, "msie6")},
+			{`MSIE [1-6]\.`, setString(gzipDisableField, `MSIE [1-6]\.`)},
+			{"^curl/", setString(gzipDisableField, "^curl/")},
+			{"Trident|Edge", setString(gzipDisableField, "Trident|Edge")},
+		},
+		invalid: []string{`a"b`, `a\\b`, "*msie", "(a+)+$", `a\nb`, `a\tb`, `a\x00`, "(", `a\`, strings.Repeat("a", 257),
+			"a\nb", "é", "a{1,100000}"},
 	},
 	"access-log-path": keyCases{def: "",
 		valid: []valid{

@@ -25,6 +25,7 @@ var nginxSettings = map[string]settingParser{
 		`empty, "auto" (optionally followed by a CPU mask) or space-separated CPU masks of 0 and 1`),
 	"generate-request-id":  boolSetting(func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
 	"retry-non-idempotent": boolSetting(func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
+	"disable-ipv6-dns":     boolSetting(func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
 }
 
 // defaultTypePattern is one MIME type, without wildcards.

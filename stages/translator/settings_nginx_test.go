@@ -5,6 +5,7 @@ import "switchyard.dev/switchyard/bus"
 var nginxSettingsCases = map[string]keyCases{
 	"default-type": stringCases("text/html", func(s *bus.Settings) *string { return &s.DefaultType },
 		[]string{"text/html", "application/octet-stream", "application/vnd.api+json"}, []string{"text", "text/html;", "text/html charset", `"text/html"`}),
+	"disable-ipv6-dns":               boolCases(false, func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
 	"enable-underscores-in-headers":  boolCases(false, func(s *bus.Settings) *bool { return &s.EnableUnderscoresInHeaders }),
 	"ignore-invalid-headers":         boolCases(true, func(s *bus.Settings) *bool { return &s.IgnoreInvalidHeaders }),
 	"map-hash-bucket-size":           intCases("64", func(s *bus.Settings) *int { return &s.MapHashBucketSize }, []int{32, 64, 128}, []string{"16", "65537"}),

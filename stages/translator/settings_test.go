@@ -27,7 +27,7 @@ type keyCases struct {
 // settingsCases covers every key settingParsers knows, gathered from one
 // table per setting group (each group's test file adds its own);
 // TestParseSettingsCoversEveryKey keeps the two in step.
-var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases, modSecuritySettingsCases, tracingSettingsCases)
+var settingsCases = caseGroups(coreSettingsCases, proxySettingsCases, httpSettingsCases, accessLogSettingsCases, pathsSettingsCases, proxyProtocolSettingsCases, tlsSettingsCases, nginxSettingsCases, accessSettingsCases, globalAuthSettingsCases, redirectSettingsCases, streamSettingsCases, modSecuritySettingsCases, tracingSettingsCases)
 
 func caseGroups(groups ...map[string]keyCases) map[string]keyCases {
 	all := map[string]keyCases{}
