@@ -191,6 +191,10 @@ func TestExternalAuthThroughNginx(t *testing.T) {
 	if got := last.Header.Get("X-Auth-Request-Redirect"); got != "https://ext.example.com/back" {
 		t.Errorf("auth request X-Auth-Request-Redirect = %q", got)
 	}
+	// With auth-method, as ingress-nginx: the original URI and scheme too.
+	if uri, scheme := last.Header.Get("X-Original-URI"), last.Header.Get("X-Scheme"); uri != "/app?q=1" || scheme != "http" {
+		t.Errorf("auth request X-Original-URI %q, X-Scheme %q; want /app?q=1 and http", uri, scheme)
+	}
 	// The auth service's Set-Cookie (a session refresh) reaches the client
 	// on a successful answer, and not on a refusal unless
 	// auth-always-set-cookie says so.
