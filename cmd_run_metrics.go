@@ -14,6 +14,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/metrics"
+	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/internal/telemetry"
 )
 
@@ -132,15 +133,11 @@ func followModel(ctx context.Context, conn *bus.Conn, model *metrics.ModelCollec
 // (switchyard_request_metrics_read_errors_total counts the per-request
 // ones).
 func registerNginxMetrics(collector *metrics.Collector, labels metrics.Labels, ingresses *metrics.IngressSet, o *options, log *zap.Logger) error {
-	local, err := o.local()
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	socket := local.ControlSocket
 	prefix, err := o.prefix()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	socket := nginx.ControlSocketFor(prefix)
 	opts := metrics.RequestOptions{PerHost: o.metricsPerHost, StatusClasses: o.statusClasses, Exclude: splitList(o.excludeMetrics),
 		Ingresses: ingresses}
 	collector.RegisterRequests(metrics.NewRequestCollector(labels, socket, opts, func(err error) {

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/internal/otelexport"
 )
 
@@ -15,11 +16,11 @@ import (
 // that runs NGINX, until ctx ends. It is cheap while request tracing is
 // off: one request a second over the unix socket.
 func startRequestSpans(ctx context.Context, o *options, log *zap.Logger) error {
-	local, err := o.local()
+	prefix, err := o.prefix()
 	if err != nil {
 		return fmt.Errorf("request spans: %w", err)
 	}
-	socket := local.ControlSocket
+	socket := nginx.ControlSocketFor(prefix)
 	o.requestSpans = otelexport.NewRequestSpans(socket, func(err error) {
 		if errors.Is(err, otelexport.ErrExport) {
 			log.Warn("request spans", zap.Error(err))

@@ -172,21 +172,13 @@ func (o *options) prefix() (string, error) {
 
 // local is this process's data plane, as the applier fills it into the
 // rendered files: --http-addr, --https-addr and the sockets below
-// --state-dir. With --enable-ssl-passthrough, the unix sockets of the http
-// module's TLS listener and of the passthrough stream server are in a
-// directory of the prefix that only the workers' user may enter (the
-// workers connect to them; the applier secures it).
+// --state-dir (TLS passthrough's with --enable-ssl-passthrough).
 func (o *options) local() (nginx.Local, error) {
 	prefix, err := o.prefix()
 	if err != nil {
 		return nginx.Local{}, err
 	}
-	l := nginx.Local{HTTP: []string{o.httpAddr}, HTTPS: []string{o.httpsAddr},
-		ControlSocket: filepath.Join(prefix, nginx.ControlDir, "control.sock")}
-	if o.sslPassthrough {
-		dir := filepath.Join(prefix, nginx.InternalDir)
-		l.TLSSocket, l.PassthroughSocket = filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")
-	}
+	l := nginx.LocalFor(prefix, []string{o.httpAddr}, []string{o.httpsAddr}, o.sslPassthrough)
 	return l, l.Validate()
 }
 

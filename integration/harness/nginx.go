@@ -68,10 +68,7 @@ func Prefix(t testing.TB, files map[string]string) string {
 // Local is the data plane Prefix fills into rendered files, as an applier
 // would: the default ports, and the sockets below the prefix.
 func Local(prefix string) nginx.Local {
-	internal := filepath.Join(prefix, nginx.InternalDir)
-	return nginx.Local{HTTP: []string{"127.0.0.1:8080"}, HTTPS: []string{"127.0.0.1:8443"},
-		ControlSocket: filepath.Join(prefix, nginx.ControlDir, "control.sock"),
-		TLSSocket:     filepath.Join(internal, "tls.sock"), PassthroughSocket: filepath.Join(internal, "passthrough.sock")}
+	return nginx.LocalFor(prefix, []string{"127.0.0.1:8080"}, []string{"127.0.0.1:8443"}, true)
 }
 
 // NginxTest runs nginx -t on the prefix's configuration and fails the test

@@ -343,7 +343,7 @@ func (s *Switchyard) DataPlane(t testing.TB, path string) string {
 
 // ControlSocket is the unix socket of NGINX's configuration endpoint.
 func (s *Switchyard) ControlSocket() string {
-	return filepath.Join(s.Prefix(), nginx.ControlDir, "control.sock")
+	return nginx.ControlSocketFor(s.Prefix())
 }
 
 // ControlClient talks to an NGINX configuration endpoint on socket, each

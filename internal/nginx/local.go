@@ -3,8 +3,10 @@ package nginx
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
@@ -23,6 +25,24 @@ type Local struct {
 	// TLSSocket and PassthroughSocket are TLS passthrough's unix sockets
 	// (empty without --enable-ssl-passthrough).
 	TLSSocket, PassthroughSocket string
+}
+
+// LocalFor is the data plane of the NGINX below prefix that listens on
+// http and https: its sockets where the prefix layout keeps them, TLS
+// passthrough's only with passthrough (in InternalDir, which only the
+// workers' user may enter: they connect to them).
+func LocalFor(prefix string, http, https []string, passthrough bool) Local {
+	l := Local{HTTP: http, HTTPS: https, ControlSocket: ControlSocketFor(prefix)}
+	if passthrough {
+		dir := filepath.Join(prefix, InternalDir)
+		l.TLSSocket, l.PassthroughSocket = filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")
+	}
+	return l
+}
+
+// ControlSocketFor is the control socket of the NGINX below prefix.
+func ControlSocketFor(prefix string) string {
+	return filepath.Join(prefix, ControlDir, "control.sock")
 }
 
 var (
@@ -56,11 +76,8 @@ func (l Local) Validate() error {
 }
 
 func validPort(p string) bool {
-	n := 0
-	for _, c := range p {
-		n = n*10 + int(c-'0')
-	}
-	return n >= 1 && n <= 65535
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // The only lines a placeholder is filled in on: the shapes the renderer's

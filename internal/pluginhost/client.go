@@ -74,9 +74,9 @@ func NewGroup(command func() *exec.Cmd) *Group {
 	return &Group{command: command}
 }
 
-// Client returns the plugin name of the group's process, starting the
-// process if it is not running; logger then receives what the process
-// writes to stderr.
+// Client returns the client of the plugin name in the group's process,
+// starting the process if it is not running; logger then receives what the
+// process writes to stderr.
 func (g *Group) Client(name string, logger hclog.Logger) (*Client, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

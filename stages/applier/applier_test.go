@@ -44,7 +44,7 @@ func newRig(t *testing.T, minReloadInterval time.Duration, before ...func(*rig))
 	conn := harness.Bus(t, "test")
 	dir := harness.StateDir(t) // short: unix socket paths are limited
 	r := &rig{t: t, conn: conn, writer: bus.NewWriter(conn, bus.StageRenderer), prefix: filepath.Join(dir, "nginx"),
-		socket: filepath.Join(dir, "nginx", nginx.ControlDir, "control.sock"), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
+		socket: nginx.ControlSocketFor(filepath.Join(dir, "nginx")), port: harness.FreePort(t), results: make(chan bus.ApplyResult, 100)}
 	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(m *nats.Msg) {
 		var res bus.ApplyResult
 		if json.Unmarshal(m.Data, &res) == nil {
