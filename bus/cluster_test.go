@@ -3,13 +3,14 @@ package bus
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"switchyard.dev/switchyard/internal/freeport"
 )
 
 // startCluster runs n clustered nats-servers with JetStream on loopback.
@@ -18,12 +19,11 @@ func startCluster(t *testing.T, n int) []*server.Server {
 	ports := make([]int, n)
 	var routes []string
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := freeport.Loopback()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
+		ports[i] = port
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
 	}
 	servers := make([]*server.Server, n)

@@ -21,6 +21,7 @@ import (
 	"text/template"
 	"time"
 
+	"switchyard.dev/switchyard/internal/freeport"
 	"switchyard.dev/switchyard/lua"
 )
 
@@ -644,10 +645,9 @@ func svc(name string) map[string]string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	must(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func must(t *testing.T, err error) {

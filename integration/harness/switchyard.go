@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"switchyard.dev/switchyard/internal/echo"
+	"switchyard.dev/switchyard/internal/freeport"
 	"switchyard.dev/switchyard/internal/nginx"
 )
 
@@ -63,15 +64,15 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago and that
+// no other FreePort call of this test binary returned.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Process is a child process the test started; it is stopped at cleanup.

@@ -35,6 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"switchyard.dev/switchyard/internal/freeport"
 )
 
 // RequireEnv makes a missing kube-apiserver, etcd or network-namespace support
@@ -124,7 +126,7 @@ func Start(t testing.TB) *Cluster {
 
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := freeport.Loopback()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,15 +421,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // childEnv is the environment without ETCD_* variables (etcd refuses to start
 // when a variable and a flag both set an option).
 func childEnv() []string {
@@ -445,11 +438,11 @@ func childEnv() []string {
 func (c *Cluster) startEtcd(bin string) error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		clientPort, err := freePort()
+		clientPort, err := freeport.Loopback()
 		if err != nil {
 			return err
 		}
-		peerPort, err := freePort()
+		peerPort, err := freeport.Loopback()
 		if err != nil {
 			return err
 		}
