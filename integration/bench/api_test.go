@@ -33,7 +33,8 @@ import (
 )
 
 // profileDirEnv names a directory where TestBenchAPI saves a heap profile of
-// switchyard per N (go tool pprof -top FILE); unset, none is saved.
+// switchyard per N, and TestBenchEndpointDeltas a CPU profile of its endpoint
+// changes (go tool pprof -top FILE); unset, none is saved.
 const profileDirEnv = "SWITCHYARD_BENCH_PROFILE_DIR"
 
 const (
@@ -381,7 +382,7 @@ func reportAPIMemory(t *testing.T, rep *apiReport, sy *harness.Switchyard, pid i
 			mib(stats["Sys"]), mib(stats["Stack"]), stats["NumGC"])
 	}
 	if profile != "" {
-		if err := saveHeapProfile(profiling, profile); err != nil {
+		if err := saveProfile(profiling, "heap", profile); err != nil {
 			rep.line("heap profile", "not saved: %v", err)
 		} else {
 			rep.line("heap profile", "%s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
@@ -423,8 +424,12 @@ func goMemStats(addr string) (map[string]int64, error) {
 	return stats, nil
 }
 
-func saveHeapProfile(addr, path string) error {
-	resp, err := harness.NewClient().Get("http://" + addr + "/debug/pprof/heap")
+// saveProfile saves the profile that /debug/pprof/<query> answers (for
+// instance "heap", or "profile?seconds=10" for the CPU) at path.
+func saveProfile(addr, query, path string) error {
+	client := harness.NewClient()
+	client.Timeout = time.Minute // a CPU profile answers after its seconds
+	resp, err := client.Get("http://" + addr + "/debug/pprof/" + query)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -62,9 +64,10 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		Manifests: dir,
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	profiling := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	args := append([]string{"run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
 		"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s",
-		"--log-level", "warn", "--metrics-addr", metricsAddr, "--enable-metrics=false"}, flags...)
+		"--log-level", "warn", "--metrics-addr", metricsAddr, "--enable-metrics=false", "--profiling-addr", profiling}, flags...)
 	begin := time.Now()
 	sy.Process = harness.Start(t, bin, args...)
 	// The next mode starts on an idle machine.
@@ -83,7 +86,9 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		return err
 	}
 	workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
+	profiled := profileCPU(rep, profiling, fmt.Sprintf("switchyard-cpu-endpoint-changes-%d%s.pb.gz", n, strings.Join(flags, "")))
 	change, err := endpointChanges(rep, t, sy, dir, portA, portB)
+	profiled()
 	if err != nil {
 		return err
 	}
@@ -117,6 +122,30 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		fmt.Fprintf(rep, "samples: %v\n", round(change.samples))
 	}
 	return nil
+}
+
+// cpuProfileSeconds covers the endpoint changes of TestBenchEndpointDeltas
+// on a loaded machine; a profile that outlasts them only adds idle time.
+const cpuProfileSeconds = 15
+
+// profileCPU starts a CPU profile of switchyard at profiling when
+// SWITCHYARD_BENCH_PROFILE_DIR is set, saved there as file; the returned
+// func waits for it and reports where it is.
+func profileCPU(rep *strings.Builder, profiling, file string) func() {
+	dir := os.Getenv(profileDirEnv)
+	if dir == "" {
+		return func() {}
+	}
+	path := filepath.Join(dir, file)
+	done := make(chan error, 1)
+	go func() { done <- saveProfile(profiling, fmt.Sprintf("profile?seconds=%d", cpuProfileSeconds), path) }()
+	return func() {
+		if err := <-done; err != nil {
+			fmt.Fprintf(rep, "%-42s not saved: %v\n", "CPU profile", err)
+			return
+		}
+		fmt.Fprintf(rep, "%-42s %s (first %ds of the changes)\n", "CPU profile", path, cpuProfileSeconds)
+	}
 }
 
 func posts(m map[string]float64) float64 { return m["posts full"] + m["posts delta"] }
