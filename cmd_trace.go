@@ -18,8 +18,8 @@ import (
 // traceCommand prints every message on the subject graph: subject, key,
 // generation, producing stage and instance, an apply result's outcome, the time since the change entered the
 // watcher, and the trace and span of its traceparent (the IDs of the spans
-// --otlp-endpoint exports). It reads the headers-only copies every stream
-// republishes (bus.TraceRoot), so values, which may hold Secret data,
+// --otlp-endpoint exports). It reads the headers-only copies each stage
+// sends of its messages (bus.TraceRoot), so values, which may hold Secret data,
 // never reach it.
 func traceCommand(args []string) error {
 	fs := flag.NewFlagSet("trace", flag.ContinueOnError)

@@ -32,8 +32,8 @@ const IdentityTrace = "trace"
 // Identities are the bus identities: one per stage, the webhook, trace.
 var Identities = append(slices.Clone(Stages), StageWebhook, IdentityTrace)
 
-// TraceRoot is where every stream republishes each message's headers
-// without its payload. Only what trace needs is there: subject, stage,
+// TraceRoot is where the writer of every table message also sends its
+// headers without its payload. Only what trace needs is there: subject, stage,
 // generation, times; never a value, so never Secret data.
 const TraceRoot = "switchyard-trace." + SchemaVersion
 
@@ -79,7 +79,8 @@ func Permissions(identity string) (*server.Permissions, error) {
 	}
 	var pub []string
 	for _, t := range a.writes {
-		pub = append(pub, StageSubject(t)+".>", "$JS.API.STREAM.UPDATE."+StreamName(t))
+		// A writer also sends its messages' headers to trace (traceCopy).
+		pub = append(pub, StageSubject(t)+".>", TraceSubject(StageSubject(t))+".>", "$JS.API.STREAM.UPDATE."+StreamName(t))
 	}
 	for _, t := range unique(a.writes, a.reads) {
 		pub = append(pub, readStream(StreamName(t))...)

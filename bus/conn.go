@@ -163,9 +163,10 @@ func (c *Conn) ensureStream(ctx context.Context, stage string, own bool) (jetstr
 		Storage:           c.storage,
 		Replicas:          c.replicas,
 		Discard:           jetstream.DiscardOld,
-		// Trace reads these headers-only copies, never the messages.
-		RePublish: &jetstream.RePublish{Source: StageSubject(stage) + ".>",
-			Destination: TraceSubject(StageSubject(stage)) + ".>", HeadersOnly: true},
+		// No RePublish for trace: the writers send its copies themselves
+		// (traceCopy), because the server looks up each subject's last
+		// message for a republish, which loads a whole old block from
+		// disk per message written.
 	}
 	if existing, err := c.JS.Stream(ctx, cfg.Name); err == nil {
 		if !own {
@@ -189,6 +190,26 @@ func (c *Conn) ensureStream(ctx context.Context, stage string, own bool) (jetstr
 		return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
 	}
 	return s, nil
+}
+
+// traceCopy sends the headers of a message published on subject, without
+// its payload, to the subject's trace copy (TraceSubject), where
+// `switchyard trace` reads them; nothing is sent when nobody listens.
+// Trace is a view, so a copy that cannot be sent is not an error of the
+// publish.
+func (c *Conn) traceCopy(subject string, h nats.Header) {
+	_ = c.NC.PublishMsg(&nats.Msg{Subject: TraceSubject(subject), Header: h})
+}
+
+// PublishWithTrace publishes msg on its subject outside JetStream's
+// publish acknowledgement (a stream still stores it when it holds the
+// subject), and its headers to trace.
+func (c *Conn) PublishWithTrace(msg *nats.Msg) error {
+	if err := c.NC.PublishMsg(msg); err != nil {
+		return err
+	}
+	c.traceCopy(msg.Subject, msg.Header)
+	return nil
 }
 
 // Embedded is an in-process nats-server with JetStream.

@@ -223,10 +223,12 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 		}
 		b.futures = b.futures[:0]
 	}
-	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: b.w.subject(key), Data: data, Header: h})
+	subject := b.w.subject(key)
+	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h})
 	if err != nil {
 		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
 	}
+	b.w.conn.traceCopy(subject, h)
 	b.futures = append(b.futures, f)
 	telemetry.Get().BusSent(b.w.stage, keyKind(key), len(data))
 	return nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/integration/harness"
@@ -40,7 +39,7 @@ func addTracedIngress(t *testing.T, sy *harness.Switchyard) {
 type busSpans struct {
 	mu      sync.Mutex
 	byTrace map[string]map[string]map[string]bool // trace → stage → span IDs
-	ingress map[string]string                     // object key → trace of its last message
+	ingress map[string]string                     // trace copy's subject → trace of its last message
 }
 
 func (b *busSpans) add(m *nats.Msg) {
@@ -56,8 +55,7 @@ func (b *busSpans) add(m *nats.Msg) {
 		stages[meta.Stage] = map[string]bool{}
 	}
 	stages[meta.Stage][meta.Trace.SpanID] = true
-	// The copy names the message's own subject.
-	b.ingress[m.Header.Get(jetstream.SubjectHeader)] = meta.Trace.TraceID
+	b.ingress[m.Subject] = meta.Trace.TraceID
 }
 
 func (b *busSpans) traceOf(subject string) string {
@@ -149,7 +147,7 @@ func watchBus(t *testing.T, url, keys string) *busSpans {
 func expectPipelineTrace(t *testing.T, receiver *harness.OTLPReceiver, seen *busSpans, service string) {
 	t.Helper()
 	subject := bus.StageSubject(bus.StageWatcher) + ".object.ingress.default.traced"
-	traceID := seen.traceOf(subject)
+	traceID := seen.traceOf(bus.TraceSubject(subject))
 	if traceID == "" {
 		t.Fatalf("no message on %s", subject)
 	}

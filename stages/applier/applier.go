@@ -515,7 +515,7 @@ func (s *Stage) publishResult(meta bus.Meta, trace bus.TraceContext, res bus.App
 	out := bus.Meta{Generation: meta.Generation, Stage: bus.StageApplier, Instance: res.Instance, Trace: trace, Ingest: meta.Ingest}
 	msg := &nats.Msg{Subject: bus.ApplyResultSubject, Data: data, Header: out.Header()}
 	msg.Header.Set(bus.HeaderResult, res.Outcome())
-	if err := s.conn.NC.PublishMsg(msg); err != nil {
+	if err := s.conn.PublishWithTrace(msg); err != nil {
 		s.log.Warn("publish apply result", zap.Error(err))
 		return
 	}
