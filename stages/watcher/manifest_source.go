@@ -35,7 +35,7 @@ type manifestSource struct {
 	log *zap.Logger
 
 	debounce time.Duration // how long events are collected before a rescan
-	resync   time.Duration // full rescan period, a backstop for missed events
+	resync   time.Duration // rescan period, a backstop for missed events
 	retry    time.Duration // how soon to retry while the directory is missing
 	maxBytes int64         // larger files are refused
 }
@@ -106,6 +106,7 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 
 	resync := time.NewTicker(s.resync)
 	defer resync.Stop()
+	resyncs := 0
 	schedule := func() {
 		if debounceC == nil {
 			debounceC = time.After(s.debounce)
@@ -170,10 +171,19 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 		case <-retryC:
 			rescan(true)
 		case <-resync.C:
-			rescan(true)
+			// A file whose stat changed is reread; every contentResync-th
+			// rescan rereads them all, for a rewrite a coarse mtime hid.
+			// Reading every file each time would be megabytes of garbage
+			// every few seconds at 10,000 Ingresses.
+			resyncs++
+			rescan(resyncs%contentResync == 0)
 		}
 	}
 }
+
+// contentResync: every how many periodic rescans read every file's
+// content, not only the files whose stat changed.
+const contentResync = 6
 
 // manifestFile is what the source knows of one file.
 type manifestFile struct {
@@ -191,6 +201,24 @@ type scanState struct {
 	dirInfo    os.FileInfo
 	watching   bool
 	dirMissing bool
+
+	// set is the last merged set (never written once returned); dups
+	// says a key was defined twice in it. dirty holds, for each file
+	// whose objects changed since, its objects before the change.
+	set   map[string][]byte
+	dups  bool
+	dirty map[string][]manifest.Object
+}
+
+// markDirty records a file's objects before their first change since the
+// last merge.
+func (st *scanState) markDirty(name string, before []manifest.Object) {
+	if st.dirty == nil {
+		st.dirty = map[string][]manifest.Object{}
+	}
+	if _, ok := st.dirty[name]; !ok {
+		st.dirty[name] = before
+	}
 }
 
 // scan lists the directory and rereads files that are new, changed on disk,
@@ -264,6 +292,7 @@ func (st *scanState) scan(force map[string]bool, readAll bool) (changed, ok bool
 		if !seen[name] {
 			changed = changed || len(f.objects) > 0
 			s.log.Info("manifest file removed", zap.String("file", name), zap.Int("objects", len(f.objects)))
+			st.markDirty(name, f.objects)
 			delete(st.files, name)
 		}
 	}
@@ -317,6 +346,7 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 	if equalObjects(f.objects, objs) {
 		return false, true
 	}
+	st.markDirty(name, f.objects)
 	f.objects = objs
 	return true, true
 }
@@ -340,23 +370,71 @@ func (st *scanState) failIO(name string, err error) {
 
 // merge assembles the desired set from every file in lexical order, later
 // definitions winning, and warns about each overridden one. It runs on
-// every change, over every object: it allocates the set once, at its size,
-// and shares each object's bytes with the file's parse (never written
-// after), since at 10,000 Ingresses copies would be most of what a change
-// costs, in garbage collection.
+// every change: from the last set and the changed files when it can
+// (mergeChanged), else over every object (mergeAll). Either way each
+// object's bytes are shared with the file's parse (never written after),
+// since at 10,000 Ingresses copies would be most of what a change costs,
+// in garbage collection.
 func (st *scanState) merge() map[string][]byte {
+	dirty := st.dirty
+	st.dirty = nil
+	if st.set != nil && !st.dups {
+		if next, ok := st.mergeChanged(dirty); ok {
+			st.set = next
+			return next
+		}
+	}
+	st.set, st.dups = st.mergeAll()
+	return st.set
+}
+
+// mergeChanged is merge from the last set and the files that changed
+// since: a copy of the set (cheap next to inserting every key again) with
+// their old objects taken out and their new ones put in. It holds only
+// while every key is defined once; ok is false when a changed file
+// defines a key another file or document does, and mergeAll decides.
+func (st *scanState) mergeChanged(dirty map[string][]manifest.Object) (set map[string][]byte, ok bool) {
+	set = maps.Clone(st.set)
+	before := map[string]bool{}
+	for _, old := range dirty {
+		for _, o := range old {
+			delete(set, o.Key)
+			before[o.Key] = true
+		}
+	}
+	for name := range dirty {
+		f := st.files[name]
+		if f == nil {
+			continue // removed
+		}
+		for _, o := range f.objects {
+			_, inLast := st.set[o.Key]
+			_, taken := set[o.Key]
+			if taken || (inLast && !before[o.Key]) {
+				return nil, false
+			}
+			set[o.Key] = o.JSON
+		}
+	}
+	return set, true
+}
+
+// mergeAll assembles the set from every file; dups says a key was defined
+// twice.
+func (st *scanState) mergeAll() (set map[string][]byte, dups bool) {
 	names := slices.Sorted(maps.Keys(st.files))
 	total := 0
 	for _, name := range names {
 		total += len(st.files[name].objects)
 	}
-	set := make(map[string][]byte, total)
+	set = make(map[string][]byte, total)
 	// from says where each key was defined; it is built only once a key
 	// turns out to be defined twice, which is rare.
 	var from map[string]string
 	for i, name := range names {
 		for j, o := range st.files[name].objects {
 			if _, dup := set[o.Key]; dup {
+				dups = true
 				if from == nil {
 					from = st.definitions(names[:i], st.files[name].objects[:j])
 				}
@@ -369,7 +447,7 @@ func (st *scanState) merge() map[string][]byte {
 			}
 		}
 	}
-	return set
+	return set, dups
 }
 
 // definitions maps each key the given files, then the given objects,
