@@ -166,7 +166,7 @@ func (s *Stage) Run(ctx context.Context) error {
 					zap.Uint64("generation", snap.Meta.Generation), zap.Error(err))
 				return nil
 			}
-			inbox.put(target{desired: table.desired.clone(), meta: snap.Meta})
+			inbox.put(target{desired: table.snapshot(), meta: snap.Meta})
 			return nil
 		})
 	}()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -80,6 +81,37 @@ type desiredTable struct {
 	// localize fills this data plane's addresses and sockets into a file
 	// (nginx.Local.Localize), once, as it arrives.
 	localize func(string) string
+	// shared are the kinds whose map in desired the last state handed
+	// out (snapshot) holds too: update copies such a map before its
+	// first write, so a change copies only the maps it touches.
+	shared map[string]bool
+}
+
+// snapshot is the desired state for the apply loop, which keeps it while
+// the next one is built: its maps are shared until update writes them.
+func (t *desiredTable) snapshot() desiredState {
+	t.shared = map[string]bool{bus.KindFile: true, bus.KindBackend: true, bus.KindCertificate: true, bus.KindRoute: true}
+	return t.desired
+}
+
+// own makes desired's map for the kind of key its own before a write.
+func (t *desiredTable) own(key string) {
+	kind, _, _ := strings.Cut(key, ".")
+	if !t.shared[kind] {
+		return
+	}
+	delete(t.shared, kind)
+	d := &t.desired
+	switch kind {
+	case bus.KindFile:
+		d.Files = maps.Clone(d.Files)
+	case bus.KindBackend:
+		d.Backends = maps.Clone(d.Backends)
+	case bus.KindCertificate:
+		d.Certificates = maps.Clone(d.Certificates)
+	case bus.KindRoute:
+		d.Routes = maps.Clone(d.Routes)
+	}
 }
 
 func newDesiredTable(localize func(string) string) *desiredTable {
@@ -90,12 +122,13 @@ func newDesiredTable(localize func(string) string) *desiredTable {
 // keys it puts. It returns why the table is not understood, or nil.
 func (t *desiredTable) update(snap bus.Snapshot) error {
 	if snap.Full {
-		t.desired, t.broken, t.parts = newDesired(), map[string]error{}, bus.NewFileAssembler()
+		t.desired, t.broken, t.parts, t.shared = newDesired(), map[string]error{}, bus.NewFileAssembler(), nil
 	}
 	for _, key := range snap.Deletes {
 		// A deleted key that does not parse was never in the desired
 		// state: forgetting it is all there is to do.
 		if isPart, _ := t.parts.Update(key, nil, false); !isPart {
+			t.own(key)
 			_ = t.desired.updateKey(key, nil, false, t.localize)
 		}
 		delete(t.broken, key)
@@ -103,6 +136,7 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 	for key, data := range snap.Puts {
 		isPart, err := t.parts.Update(key, data, true)
 		if err == nil && !isPart {
+			t.own(key)
 			err = t.desired.updateKey(key, data, true, t.localize)
 		}
 		if err != nil {
@@ -123,6 +157,7 @@ func (t *desiredTable) update(snap bus.Snapshot) error {
 			return
 		}
 		delete(t.broken, key)
+		t.own(key)
 		t.desired.Files[path] = t.localize(content)
 	})
 	var errs []error
@@ -173,13 +208,6 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 		return fmt.Errorf("renderer key %q: unknown kind %q", key, kind)
 	}
 	return nil
-}
-
-// clone copies the maps (not the values, which are never changed in
-// place), so the apply loop can keep one state while the next is built.
-func (d desiredState) clone() desiredState {
-	return desiredState{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates),
-		Routes: maps.Clone(d.Routes)}
 }
 
 // backendsPayload is the body of POST /configuration/backends.

@@ -2,7 +2,9 @@ package applier
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +224,48 @@ func TestRoutesDeltaAndKeptRoutes(t *testing.T) {
 	}
 	if namedDelta(routesKind.field, kept, kept, 4) != nil {
 		t.Error("a delta of equal routes is not empty")
+	}
+}
+
+// TestSnapshotKeepsItsState: a state handed to the apply loop never
+// changes when later snapshots arrive; a map no later snapshot touched is
+// still shared with it (nothing copied), one that was touched is not.
+func TestSnapshotKeepsItsState(t *testing.T) {
+	table := newDesiredTable(func(s string) string { return s })
+	file := func(content string) []byte { return fmt.Appendf(nil, `{"content":%q}`, content) }
+	full := bus.Snapshot{Full: true, Puts: map[string][]byte{
+		bus.Key(bus.KindFile, "nginx.conf"): file("one"),
+		bus.Key(bus.KindBackend, "ns-a-80"): []byte(`{"name":"ns-a-80","v":1}`),
+		bus.Key(bus.KindRoute, "a.example"): []byte(`{"host":"a.example"}`),
+		bus.Key(bus.KindBackend, "ns-b-80"): []byte(`{"name":"ns-b-80"}`),
+		bus.Key(bus.KindRoute, "b.example"): []byte(`{"host":"b.example"}`),
+	}}
+	if err := table.update(full); err != nil {
+		t.Fatal(err)
+	}
+	first := table.snapshot()
+	endpoint := bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindBackend, "ns-a-80"): []byte(`{"name":"ns-a-80","v":2}`)},
+		Deletes: []string{bus.Key(bus.KindBackend, "ns-b-80")}}
+	if err := table.update(endpoint); err != nil {
+		t.Fatal(err)
+	}
+	second := table.snapshot()
+	if got := string(first.Backends["ns-a-80"]); got != `{"name":"ns-a-80","v":1}` || len(first.Backends) != 2 {
+		t.Errorf("the first state's backends changed: %v", first.Backends)
+	}
+	if got := string(second.Backends["ns-a-80"]); got != `{"name":"ns-a-80","v":2}` || len(second.Backends) != 1 {
+		t.Errorf("the second state's backends: %v", second.Backends)
+	}
+	if reflect.ValueOf(first.Routes).UnsafePointer() != reflect.ValueOf(second.Routes).UnsafePointer() ||
+		reflect.ValueOf(first.Files).UnsafePointer() != reflect.ValueOf(second.Files).UnsafePointer() {
+		t.Error("maps an endpoint change did not touch were copied")
+	}
+	if err := table.update(bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindFile, "nginx.conf"): file("two")},
+		Deletes: []string{bus.Key(bus.KindRoute, "a.example")}}); err != nil {
+		t.Fatal(err)
+	}
+	third := table.snapshot()
+	if second.Files["nginx.conf"] != "one" || len(second.Routes) != 2 || third.Files["nginx.conf"] != "two" || len(third.Routes) != 1 {
+		t.Errorf("files and routes: second %v %v, third %v %v", second.Files, second.Routes, third.Files, third.Routes)
 	}
 }
