@@ -87,7 +87,10 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 	}
 	workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
 	profiled := profileCPU(rep, profiling, fmt.Sprintf("switchyard-cpu-endpoint-changes-%d%s.pb.gz", n, strings.Join(flags, "")))
+	pid := sy.Process.Cmd.Process.Pid
+	cpuBefore := processCPU(pid)
 	change, err := endpointChanges(rep, t, sy, dir, portA, portB)
+	cpuSpent := processCPU(pid) - cpuBefore
 	profiled()
 	if err != nil {
 		return err
@@ -106,6 +109,10 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		time.Sleep(50 * time.Millisecond)
 	}
 	fmt.Fprintln(rep, change)
+	// CPU time depends far less on the machine's other load than the
+	// latency does: the figure to compare across runs.
+	fmt.Fprintf(rep, "%-42s %s per change (%s over %d changes)\n", "switchyard CPU during the changes",
+		(cpuSpent / time.Duration(max(len(change.samples), 1))).Round(time.Millisecond), cpuSpent, len(change.samples))
 	stageShares(rep, before, after)
 	for _, mode := range []string{"full", "delta"} {
 		count := after["posts "+mode] - before["posts "+mode]
