@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/templates"
+)
+
+// passFront is one way of routing TLS by SNI name in NGINX's stream
+// block, on its own port of one hand-written NGINX (passthroughFronts).
+type passFront struct {
+	name string
+	port int
+}
+
+// TestBenchPassthroughRouting reports, from one run, TLS connections per
+// second (a full handshake each) through three stream fronts of one NGINX,
+// in alternating rounds, to a passthrough host (its TLS goes to a Go TLS
+// server) and to a terminated host (NGINX's http module terminates it):
+//   - static: the route and the endpoints in NGINX maps and upstreams,
+//     Switchyard before njs (an endpoint change reloads);
+//   - njs endpoints: the route in a map, the endpoints read by
+//     templates/passthrough.js (what Switchyard renders now);
+//   - njs route: the route decided in njs too, by a file per passthrough
+//     host (a new passthrough host would not reload either), which every
+//     terminated connection then pays.
+func TestBenchPassthroughRouting(t *testing.T) {
+	requireBench(t)
+	nginx := harness.Nginx(t)
+	passCert, passKey := harness.SelfSigned(t, "pass.example.com")
+	backend := startHandshakeServer(t, passCert, passKey)
+	fronts := startPassthroughFronts(t, nginx, backend)
+
+	const rounds, per, conns = 6, 2 * time.Second, 4
+	rates := map[string]map[string]float64{}
+	for _, host := range []string{"pass.example.com", "term.example.com"} {
+		rates[host] = map[string]float64{}
+		for _, f := range fronts {
+			harness.WaitFor(t, 30*time.Second, f.name+" handshakes for "+host, func() error {
+				return handshake(f.port, host)
+			})
+		}
+	}
+	for i := 0; i < rounds; i++ {
+		for _, host := range []string{"pass.example.com", "term.example.com"} {
+			for j := range fronts {
+				// Rotate the order each round: no front always goes first.
+				f := fronts[(i+j)%len(fronts)]
+				rates[host][f.name] += float64(handshakes(f.port, host, conns, per)) / per.Seconds() / rounds
+			}
+		}
+	}
+	var rep strings.Builder
+	fmt.Fprintf(&rep, "\n%s\nTLS passthrough routing: new TLS connections per second, %d connections at a time, %d alternating rounds of %s\n",
+		strings.Repeat("=", 100), conns, rounds, per)
+	for _, host := range []string{"pass.example.com", "term.example.com"} {
+		for _, f := range fronts {
+			fmt.Fprintf(&rep, "%-18s %-14s %8.0f /s  (%.3f of static)\n", host, f.name, rates[host][f.name], rates[host][f.name]/rates[host]["static"])
+		}
+	}
+	drop := 1 - rates["term.example.com"]["njs route"]/rates["term.example.com"]["njs endpoints"]
+	fmt.Fprintf(&rep, "terminated hosts lose %.1f%% with the route in njs (a reload-free new passthrough host; ~3%% is the bar)\n", 100*drop)
+	t.Log(rep.String())
+}
+
+// startPassthroughFronts runs one NGINX with the three fronts
+// TestBenchPassthroughRouting compares, each passing pass.example.com to
+// backend and terminating every other name.
+func startPassthroughFronts(t *testing.T, nginx string, backend int) []passFront {
+	dir := t.TempDir()
+	// The workers (nobody, when the test runs as root) connect to the
+	// sockets and read the endpoint files.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"logs", "pass"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	termCert, termKey := harness.SelfSigned(t, "term.example.com")
+	harness.WriteFile(t, filepath.Join(dir, "term.crt"), string(termCert))
+	harness.WriteFile(t, filepath.Join(dir, "term.key"), string(termKey))
+	harness.WriteFile(t, filepath.Join(dir, "passthrough.js"), templates.PassthroughJS)
+	harness.WriteFile(t, filepath.Join(dir, "route.js"), routeJS)
+	harness.WriteFile(t, filepath.Join(dir, "pass", "pass.example.com"), fmt.Sprintf("127.0.0.1:%d\n", backend))
+	fronts := []passFront{{name: "static"}, {name: "njs endpoints"}, {name: "njs route"}}
+	for i := range fronts {
+		fronts[i].port = harness.FreePort(t)
+	}
+	conf := fmt.Sprintf(`load_module %[1]s/ngx_stream_module.so;
+load_module %[1]s/ngx_stream_js_module.so;
+worker_processes %[6]d;
+pid %[2]s/nginx.pid;
+error_log %[2]s/logs/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server {
+        listen unix:%[2]s/tls.sock ssl proxy_protocol;
+        ssl_certificate %[2]s/term.crt;
+        ssl_certificate_key %[2]s/term.key;
+        return 200;
+    }
+}
+stream {
+    js_import switchyard_passthrough from %[2]s/passthrough.js;
+    js_import route from %[2]s/route.js;
+    js_var $switchyard_passthrough_dir "%[2]s/pass";
+    js_set $switchyard_passthrough_backend switchyard_passthrough.backend;
+    js_set $njs_route route.route;
+    map $ssl_preread_server_name $static_route {
+        pass.example.com "pass_static";
+        default "terminate";
+    }
+    map $ssl_preread_server_name $map_route {
+        pass.example.com "pass_njs";
+        default "terminate";
+    }
+    map $ssl_preread_server_name $static_backend {
+        pass.example.com "backend_static";
+        default "switchyard_passthrough_none";
+    }
+    upstream terminate { server unix:%[2]s/tls.sock; }
+    upstream pass_static { server unix:%[2]s/pass_static.sock; }
+    upstream pass_njs { server unix:%[2]s/pass_njs.sock; }
+    upstream backend_static { server 127.0.0.1:%[7]d; }
+    upstream switchyard_passthrough_none { server 127.0.0.1:1 down; }
+    server { listen 127.0.0.1:%[3]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $static_route; }
+    server { listen 127.0.0.1:%[4]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $map_route; }
+    server { listen 127.0.0.1:%[5]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $njs_route; }
+    server { listen unix:%[2]s/pass_static.sock proxy_protocol; ssl_preread on; proxy_pass $static_backend; }
+    server { listen unix:%[2]s/pass_njs.sock proxy_protocol; ssl_preread on; proxy_pass $switchyard_passthrough_backend; }
+}
+`, harness.ModulesDir, dir, fronts[0].port, fronts[1].port, fronts[2].port, harness.Workers, backend)
+	harness.WriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
+	cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "logs", "error.log"))
+			t.Logf("NGINX's error log:\n%s", log)
+		}
+	})
+	for _, f := range fronts {
+		harness.WaitFor(t, 30*time.Second, f.name+" listening", func() error {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", f.port))
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	}
+	return fronts
+}
+
+// routeJS is the route decision in njs that TestBenchPassthroughRouting
+// measures: a passthrough host is one with a file, so every terminated
+// connection pays a VM and a failed lookup.
+const routeJS = `import fs from 'fs';
+var HOST = /^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+function route(s) {
+    var name = (s.variables.ssl_preread_server_name || '').toLowerCase();
+    if (name.length > 253 || !HOST.test(name)) {
+        return 'terminate';
+    }
+    try {
+        fs.accessSync(s.variables.switchyard_passthrough_dir + '/' + name);
+        return 'pass_njs';
+    } catch (e) {
+        return 'terminate';
+    }
+}
+export default {route};
+`
+
+// startHandshakeServer accepts TLS connections and closes each one after
+// its handshake.
+func startHandshakeServer(t *testing.T, certPEM, keyPEM []byte) int {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				_ = c.(*tls.Conn).Handshake()
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// handshakes opens TLS connections with SNI host to port from conns
+// clients for d, one handshake each, and returns how many completed.
+func handshakes(port int, host string, conns int, d time.Duration) int64 {
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				if handshake(port, host) == nil {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return done.Load()
+}
+
+// handshake opens one TLS connection with SNI host to port and closes it.
+func handshake(port int, host string) error {
+	cfg := &tls.Config{ServerName: host, InsecureSkipVerify: true} // a rate, not a check
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port), cfg)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
