@@ -11,12 +11,14 @@ import (
 )
 
 // desiredState is what the renderer asks for, split into the static part (files,
-// a change reloads NGINX) and the dynamic part (Lua payloads, never reload).
+// a change reloads NGINX) and the dynamic part (Lua payloads and the TLS
+// passthrough endpoint files, never reload).
 type desiredState struct {
 	Files        map[string]string          // path below conf/ → content
 	Backends     map[string]json.RawMessage // backend name → JSON
 	Certificates map[string]luaCertificate  // "namespace/name" → PEM and hosts
 	Routes       map[string]json.RawMessage // Lua-routed host → its route
+	Passthrough  map[string]string          // TLS passthrough host → its endpoints file
 }
 
 type luaCertificate struct {
@@ -65,7 +67,7 @@ func certEqual(a, b luaCertificate) bool {
 
 func newDesired() desiredState {
 	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{},
-		Routes: map[string]json.RawMessage{}}
+		Routes: map[string]json.RawMessage{}, Passthrough: map[string]string{}}
 }
 
 // desiredTable is the applier's decoded copy of the renderer's table. The
@@ -159,6 +161,14 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 		} else {
 			d.Routes[parts[0]] = json.RawMessage(data)
 		}
+	case kind == bus.KindPassthrough && len(parts) == 1:
+		if !present {
+			delete(d.Passthrough, parts[0])
+		} else if content, err := decodePassthrough(parts[0], data); err != nil {
+			return err
+		} else {
+			d.Passthrough[parts[0]] = content
+		}
 	case kind == bus.KindCertificate && len(parts) == 2:
 		id := parts[0] + "/" + parts[1]
 		var c luaCertificate
@@ -179,7 +189,7 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 // place), so the apply loop can keep one state while the next is built.
 func (d desiredState) clone() desiredState {
 	return desiredState{Files: maps.Clone(d.Files), Backends: maps.Clone(d.Backends), Certificates: maps.Clone(d.Certificates),
-		Routes: maps.Clone(d.Routes)}
+		Routes: maps.Clone(d.Routes), Passthrough: maps.Clone(d.Passthrough)}
 }
 
 // backendsPayload is the body of POST /configuration/backends.

@@ -39,6 +39,9 @@ func TestDecide(t *testing.T) {
 		{"certificate for another host is dynamic", ptr(base()), func(d *desiredState) {
 			d.Certificates["ns/a"] = luaCertificate{PEM: "pem-1", Hosts: []string{"a.example.com", "b.example.com"}}
 		}, false, applyPlan{PushCertificates: true}},
+		{"passthrough endpoint change is neither a reload nor a push", ptr(base()), func(d *desiredState) {
+			d.Passthrough = map[string]string{"pass.example.com": "10.0.0.9:443\n"}
+		}, false, applyPlan{}},
 		{"server change reloads", ptr(base()), func(d *desiredState) { d.Files["servers/a.conf"] = "server a v2" }, false, applyPlan{WriteConfig: true}},
 		{"new server file reloads", ptr(base()), func(d *desiredState) { d.Files["servers/b.conf"] = "server b" }, false, applyPlan{WriteConfig: true}},
 		{"removed server file reloads", ptr(base()), func(d *desiredState) { delete(d.Files, "servers/a.conf") }, false, applyPlan{WriteConfig: true}},
