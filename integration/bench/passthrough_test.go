@@ -4,13 +4,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,10 +34,9 @@ type passFront struct {
 //     terminated connection then pays.
 func TestBenchPassthroughRouting(t *testing.T) {
 	requireBench(t)
-	nginx := harness.Nginx(t)
 	passCert, passKey := harness.SelfSigned(t, "pass.example.com")
 	backend := startHandshakeServer(t, passCert, passKey)
-	fronts := startPassthroughFronts(t, nginx, backend)
+	fronts := startPassthroughFronts(t, backend)
 
 	const rounds, per, conns = 6, 2 * time.Second, 4
 	rates := map[string]map[string]float64{}
@@ -78,49 +73,29 @@ func TestBenchPassthroughRouting(t *testing.T) {
 // startPassthroughFronts runs one NGINX with the three fronts
 // TestBenchPassthroughRouting compares, each passing pass.example.com to
 // backend and terminating every other name.
-func startPassthroughFronts(t *testing.T, nginx string, backend int) []passFront {
-	dir := t.TempDir()
-	// The workers (nobody, when the test runs as root) connect to the
-	// sockets and read the endpoint files.
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range []string{"logs", "pass"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+func startPassthroughFronts(t *testing.T, backend int) []passFront {
 	termCert, termKey := harness.SelfSigned(t, "term.example.com")
-	harness.WriteFile(t, filepath.Join(dir, "term.crt"), string(termCert))
-	harness.WriteFile(t, filepath.Join(dir, "term.key"), string(termKey))
-	harness.WriteFile(t, filepath.Join(dir, "passthrough.js"), templates.PassthroughJS)
-	harness.WriteFile(t, filepath.Join(dir, "route.js"), routeJS)
-	harness.WriteFile(t, filepath.Join(dir, "pass", "pass.example.com"), fmt.Sprintf("127.0.0.1:%d\n", backend))
 	fronts := []passFront{{name: "static"}, {name: "njs endpoints"}, {name: "njs route"}}
 	for i := range fronts {
 		fronts[i].port = harness.FreePort(t)
 	}
 	conf := fmt.Sprintf(`load_module %[1]s/ngx_stream_module.so;
 load_module %[1]s/ngx_stream_js_module.so;
-worker_processes %[6]d;
-pid %[2]s/nginx.pid;
-error_log %[2]s/logs/error.log;
+worker_processes %[5]d;
 events { worker_connections 1024; }
 http {
     access_log off;
     server {
-        listen unix:%[2]s/tls.sock ssl proxy_protocol;
-        ssl_certificate %[2]s/term.crt;
-        ssl_certificate_key %[2]s/term.key;
+        listen unix:{{dir}}/tls.sock ssl proxy_protocol;
+        ssl_certificate {{dir}}/term.crt;
+        ssl_certificate_key {{dir}}/term.key;
         return 200;
     }
 }
 stream {
-    js_import switchyard_passthrough from %[2]s/passthrough.js;
-    js_import route from %[2]s/route.js;
-    js_var $switchyard_passthrough_dir "%[2]s/pass";
+    js_import switchyard_passthrough from {{dir}}/passthrough.js;
+    js_import route from {{dir}}/route.js;
+    js_var $switchyard_passthrough_dir "{{dir}}/pass";
     js_set $switchyard_passthrough_backend switchyard_passthrough.backend;
     js_set $njs_route route.route;
     map $ssl_preread_server_name $static_route {
@@ -135,31 +110,22 @@ stream {
         pass.example.com "backend_static";
         default "switchyard_passthrough_none";
     }
-    upstream terminate { server unix:%[2]s/tls.sock; }
-    upstream pass_static { server unix:%[2]s/pass_static.sock; }
-    upstream pass_njs { server unix:%[2]s/pass_njs.sock; }
-    upstream backend_static { server 127.0.0.1:%[7]d; }
+    upstream terminate { server unix:{{dir}}/tls.sock; }
+    upstream pass_static { server unix:{{dir}}/pass_static.sock; }
+    upstream pass_njs { server unix:{{dir}}/pass_njs.sock; }
+    upstream backend_static { server 127.0.0.1:%[6]d; }
     upstream switchyard_passthrough_none { server 127.0.0.1:1 down; }
-    server { listen 127.0.0.1:%[3]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $static_route; }
-    server { listen 127.0.0.1:%[4]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $map_route; }
-    server { listen 127.0.0.1:%[5]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $njs_route; }
-    server { listen unix:%[2]s/pass_static.sock proxy_protocol; ssl_preread on; proxy_pass $static_backend; }
-    server { listen unix:%[2]s/pass_njs.sock proxy_protocol; ssl_preread on; proxy_pass $switchyard_passthrough_backend; }
+    server { listen 127.0.0.1:%[2]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $static_route; }
+    server { listen 127.0.0.1:%[3]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $map_route; }
+    server { listen 127.0.0.1:%[4]d reuseport; ssl_preread on; proxy_protocol on; proxy_pass $njs_route; }
+    server { listen unix:{{dir}}/pass_static.sock proxy_protocol; ssl_preread on; proxy_pass $static_backend; }
+    server { listen unix:{{dir}}/pass_njs.sock proxy_protocol; ssl_preread on; proxy_pass $switchyard_passthrough_backend; }
 }
-`, harness.ModulesDir, dir, fronts[0].port, fronts[1].port, fronts[2].port, harness.Workers, backend)
-	harness.WriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
-	cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(dir, "logs", "error.log"))
-			t.Logf("NGINX's error log:\n%s", log)
-		}
+`, harness.ModulesDir, fronts[0].port, fronts[1].port, fronts[2].port, harness.Workers, backend)
+	harness.RunNginx(t, conf, map[string]string{
+		"term.crt": string(termCert), "term.key": string(termKey),
+		"passthrough.js": templates.PassthroughJS, "route.js": routeJS,
+		"pass/pass.example.com": fmt.Sprintf("127.0.0.1:%d\n", backend),
 	})
 	for _, f := range fronts {
 		harness.WaitFor(t, 30*time.Second, f.name+" listening", func() error {
