@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,4 +218,58 @@ func handshake(port int, host string) error {
 		return err
 	}
 	return c.Close()
+}
+
+// TestBenchPassthroughEndpoints reports, from one Switchyard run with
+// --enable-ssl-passthrough: the time from an EndpointSlice change of a
+// passthrough host's backend to the first new TLS connection on the new
+// endpoint (the applier rewrites the host's endpoints file; before njs a
+// reload, about 1.1 s), and whether NGINX reloaded meanwhile.
+func TestBenchPassthroughEndpoints(t *testing.T) {
+	requireBench(t)
+	certA, keyA := harness.SelfSigned(t, "pass-a.example.com")
+	certB, keyB := harness.SelfSigned(t, "pass-b.example.com")
+	ports := map[string]int{"pass-a.example.com": startHandshakeServer(t, certA, keyA), "pass-b.example.com": startHandshakeServer(t, certB, keyB)}
+	dir := t.TempDir()
+	setEndpoint := func(cn string) {
+		harness.WriteFile(t, filepath.Join(dir, "service.yaml"), harness.ServiceYAML("default", "pass", ports[cn]))
+	}
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), harness.ClassYAML)
+	setEndpoint("pass-a.example.com")
+	harness.WriteFile(t, filepath.Join(dir, "ingress.yaml"), harness.AnnotatedIngressYAML("default", "pass", "pass.example.com",
+		map[string]string{"nginx.ingress.kubernetes.io/ssl-passthrough": "true"}, harness.Path{Path: "/", Type: "Prefix", Service: "pass"}))
+	sy := harness.StartSwitchyard(t, dir, "--enable-ssl-passthrough", "--log-level", "warn")
+	waitCN(t, sy.HTTPSAddr, "pass-a.example.com", time.Minute)
+	workers := sy.WorkerPIDs(t)
+
+	change := series{name: "endpoint change → new TLS connection on it"}
+	for i := 0; i < 30; i++ {
+		cn := "pass-b.example.com"
+		if i%2 == 1 {
+			cn = "pass-a.example.com"
+		}
+		start := time.Now()
+		setEndpoint(cn)
+		waitCN(t, sy.HTTPSAddr, cn, time.Minute)
+		change.samples = append(change.samples, time.Since(start))
+	}
+	reloaded := !slices.Equal(sortedInts(workers), sortedInts(sy.WorkerPIDs(t)))
+	t.Logf("\n%s\nTLS passthrough endpoints (njs, no reload)\n%s\nNGINX reloaded during the 30 endpoint changes: %v\n",
+		strings.Repeat("=", 100), change, reloaded)
+	if reloaded {
+		t.Error("a passthrough endpoint change reloaded NGINX")
+	}
+}
+
+// waitCN polls with new TLS connections every millisecond until addr
+// serves the certificate named cn for pass.example.com.
+func waitCN(t *testing.T, addr, cn string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, got, err := harness.ServedCertificate(addr, "pass.example.com"); err == nil && got == cn {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s did not serve %s within %s", addr, cn, timeout)
 }

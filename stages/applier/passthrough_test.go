@@ -167,3 +167,31 @@ func TestSyncPassthroughKeepsUntilReload(t *testing.T) {
 		t.Fatalf("after the reload: %v (%v)", got, errs)
 	}
 }
+
+// FuzzPassthroughValue: whatever key and value the renderer's table holds
+// for a passthrough host, the applier either refuses it or writes one file
+// directly in its directory whose lines are all "ip:port".
+func FuzzPassthroughValue(f *testing.F) {
+	f.Add("pass.example.com", []byte(`{"host":"pass.example.com","endpoints":["10.0.0.1:443","[fd00::1]:443"]}`))
+	f.Add("../x", []byte(`{"host":"../x","endpoints":[]}`))
+	f.Add("a.example.com", []byte(`{"host":"a.example.com","endpoints":["10.0.0.1:443\n../../x"]}`))
+	f.Fuzz(func(t *testing.T, host string, data []byte) {
+		content, err := decodePassthrough(host, data)
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
+			if line != "" && !bus.PassthroughEndpointPattern.MatchString(line) {
+				t.Fatalf("line %q accepted", line)
+			}
+		}
+		root := t.TempDir()
+		dir := filepath.Join(root, "passthrough")
+		if _, err := (&passthroughFiles{dir: dir}).sync(map[string]string{host: content}); err != nil {
+			t.Fatalf("accepted host %q not written: %v", host, err)
+		}
+		if got := dirNames(t, dir); !slices.Equal(got, []string{host}) || !slices.Equal(dirNames(t, root), []string{"passthrough"}) {
+			t.Fatalf("host %q: directory holds %v", host, got)
+		}
+	})
+}
