@@ -172,21 +172,11 @@ func startHandshakeServer(t *testing.T, certPEM, keyPEM []byte) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				_ = c.(*tls.Conn).Handshake()
-			}()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	return harness.ServeConns(t, l, func(c net.Conn) {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_ = c.(*tls.Conn).Handshake()
+	})
 }
 
 // handshakes opens TLS connections with SNI host to port from conns

@@ -87,28 +87,18 @@ func startSource(t *testing.T, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
 	chunk := make([]byte, 64<<10)
-	go func() {
+	return harness.ServeConns(t, l, func(c net.Conn) {
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "%s\n", name); err != nil {
+			return
+		}
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			if _, err := c.Write(chunk); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := fmt.Fprintf(c, "%s\n", name); err != nil {
-					return
-				}
-				for {
-					if _, err := c.Write(chunk); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	})
 }
 
 // firstLine opens a connection and reads the source's name.
