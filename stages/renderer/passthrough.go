@@ -40,13 +40,12 @@ const StreamFile = "stream.d/passthrough.conf"
 const PassthroughScript = "stream.d/passthrough.js"
 
 // streamModule is the dynamic module of NGINX's stream block (Debian's
-// libnginx-mod-stream; ssl_preread and realip are built in), and
-// streamJSModule njs's for it (libnginx-mod-stream-js), loaded only with
-// --enable-ssl-passthrough.
-const (
-	streamModule   = "ngx_stream_module.so"
-	streamJSModule = "ngx_stream_js_module.so"
-)
+// libnginx-mod-stream; ssl_preread and realip are built in).
+const streamModule = "ngx_stream_module.so"
+
+// StreamJSModule is njs's module for the stream block (Debian's
+// libnginx-mod-stream-js), loaded only with --enable-ssl-passthrough.
+const StreamJSModule = "ngx_stream_js_module.so"
 
 // streamView is what stream.conf.tmpl sees.
 type streamView struct {
