@@ -12,12 +12,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/nginx"
 	"switchyard.dev/switchyard/templates"
 )
 
@@ -136,6 +139,30 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 	})
 	if now := e.sy.WorkerPIDs(t); !slices.Equal(sortedPIDs(now), sortedPIDs(workers)) {
 		t.Fatalf("NGINX reloaded for passthrough endpoint changes: workers %v, then %v", workers, now)
+	}
+
+	// A passthrough host added or removed changes the stream file's map (a
+	// reload): its endpoints file comes before and goes after it.
+	passDir := filepath.Join(e.sy.Prefix(), nginx.InternalDir, "passthrough")
+	e.write("pass2.yaml", harness.AnnotatedIngressYAML("default", "pass2", "pass2.example.com",
+		map[string]string{upstreamPrefix + "ssl-passthrough": "true"}, harness.Path{Path: "/", Type: "Prefix", Service: "tls-backend"}))
+	harness.WaitFor(t, changeTimeout, "the added passthrough host", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass2.example.com", movedCert)
+	})
+	if err := os.Remove(filepath.Join(e.dir, "pass2.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, changeTimeout, "the removed passthrough host terminated and its file gone", func() error {
+		if err := harness.ExpectCertificatePEM(addr, "pass2.example.com", movedCert); err == nil {
+			return errors.New("still passed through")
+		}
+		if _, err := os.Stat(filepath.Join(passDir, "pass2.example.com")); !os.IsNotExist(err) {
+			return fmt.Errorf("its endpoints file: %v", err)
+		}
+		return nil
+	})
+	if names, err := os.ReadDir(passDir); err != nil || len(names) != 1 || names[0].Name() != "pass.example.com" {
+		t.Fatalf("passthrough directory: %v (%v)", names, err)
 	}
 
 	// A controller killed outright leaves NGINX's unix sockets behind; the
