@@ -15,7 +15,7 @@ REGEX_DIFF_N ?= 5000
 CIDR_DIFF_N ?= 200000
 # Debian's NGINX with the Lua module: the data plane.
 DEB_PACKAGES := nginx libnginx-mod-http-lua libnginx-mod-http-ndk lua-resty-core \
-                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-http-brotli-filter curl \
+                lua-resty-lrucache lua-cjson libnginx-mod-stream libnginx-mod-stream-js libnginx-mod-http-brotli-filter curl \
                 libnginx-mod-http-modsecurity modsecurity-crs
 # The Kubernetes test rig: Debian's etcd, and ip for network namespaces.
 TEST_PACKAGES := etcd-server iproute2
@@ -91,6 +91,7 @@ fuzz-targets:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthURLVariables$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughStream$$' -fuzztime $(FUZZTIME) ./stages/renderer
 	$(GO) test -run '^$$' -fuzz '^FuzzAttribute$$' -fuzztime $(FUZZTIME) ./stages/applier
+	$(GO) test -run '^$$' -fuzz '^FuzzPassthroughValue$$' -fuzztime $(FUZZTIME) ./stages/applier
 	$(GO) test -run '^$$' -fuzz '^FuzzEscapeToken$$' -fuzztime $(FUZZTIME) ./bus
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckEndpoint$$' -fuzztime $(FUZZTIME) ./internal/otelexport
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitFile$$' -fuzztime $(FUZZTIME) ./bus

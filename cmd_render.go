@@ -123,7 +123,7 @@ func problemReport(entries map[string][]byte, configMap string) (renderReport, e
 
 func renderArchive(entries map[string][]byte) ([]byte, error) {
 	var files []txtar.File
-	var backends, routes []json.RawMessage
+	var backends, routes, passthrough []json.RawMessage
 	certHosts := map[string][]string{}
 	split := bus.NewFileAssembler()
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
@@ -149,6 +149,8 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 			backends = append(backends, entries[key])
 		case bus.KindRoute:
 			routes = append(routes, entries[key])
+		case bus.KindPassthrough:
+			passthrough = append(passthrough, entries[key])
 		case bus.KindCertificate:
 			var c struct{ Hosts []string }
 			if err := json.Unmarshal(entries[key], &c); err != nil {
@@ -175,6 +177,12 @@ func renderArchive(entries map[string][]byte) ([]byte, error) {
 		// The hosts routed in Lua (--lua-routing), which have no server file.
 		routesJSON, _ := json.MarshalIndent(routes, "", "  ")
 		files = append(files, txtar.File{Name: "lua/routes.json", Data: append(routesJSON, '\n')})
+	}
+	if len(passthrough) > 0 {
+		// The TLS passthrough hosts' endpoints (--enable-ssl-passthrough),
+		// which the applier keeps as one file per host.
+		passthroughJSON, _ := json.MarshalIndent(passthrough, "", "  ")
+		files = append(files, txtar.File{Name: "passthrough/endpoints.json", Data: append(passthroughJSON, '\n')})
 	}
 	return txtar.Format(&txtar.Archive{Files: files}), nil
 }

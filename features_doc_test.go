@@ -220,16 +220,18 @@ var features = []feature{
 		tests:       []string{"plugins/builtin/authtls.TestParse", "integration.TestClientCertificatesThroughNginx"},
 	},
 	{
-		name: "TLS passthrough", summary: "ssl-passthrough with --enable-ssl-passthrough: NGINX's stream module reads the SNI name on the HTTPS addresses and hands a passthrough host's TLS unterminated to the endpoints of its \"/\" backend, every other host to the http module's TLS listener (a unix socket) with a PROXY header, so source ranges, logs and X-Forwarded-For see the client; an endpoint change of a passthrough backend reloads NGINX. Without the flag, a warning.",
+		name: "TLS passthrough", summary: "ssl-passthrough with --enable-ssl-passthrough: NGINX's stream module reads the SNI name on the HTTPS addresses and hands a passthrough host's TLS unterminated to one ready endpoint of its \"/\" backend, picked at random per connection by templates/passthrough.js (njs, libnginx-mod-stream-js) from the host's file the applier keeps, so an endpoint change never reloads NGINX; every other host goes to the http module's TLS listener (a unix socket) with a PROXY header, so source ranges, logs and X-Forwarded-For see the client. Which hosts are passed through is a map in the stream file: adding or removing one reloads NGINX. Without the flag, a warning.",
 		plugin: "passthrough", keys: []string{"ssl-passthrough"},
-		busTypes:    []string{"bus/features.Passthrough", "bus.Server"},
-		tables:      []string{"annotations.server.<host> (sslPassthrough, passthroughBackend, passthroughFrom)", "renderer.file.stream.d/passthrough.conf"},
+		busTypes:    []string{"bus/features.Passthrough", "bus.Server", "bus.PassthroughEndpoints"},
+		tables:      []string{"annotations.server.<host> (sslPassthrough, passthroughBackend, passthroughFrom)", "renderer.file.stream.d/passthrough.conf", "renderer.file.stream.d/passthrough.js", "renderer.passthrough.<host>"},
 		annotations: []string{"stages/annotations.Annotator.applyServerFeatures", "stages/annotations.Annotator.checkPassthrough"},
 		renderer:    []string{"stages/renderer.Renderer.renderStream", "stages/renderer.Renderer.flushStream", "stages/renderer.listens"},
-		templates:   []string{"templates/stream.conf.tmpl", "templates/nginx.conf.tmpl"},
+		applier:     []string{"stages/applier.Stage.syncPassthrough", "stages/applier.decodePassthrough"},
+		templates:   []string{"templates/stream.conf.tmpl", "templates/nginx.conf.tmpl", "templates/passthrough.js"},
 		testdata:    []string{"stages/renderer/testdata/passthrough.model.json", "stages/renderer/testdata/passthrough-proxy-protocol.model.json"},
 		tests: []string{"plugins/builtin/passthrough.TestParse", "stages/annotations.TestPassthroughOntoServer", "stages/renderer.TestPassthroughFollowsEndpoints",
-			"integration.TestSSLPassthroughThroughNginx", "integration.TestSSLPassthroughBehindProxyProtocol"},
+			"stages/applier.TestPassthroughFilesSync", "stages/applier.TestPassthroughFilesRefuseBadNames", "stages/applier.FuzzPassthroughValue",
+			"integration.TestSSLPassthroughThroughNginx", "integration.TestSSLPassthroughBehindProxyProtocol", "integration.TestPassthroughScriptReadsOnlyHostFiles"},
 	},
 	{
 		name: "TCP and UDP services", summary: "--tcp-services-configmap and --udp-services-configmap, ingress-nginx's \"<port>\": \"<namespace>/<service>:<port>[:PROXY][:PROXY]\": one stream server per entry on the HTTP listeners' hosts, to the ready endpoints of the Service port (by number or name, of the ConfigMap's protocol); the first PROXY decodes the client's header (address trusted from proxy-real-ip-cidr), the second sends one to the backend; the proxy-stream-* keys. Debian has no stream Lua: an endpoint change rewrites the file and reloads NGINX (coalesced), open connections stay with the old workers. A bad entry, a missing Service or port, or one of Switchyard's own ports is reported by ConfigMap key and left out; so is an entry whose port another process holds (NGINX's bind() on the reload, traced to the entry and refused), until the port is free. Connections are logged in log-format-stream to stream-access-log-path (else the access log's file) unless disable-access-log or disable-stream-access-log.",
@@ -498,7 +500,7 @@ func checkKeys(problems *[]string) {
 // or the refusals') and a kind the bus defines.
 func checkTables(tables []string, problems *[]string) {
 	kinds := []string{bus.KindObject, bus.KindServer, bus.KindBackend, bus.KindCertificate, bus.KindIngress,
-		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.KindRoute, bus.RefusedIngress, bus.RefusedConfigMap, bus.RefusedServices}
+		bus.KindFile, bus.KindFilePart, bus.KindConfig, bus.KindSecret, bus.KindStream, bus.KindRoute, bus.KindPassthrough, bus.RefusedIngress, bus.RefusedConfigMap, bus.RefusedServices}
 	for _, t := range tables {
 		table, rest, _ := strings.Cut(t, ".")
 		kind, _, _ := strings.Cut(rest, ".")

@@ -428,6 +428,11 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		if err != nil {
 			return nil, err
 		}
+		if o.sslPassthrough {
+			if err := passthroughModule(renderer.DefaultConfig().ModulesDir); err != nil {
+				return nil, err
+			}
+		}
 		return applier.New(conn, applier.Config{
 			NginxBinary: o.nginxBinary, Prefix: prefix, Local: local, ShutdownGrace: o.shutdownGrace, WorkerUser: worker,
 			MinReloadInterval: o.minReloadInterval,
@@ -506,6 +511,17 @@ func (o *options) startTracing(ctx context.Context, log *zap.Logger) (stop func(
 			log.Warn("sending the last pipeline spans", zap.Error(err))
 		}
 	}, nil
+}
+
+// passthroughModule checks that the NGINX here can run TLS passthrough:
+// its endpoints need njs for the stream module. Without it, every
+// configuration would fail nginx -t, so the applier does not start.
+func passthroughModule(modulesDir string) error {
+	path := filepath.Join(modulesDir, renderer.StreamJSModule)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("--enable-ssl-passthrough needs NGINX's stream njs module: %s is missing (Debian package libnginx-mod-stream-js)", path)
+	}
+	return nil
 }
 
 // modSecurity finds out whether ModSecurity can run here: Debian's module

@@ -8,9 +8,9 @@ package bus
 // with its own ports and state directory.
 //
 // A placeholder is honoured only where the renderer writes it, at the
-// start of a line of one fixed shape (a listen, an upstream server or the
-// Lua https_port setting); user values never start a line, so the same
-// text inside one is left as it is.
+// start of a line of one fixed shape (a listen, an upstream server, the
+// Lua https_port setting or the passthrough directory's js_var); user
+// values never start a line, so the same text inside one is left as it is.
 const (
 	// PlaceholderHTTPAddr: "listen @HTTP_ADDR@ <params>;" becomes one
 	// listen per HTTP address of the applier.
@@ -30,6 +30,10 @@ const (
 	// server lines.
 	PlaceholderTLSSocket         = "@TLS_SOCKET@"
 	PlaceholderPassthroughSocket = "@PASSTHROUGH_SOCKET@"
+	// PlaceholderPassthroughDir is the directory of the TLS passthrough
+	// hosts' endpoint files (KindPassthrough), in the stream line
+	// `js_var $switchyard_passthrough_dir "@PASSTHROUGH_DIR@";`.
+	PlaceholderPassthroughDir = "@PASSTHROUGH_DIR@"
 	// PlaceholderHTTPSPort is what ssl-redirect appends to the host, in
 	// the Lua line `https_port = "@HTTPS_PORT@",`: ":8443", or "" when the
 	// applier's first HTTPS address is on 443.

@@ -47,6 +47,7 @@ var Stages = []string{StageWatcher, StageTranslator, StageAnnotations, StageRend
 //	renderer.backend.<name>                    Lua backend payload
 //	renderer.certificate.<namespace>.<name>    Lua certificate payload
 //	renderer.route.<host>                      Lua route of a host routed in Lua (no server block)
+//	renderer.passthrough.<host>                PassthroughEndpoints of a TLS passthrough host (passthrough.go)
 //	applier.result                             ApplyResult (plain publish, not a table)
 //	refusals.ingress.<namespace>.<name>        Refusal: NGINX refused what the Ingress rendered (bus/refusals.go)
 //	refusals.configmap.<key>                   Refusal: NGINX refused a ConfigMap key's value

@@ -8,14 +8,20 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"switchyard.dev/switchyard/integration/harness"
+	"switchyard.dev/switchyard/internal/nginx"
+	"switchyard.dev/switchyard/templates"
 )
 
 // passthroughGet sends GET https://host/ to addr from src (a loopback
@@ -31,8 +37,9 @@ func passthroughGet(addr, src, host string) (harness.Response, error) {
 // backend's own certificate and gets the backend's answer), while the
 // other hosts on the same port are terminated by NGINX with their
 // Ingress's certificate, and their backends and source ranges see the real
-// client address. Without the flag the annotation is a warning and the
-// host is terminated.
+// client address. An endpoint change of the passthrough backend, or its
+// last endpoint gone, reaches new connections without a reload. Without
+// the flag the annotation is a warning and the host is terminated.
 func TestSSLPassthroughThroughNginx(t *testing.T) {
 	backendCert, backendKey := harness.SelfSigned(t, "pass.example.com")
 	secureCert, secureKey := harness.SelfSigned(t, "secure.example.com")
@@ -93,15 +100,69 @@ func TestSSLPassthroughThroughNginx(t *testing.T) {
 		t.Fatalf("plain HTTP of the passthrough host: status %d (%v), want the TLS backend's 400", r.Status, err)
 	}
 
-	// An endpoint change of the passthrough backend reaches the stream
-	// module (a reload): the new backend's certificate is served.
+	// An endpoint change of the passthrough backend reaches new
+	// connections without a reload (the same workers), in any letter case
+	// of the name; a connection opened before the change stays with the
+	// old backend and keeps working.
+	workers := e.sy.WorkerPIDs(t)
+	open := dialPassthrough(t, addr, "pass.example.com")
+	if reply := open.get(t); reply.SNI != "pass.example.com" {
+		t.Fatalf("open passthrough connection: %+v", reply)
+	}
 	movedCert, movedKey := harness.SelfSigned(t, "pass.example.com")
 	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend", startTLSBackend(t, movedCert, movedKey, nil)))
 	harness.WaitFor(t, changeTimeout, "the moved backend's certificate", func() error {
 		return harness.ExpectCertificatePEM(addr, "pass.example.com", movedCert)
 	})
+	if err := harness.ExpectCertificatePEM(addr, "PASS.Example.COM", movedCert); err != nil {
+		t.Fatalf("upper-case SNI: %v", err)
+	}
+	if reply := open.get(t); reply.SNI != "pass.example.com" {
+		t.Fatalf("the connection opened before the change: %+v", reply)
+	}
 	if r, err := passthroughGet(addr, "127.0.0.2", "secure.example.com"); err != nil || r.Echo == nil {
 		t.Fatalf("terminated host after the passthrough change: %v %+v", err, r)
+	}
+
+	// No ready endpoint: the host's connections are closed, still without
+	// a reload; its endpoint back, it is served again.
+	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend"))
+	harness.WaitFor(t, changeTimeout, "the passthrough host's connections closed", func() error {
+		if _, _, err := harness.ServedCertificate(addr, "pass.example.com"); err == nil {
+			return errors.New("a TLS handshake completed")
+		}
+		return nil
+	})
+	e.write("backends.yaml", harness.ServiceYAML("default", "tls-backend", startTLSBackend(t, movedCert, movedKey, nil)))
+	harness.WaitFor(t, changeTimeout, "the passthrough host served again", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass.example.com", movedCert)
+	})
+	if now := e.sy.WorkerPIDs(t); !slices.Equal(sortedPIDs(now), sortedPIDs(workers)) {
+		t.Fatalf("NGINX reloaded for passthrough endpoint changes: workers %v, then %v", workers, now)
+	}
+
+	// A passthrough host added or removed changes the stream file's map (a
+	// reload): its endpoints file comes before and goes after it.
+	passDir := filepath.Join(e.sy.Prefix(), nginx.InternalDir, "passthrough")
+	e.write("pass2.yaml", harness.AnnotatedIngressYAML("default", "pass2", "pass2.example.com",
+		map[string]string{upstreamPrefix + "ssl-passthrough": "true"}, harness.Path{Path: "/", Type: "Prefix", Service: "tls-backend"}))
+	harness.WaitFor(t, changeTimeout, "the added passthrough host", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass2.example.com", movedCert)
+	})
+	if err := os.Remove(filepath.Join(e.dir, "pass2.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, changeTimeout, "the removed passthrough host terminated and its file gone", func() error {
+		if err := harness.ExpectCertificatePEM(addr, "pass2.example.com", movedCert); err == nil {
+			return errors.New("still passed through")
+		}
+		if _, err := os.Stat(filepath.Join(passDir, "pass2.example.com")); !os.IsNotExist(err) {
+			return fmt.Errorf("its endpoints file: %v", err)
+		}
+		return nil
+	})
+	if names, err := os.ReadDir(passDir); err != nil || len(names) != 1 || names[0].Name() != "pass.example.com" {
+		t.Fatalf("passthrough directory: %v (%v)", names, err)
 	}
 
 	// A controller killed outright leaves NGINX's unix sockets behind; the
@@ -222,4 +283,114 @@ func getOn(conn net.Conn, host string) (*harness.EchoReply, error) {
 		return nil, fmt.Errorf("status %d, not an echo answer: %v", resp.StatusCode, err)
 	}
 	return &reply, nil
+}
+
+// passthroughConn is a kept-alive HTTPS connection through the passthrough
+// route.
+type passthroughConn struct {
+	conn   *tls.Conn
+	reader *bufio.Reader
+}
+
+func dialPassthrough(t *testing.T, addr, host string) *passthroughConn {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: host, InsecureSkipVerify: true}) // the test checks what answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &passthroughConn{conn: conn, reader: bufio.NewReader(conn)}
+}
+
+// get sends GET / on the connection, keeping it open, and reads the TLS
+// backend's answer.
+func (c *passthroughConn) get(t *testing.T) tlsBackendReply {
+	t.Helper()
+	_ = c.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c.conn, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", c.conn.ConnectionState().ServerName); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(c.reader, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reply tlsBackendReply
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return reply
+}
+
+func sortedPIDs(pids []int) []int {
+	pids = slices.Clone(pids)
+	slices.Sort(pids)
+	return pids
+}
+
+// TestPassthroughScriptReadsOnlyHostFiles runs templates/passthrough.js in
+// a hand-written NGINX stream server that sends every SNI name to it: a
+// name is looked up in any letter case, a host with several endpoints gets
+// each of them (picked at random), and a name that is not a host name
+// ("../", a leading dot, odd bytes), a host without a file, and a file
+// without an endpoint all get the connection closed; nothing outside the
+// directory is ever read.
+func TestPassthroughScriptReadsOnlyHostFiles(t *testing.T) {
+	certA, keyA := harness.SelfSigned(t, "a.example.com")
+	certB, keyB := harness.SelfSigned(t, "b.example.com")
+	a, b := startTLSBackend(t, certA, keyA, nil), startTLSBackend(t, certB, keyB, nil)
+	port := harness.FreePort(t)
+	endpointA := fmt.Sprintf("127.0.0.1:%d\n", a)
+	harness.RunNginx(t, fmt.Sprintf(`load_module %[1]s/ngx_stream_module.so;
+load_module %[1]s/ngx_stream_js_module.so;
+worker_processes 1;
+events {}
+stream {
+    js_import switchyard_passthrough from {{dir}}/passthrough.js;
+    js_var $switchyard_passthrough_dir "{{dir}}/pass";
+    js_set $switchyard_passthrough_backend switchyard_passthrough.backend;
+    upstream switchyard_passthrough_none { server 127.0.0.1:1 down; }
+    server {
+        listen 127.0.0.1:%[2]d;
+        ssl_preread on;
+        proxy_pass $switchyard_passthrough_backend;
+    }
+}
+`, harness.ModulesDir, port), map[string]string{
+		"passthrough.js":         templates.PassthroughJS,
+		"pass/pass.example.com":  endpointA,
+		"pass/multi.example.com": fmt.Sprintf("127.0.0.1:%d\n127.0.0.1:%d\n", a, b),
+		"pass/empty.example.com": "",
+		"pass/junk.example.com":  "127.0.0.1:1; evil\nbackend.local:443\n",
+		"pass/.hidden":           endpointA,
+		"escape":                 endpointA,
+		"pass/sub/x.example.com": endpointA,
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	harness.WaitFor(t, changeTimeout, "the script's server", func() error {
+		return harness.ExpectCertificatePEM(addr, "pass.example.com", certA)
+	})
+	if err := harness.ExpectCertificatePEM(addr, "PASS.Example.COM", certA); err != nil {
+		t.Fatalf("upper-case SNI: %v", err)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 64 && len(seen) < 2; i++ {
+		_, cn, err := harness.ServedCertificate(addr, "multi.example.com")
+		if err != nil {
+			t.Fatalf("multi.example.com: %v", err)
+		}
+		seen[cn] = true
+	}
+	if !seen["a.example.com"] || !seen["b.example.com"] {
+		t.Fatalf("64 connections to a host with two endpoints reached only %v", seen)
+	}
+	// (Go's client drops a trailing dot from the name it sends.)
+	for _, sni := range []string{"../escape", "pass/../../escape", ".hidden", "sub/x.example.com", "pass.example.com\x00",
+		"nothere.example.com", "empty.example.com", "junk.example.com", "pass.example.com/", "pass..example.com"} {
+		if _, cn, err := harness.ServedCertificate(addr, sni); err == nil {
+			t.Errorf("SNI %q was served (%s)", sni, cn)
+		}
+	}
 }

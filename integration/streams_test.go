@@ -45,17 +45,7 @@ func startTCPEcho(t testing.TB, name string, proxyHeader bool) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go serveTCPEcho(c, name, proxyHeader)
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	return harness.ServeConns(t, l, func(c net.Conn) { serveTCPEcho(c, name, proxyHeader) })
 }
 
 func serveTCPEcho(c net.Conn, name string, proxyHeader bool) {

@@ -21,3 +21,10 @@ var ModSecurityDefault string
 //
 //go:embed modsecurity_crs.conf
 var ModSecurityCoreRuleSet string
+
+// PassthroughJS is the njs module that picks a TLS passthrough host's
+// endpoint per connection (--enable-ssl-passthrough), from the files the
+// applier keeps; the renderer ships it next to the stream configuration.
+//
+//go:embed passthrough.js
+var PassthroughJS string

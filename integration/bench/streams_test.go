@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +23,6 @@ import (
 // a rewritten stream file and a coalesced reload).
 func TestBenchStreamServices(t *testing.T) {
 	requireBench(t)
-	nginx := harness.Nginx(t)
 	srcA, srcB := startSource(t, "a"), startSource(t, "b")
 	dir := t.TempDir()
 	port := harness.FreePort(t)
@@ -49,7 +45,7 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tcp, namespace: default}\ndata: {\"%d\": \"default/src:7000\"}\n", port))
 	sy := harness.StartSwitchyard(t, dir, "--tcp-services-configmap", "default/tcp")
 	waitSource(t, port, "a", time.Minute)
-	plainPort := startPlainStream(t, nginx, srcA)
+	plainPort := startPlainStream(t, srcA)
 	waitSource(t, plainPort, "a", time.Minute)
 
 	const rounds, per, conns = 3, 3 * time.Second, 4
@@ -91,28 +87,18 @@ func startSource(t *testing.T, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
 	chunk := make([]byte, 64<<10)
-	go func() {
+	return harness.ServeConns(t, l, func(c net.Conn) {
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "%s\n", name); err != nil {
+			return
+		}
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			if _, err := c.Write(chunk); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := fmt.Fprintf(c, "%s\n", name); err != nil {
-					return
-				}
-				for {
-					if _, err := c.Write(chunk); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	})
 }
 
 // firstLine opens a connection and reads the source's name.
@@ -166,31 +152,18 @@ func pullBytes(port, conns int, d time.Duration) (int64, time.Duration) {
 
 // startPlainStream runs a hand-written NGINX stream proxy to the backend,
 // with the same worker count as the harness gives Switchyard.
-func startPlainStream(t *testing.T, nginx string, backend int) int {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+func startPlainStream(t *testing.T, backend int) int {
 	port := harness.FreePort(t)
-	conf := fmt.Sprintf(`load_module %s/ngx_stream_module.so;
-worker_processes 2;
-pid %[2]s/nginx.pid;
-error_log %[2]s/logs/error.log;
+	harness.RunNginx(t, fmt.Sprintf(`load_module %s/ngx_stream_module.so;
+worker_processes %d;
 events { worker_connections 1024; }
 stream {
     server {
-        listen 127.0.0.1:%[3]d reuseport;
+        listen 127.0.0.1:%d reuseport;
         proxy_timeout 600s;
-        proxy_pass 127.0.0.1:%[4]d;
+        proxy_pass 127.0.0.1:%d;
     }
 }
-`, harness.ModulesDir, dir, port, backend)
-	harness.WriteFile(t, filepath.Join(dir, "nginx.conf"), conf)
-	cmd := exec.Command(nginx, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// SIGTERM: the master stops its workers before it exits.
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+`, harness.ModulesDir, harness.Workers, port, backend), map[string]string{})
 	return port
 }

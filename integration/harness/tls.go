@@ -118,3 +118,19 @@ func ExpectCertificatePEM(addr, sni string, certPEM []byte) error {
 	}
 	return nil
 }
+
+// ServeConns accepts connections on l until the test ends, each handled
+// by handle in its own goroutine, and returns l's port.
+func ServeConns(t testing.TB, l net.Listener, handle func(net.Conn)) int {
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -25,17 +25,23 @@ type Local struct {
 	// TLSSocket and PassthroughSocket are TLS passthrough's unix sockets
 	// (empty without --enable-ssl-passthrough).
 	TLSSocket, PassthroughSocket string
+	// PassthroughDir holds a file of endpoints per TLS passthrough host,
+	// which the applier writes and NGINX's workers read (empty without
+	// --enable-ssl-passthrough).
+	PassthroughDir string
 }
 
 // LocalFor is the data plane of the NGINX below prefix that listens on
 // http and https: its sockets where the prefix layout keeps them, TLS
-// passthrough's only with passthrough (in InternalDir, which only the
-// workers' user may enter: they connect to them).
+// passthrough's and its endpoints directory only with passthrough (in
+// InternalDir, which only the workers' user may enter: they connect to
+// the sockets and read the endpoints).
 func LocalFor(prefix string, http, https []string, passthrough bool) Local {
 	l := Local{HTTP: http, HTTPS: https, ControlSocket: ControlSocketFor(prefix)}
 	if passthrough {
 		dir := filepath.Join(prefix, InternalDir)
 		l.TLSSocket, l.PassthroughSocket = filepath.Join(dir, "tls.sock"), filepath.Join(dir, "passthrough.sock")
+		l.PassthroughDir = filepath.Join(dir, "passthrough")
 	}
 	return l
 }
@@ -64,7 +70,8 @@ func (l Local) Validate() error {
 			return fmt.Errorf("listen address %q: the port is not 1-65535", addr)
 		}
 	}
-	for name, path := range map[string]string{"control socket": l.ControlSocket, "TLS socket": l.TLSSocket, "passthrough socket": l.PassthroughSocket} {
+	for name, path := range map[string]string{"control socket": l.ControlSocket, "TLS socket": l.TLSSocket, "passthrough socket": l.PassthroughSocket,
+		"passthrough directory": l.PassthroughDir} {
 		if path != "" && !localPathPattern.MatchString(path) {
 			return fmt.Errorf("%s %q: only letters, digits and _./- may name it", name, path)
 		}
@@ -89,6 +96,7 @@ var (
 	socketLine = regexp.MustCompile(`^(\s*(?:listen|server) "?unix:)(` + bus.PlaceholderControlSocket + `|` + bus.PlaceholderTLSSocket + `|` +
 		bus.PlaceholderPassthroughSocket + `)("?(?: [a-z0-9_=]+)*;)$`)
 	portLine = regexp.MustCompile(`^(\s*https_port = ")` + bus.PlaceholderHTTPSPort + `(",)$`)
+	dirLine  = regexp.MustCompile(`^(\s*js_var \$switchyard_passthrough_dir ")` + bus.PlaceholderPassthroughDir + `(";)$`)
 )
 
 // Localize fills this data plane's values into a rendered file. Lines of
@@ -139,6 +147,10 @@ func (l Local) localizeLine(out *strings.Builder, line string) {
 	}
 	if m := portLine.FindStringSubmatch(line); m != nil {
 		out.WriteString(m[1] + l.HTTPSPort() + m[2])
+		return
+	}
+	if m := dirLine.FindStringSubmatch(line); m != nil {
+		out.WriteString(m[1] + l.PassthroughDir + m[2])
 		return
 	}
 	out.WriteString(line)

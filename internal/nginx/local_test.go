@@ -7,7 +7,8 @@ import (
 
 func TestLocalize(t *testing.T) {
 	two := Local{HTTP: []string{"127.0.0.1:8080", "[::1]:8080", "127.0.0.1:9080"}, HTTPS: []string{"127.0.0.1:443"},
-		ControlSocket: "/s/control/control.sock", TLSSocket: "/s/internal/tls.sock", PassthroughSocket: "/s/internal/passthrough.sock"}
+		ControlSocket: "/s/control/control.sock", TLSSocket: "/s/internal/tls.sock", PassthroughSocket: "/s/internal/passthrough.sock",
+		PassthroughDir: "/s/internal/passthrough"}
 	for _, tc := range []struct {
 		name, in, want string
 	}{
@@ -19,6 +20,8 @@ func TestLocalize(t *testing.T) {
 		{"control socket", "        listen unix:@CONTROL_SOCKET@;", "        listen unix:/s/control/control.sock;"},
 		{"quoted upstream socket", `    server "unix:@TLS_SOCKET@";`, `    server "unix:/s/internal/tls.sock";`},
 		{"passthrough listen", `    listen "unix:@PASSTHROUGH_SOCKET@" proxy_protocol;`, `    listen "unix:/s/internal/passthrough.sock" proxy_protocol;`},
+		{"passthrough directory", `    js_var $switchyard_passthrough_dir "@PASSTHROUGH_DIR@";`, `    js_var $switchyard_passthrough_dir "/s/internal/passthrough";`},
+		{"not another js_var", `    js_var $other "@PASSTHROUGH_DIR@";`, `    js_var $other "@PASSTHROUGH_DIR@";`},
 		{"https port on 443 is empty", `            https_port = "@HTTPS_PORT@",`, `            https_port = "",`},
 		// Only the renderer's own line shapes are filled in: the same text
 		// elsewhere (a user's header value, say) stays as it is.
@@ -53,6 +56,7 @@ func TestLocalValidate(t *testing.T) {
 		{"port 0", func(l *Local) { l.HTTPS = []string{"127.0.0.1:0"} }, "1-65535"},
 		{"port 70000", func(l *Local) { l.HTTPS = []string{"127.0.0.1:70000"} }, "1-65535"},
 		{"a semicolon in a socket", func(l *Local) { l.TLSSocket = "/x;y" }, "TLS socket"},
+		{"a quote in the passthrough directory", func(l *Local) { l.PassthroughDir = `/x"y` }, "passthrough directory"},
 		{"no control socket", func(l *Local) { l.ControlSocket = "" }, "control socket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,8 @@ type Stage struct {
 	control *controlClient
 	// ocsp fetches the OCSP responses the certificates push carries.
 	ocsp *stapler
+	// passthrough keeps the TLS passthrough hosts' endpoint files.
+	passthrough *passthroughFiles
 
 	nginx *nginx.Process
 	// lastReload is when NGINX last reloaded (or started).
@@ -114,8 +116,9 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
 	return &Stage{conn: conn, cfg: cfg, log: log, control: newControlClient(cfg.Local.ControlSocket),
-		ocsp:     newStapler(log.Named("ocsp"), cfg.OCSPRetryMin, cfg.OCSPRetryMax),
-		refusals: map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
+		ocsp:        newStapler(log.Named("ocsp"), cfg.OCSPRetryMin, cfg.OCSPRetryMax),
+		passthrough: &passthroughFiles{dir: cfg.Local.PassthroughDir},
+		refusals:    map[string]bus.Refusal{}, refusalWriter: bus.NewWriter(conn, bus.TableRefusals)}
 }
 
 // target is the newest desired state with the generation it belongs to.
@@ -259,6 +262,9 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 		res.ReloadPending = true
 	}
 
+	// Before NGINX starts or reloads: the hosts its stream file passes
+	// through find their endpoints from the first connection.
+	s.syncPassthrough(d.Passthrough, !fresh && (plan.WriteConfig || res.ReloadPending), &res, &errs)
 	configReady := false
 	if plan.WriteConfig || fresh {
 		if err := s.prepareConfig(ctx, d.Files, meta); err != nil {
@@ -338,10 +344,12 @@ func (s *Stage) apply(ctx context.Context, d desiredState, meta bus.Meta, reload
 				// before the reload stayed with the old workers.
 				errs = append(errs, s.repush(ctx, d, dicts)...)
 			}
-			// The routes the reload replaced with server blocks go now.
+			// The routes the reload replaced with server blocks go now,
+			// and the endpoints of hosts no longer passed through.
 			if _, err := s.pushRoutes(ctx, d.Routes, false, dicts); err != nil {
 				errs = append(errs, err)
 			}
+			s.syncPassthrough(d.Passthrough, false, &res, &errs)
 		}
 	}
 	if len(errs) > 0 {

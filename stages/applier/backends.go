@@ -98,8 +98,9 @@ func (s *Stage) pushRoutes(ctx context.Context, routes map[string]json.RawMessag
 // and the running ones next drops. A host that moves from Lua to a server
 // block keeps its route until the block serves it (NGINX picks the block
 // over the catch-all from then on); a host that is gone goes with the
-// reload.
-func keptRoutes(next, running map[string]json.RawMessage) map[string]json.RawMessage {
+// reload. The passthrough hosts' endpoint files are kept the same way:
+// the running stream file still passes a dropped host through.
+func keptRoutes[V any](next, running map[string]V) map[string]V {
 	out := maps.Clone(next)
 	for host, route := range running {
 		if _, ok := out[host]; !ok {

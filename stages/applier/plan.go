@@ -12,12 +12,14 @@ import (
 )
 
 // desiredState is what the renderer asks for, split into the static part (files,
-// a change reloads NGINX) and the dynamic part (Lua payloads, never reload).
+// a change reloads NGINX) and the dynamic part (Lua payloads and the TLS
+// passthrough endpoint files, never reload).
 type desiredState struct {
 	Files        map[string]string          // path below conf/ → content
 	Backends     map[string]json.RawMessage // backend name → JSON
 	Certificates map[string]luaCertificate  // "namespace/name" → PEM and hosts
 	Routes       map[string]json.RawMessage // Lua-routed host → its route
+	Passthrough  map[string]string          // TLS passthrough host → its endpoints file
 }
 
 type luaCertificate struct {
@@ -66,7 +68,7 @@ func certEqual(a, b luaCertificate) bool {
 
 func newDesired() desiredState {
 	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{},
-		Routes: map[string]json.RawMessage{}}
+		Routes: map[string]json.RawMessage{}, Passthrough: map[string]string{}}
 }
 
 // desiredTable is the applier's decoded copy of the renderer's table. The
@@ -90,7 +92,8 @@ type desiredTable struct {
 // snapshot is the desired state for the apply loop, which keeps it while
 // the next one is built: its maps are shared until update writes them.
 func (t *desiredTable) snapshot() desiredState {
-	t.shared = map[string]bool{bus.KindFile: true, bus.KindBackend: true, bus.KindCertificate: true, bus.KindRoute: true}
+	t.shared = map[string]bool{bus.KindFile: true, bus.KindBackend: true, bus.KindCertificate: true, bus.KindRoute: true,
+		bus.KindPassthrough: true}
 	return t.desired
 }
 
@@ -111,6 +114,8 @@ func (t *desiredTable) own(key string) {
 		d.Certificates = maps.Clone(d.Certificates)
 	case bus.KindRoute:
 		d.Routes = maps.Clone(d.Routes)
+	case bus.KindPassthrough:
+		d.Passthrough = maps.Clone(d.Passthrough)
 	}
 }
 
@@ -193,6 +198,14 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 			delete(d.Routes, parts[0])
 		} else {
 			d.Routes[parts[0]] = json.RawMessage(data)
+		}
+	case kind == bus.KindPassthrough && len(parts) == 1:
+		if !present {
+			delete(d.Passthrough, parts[0])
+		} else if content, err := decodePassthrough(parts[0], data); err != nil {
+			return err
+		} else {
+			d.Passthrough[parts[0]] = content
 		}
 	case kind == bus.KindCertificate && len(parts) == 2:
 		id := parts[0] + "/" + parts[1]

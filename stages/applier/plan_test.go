@@ -41,6 +41,9 @@ func TestDecide(t *testing.T) {
 		{"certificate for another host is dynamic", ptr(base()), func(d *desiredState) {
 			d.Certificates["ns/a"] = luaCertificate{PEM: "pem-1", Hosts: []string{"a.example.com", "b.example.com"}}
 		}, false, applyPlan{PushCertificates: true}},
+		{"passthrough endpoint change is neither a reload nor a push", ptr(base()), func(d *desiredState) {
+			d.Passthrough = map[string]string{"pass.example.com": "10.0.0.9:443\n"}
+		}, false, applyPlan{}},
 		{"server change reloads", ptr(base()), func(d *desiredState) { d.Files["servers/a.conf"] = "server a v2" }, false, applyPlan{WriteConfig: true}},
 		{"new server file reloads", ptr(base()), func(d *desiredState) { d.Files["servers/b.conf"] = "server b" }, false, applyPlan{WriteConfig: true}},
 		{"removed server file reloads", ptr(base()), func(d *desiredState) { delete(d.Files, "servers/a.conf") }, false, applyPlan{WriteConfig: true}},
@@ -234,16 +237,25 @@ func TestSnapshotKeepsItsState(t *testing.T) {
 	table := newDesiredTable(func(s string) string { return s })
 	file := func(content string) []byte { return fmt.Appendf(nil, `{"content":%q}`, content) }
 	full := bus.Snapshot{Full: true, Puts: map[string][]byte{
-		bus.Key(bus.KindFile, "nginx.conf"): file("one"),
-		bus.Key(bus.KindBackend, "ns-a-80"): []byte(`{"name":"ns-a-80","v":1}`),
-		bus.Key(bus.KindRoute, "a.example"): []byte(`{"host":"a.example"}`),
-		bus.Key(bus.KindBackend, "ns-b-80"): []byte(`{"name":"ns-b-80"}`),
-		bus.Key(bus.KindRoute, "b.example"): []byte(`{"host":"b.example"}`),
+		bus.Key(bus.KindFile, "nginx.conf"):       file("one"),
+		bus.Key(bus.KindBackend, "ns-a-80"):       []byte(`{"name":"ns-a-80","v":1}`),
+		bus.Key(bus.KindRoute, "a.example"):       []byte(`{"host":"a.example"}`),
+		bus.Key(bus.KindBackend, "ns-b-80"):       []byte(`{"name":"ns-b-80"}`),
+		bus.Key(bus.KindRoute, "b.example"):       []byte(`{"host":"b.example"}`),
+		bus.Key(bus.KindPassthrough, "p.example"): []byte(`{"host":"p.example","endpoints":["10.0.0.1:443"]}`),
 	}}
 	if err := table.update(full); err != nil {
 		t.Fatal(err)
 	}
 	first := table.snapshot()
+	// Every kind of the state is copied before a write.
+	if err := table.update(bus.Snapshot{Puts: map[string][]byte{
+		bus.Key(bus.KindPassthrough, "p.example"): []byte(`{"host":"p.example","endpoints":["10.0.0.2:443"]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if first.Passthrough["p.example"] == table.snapshot().Passthrough["p.example"] {
+		t.Error("the first state's passthrough endpoints changed")
+	}
 	endpoint := bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindBackend, "ns-a-80"): []byte(`{"name":"ns-a-80","v":2}`)},
 		Deletes: []string{bus.Key(bus.KindBackend, "ns-b-80")}}
 	if err := table.update(endpoint); err != nil {

@@ -33,7 +33,7 @@ type Renderer struct {
 	// the change that rendered it and is not kept: the applier holds it,
 	// and every file is rendered again when the settings change.
 	files map[string]bool
-	out   Artifacts // backends, certificates and routes only
+	out   Artifacts // backends, certificates, routes and passthrough endpoints only
 	dirty renderDirty
 	// zones indexes the rate limit zones each server uses (zones.conf).
 	zones zoneIndex
@@ -172,7 +172,7 @@ func (r *Renderer) SetBackend(name string, b *bus.Backend) {
 	}
 	r.dirty.backends[name] = true
 	if len(r.passBackends[name]) > 0 {
-		r.streamDirty = true // its endpoints are written in StreamFile
+		r.streamDirty = true // its endpoints are a passthrough host's
 	}
 }
 

@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/templates"
 )
 
 // TLS passthrough (ssl-passthrough with --enable-ssl-passthrough). NGINX's
@@ -22,17 +22,30 @@ import (
 // server reads and drops it, since a backend that terminates TLS itself
 // would not understand one (ingress-nginx sends none either).
 //
-// Debian has no stream Lua module, so the passthrough endpoints are
-// written into the stream file: an endpoint change of a passthrough
-// backend is a (coalesced) reload. HTTP-level endpoints stay dynamic.
+// Debian has no stream Lua module, but njs for the stream module: the
+// passthrough hosts' endpoints are published as dynamic values
+// (bus.KindPassthrough), which the applier keeps as one file per host,
+// and templates/passthrough.js reads the host's file per connection. An
+// endpoint change of a passthrough backend never reloads NGINX. Which
+// hosts are passed through stays a map in StreamFile (a host added or
+// removed reloads): deciding it in njs would cost every terminated TLS
+// connection a script run (make bench: TestBenchPassthroughRouting).
 
 // StreamFile is the stream block's passthrough configuration, included
 // from nginx.conf when --enable-ssl-passthrough is on.
 const StreamFile = "stream.d/passthrough.conf"
 
+// PassthroughScript is templates/passthrough.js as StreamFile imports it:
+// not a .conf, so the stream block's include leaves it alone.
+const PassthroughScript = "stream.d/passthrough.js"
+
 // streamModule is the dynamic module of NGINX's stream block (Debian's
 // libnginx-mod-stream; ssl_preread and realip are built in).
 const streamModule = "ngx_stream_module.so"
+
+// StreamJSModule is njs's module for the stream block (Debian's
+// libnginx-mod-stream-js), loaded only with --enable-ssl-passthrough.
+const StreamJSModule = "ngx_stream_js_module.so"
 
 // streamView is what stream.conf.tmpl sees.
 type streamView struct {
@@ -52,44 +65,38 @@ type streamView struct {
 	// TLSSocket and PassthroughSocket are the upstream servers of the two
 	// routes ("unix:..."); PassthroughListen is the second server's listen.
 	TLSSocket, PassthroughSocket, PassthroughListen string
-	Hosts                                           []streamHost
-	Upstreams                                       []streamUpstream
+	// Script is PassthroughScript and Dir the endpoints directory's
+	// placeholder, both quoted.
+	Script, Dir string
+	Hosts       []streamHost
 }
 
-// streamHost is one passthrough host: its quoted SNI name, the upstream of
-// its endpoints and the attribution of the Ingress that asked.
+// streamHost is one passthrough host: its quoted SNI name and the
+// attribution of the Ingress that asked.
 type streamHost struct {
-	Source, Name, Upstream string
-}
-
-// streamUpstream is one passthrough backend's endpoints, "ip:port", sorted.
-type streamUpstream struct {
-	Name    string
-	Servers []string
+	Source, Name string
 }
 
 // passthroughWarning is a passthrough host the stream file serves, but
 // not as asked (no endpoint): logged as a warning, not as left out.
 type passthroughWarning struct{ error }
 
-// passthroughUpstream names the stream upstream of a backend; the name
-// matched backendNamePattern.
-func passthroughUpstream(backend string) string { return "switchyard_pass_" + backend }
-
-// renderStream renders StreamFile from the passthrough servers. A host
-// that cannot be written is left out (its TLS is terminated) and reported.
-func (r *Renderer) renderStream() (string, []error) {
-	v, errs := r.newStreamView()
+// renderStream renders StreamFile from the passthrough servers, with the
+// endpoints of each host it passes through, by host. A host that cannot be
+// written is left out (its TLS is terminated) and reported.
+func (r *Renderer) renderStream() (string, map[string]*bus.PassthroughEndpoints, []error) {
+	v, endpoints, errs := r.newStreamView()
 	text, err := execute("stream.conf.tmpl", v)
 	if err != nil {
-		return "", append(errs, err)
+		return "", nil, append(errs, err)
 	}
-	return text, errs
+	return text, endpoints, errs
 }
 
-func (r *Renderer) newStreamView() (streamView, []error) {
+func (r *Renderer) newStreamView() (streamView, map[string]*bus.PassthroughEndpoints, []error) {
 	s := r.effectiveSettings()
-	v := streamView{Static: sourceSwitchyard, IdleTimeout: features.MaxProxyTimeout}
+	v := streamView{Static: sourceSwitchyard, IdleTimeout: features.MaxProxyTimeout,
+		Script: `"` + PassthroughScript + `"`, Dir: `"` + bus.PlaceholderPassthroughDir + `"`}
 	// The sockets are the applier's: it fills in their paths.
 	v.TLSSocket = `"unix:` + bus.PlaceholderTLSSocket + `"`
 	v.PassthroughSocket = `"unix:` + bus.PlaceholderPassthroughSocket + `"`
@@ -107,7 +114,7 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 	}
 	v.Listens = []string{bus.PlaceholderHTTPSAddr + suffix}
 	var errs []error
-	upstreams := map[string]streamUpstream{}
+	endpoints := map[string]*bus.PassthroughEndpoints{}
 	for _, key := range slices.Sorted(maps.Keys(r.servers)) {
 		srv := r.visibleServer(r.servers[key])
 		if srv == nil || !srv.SSLPassthrough {
@@ -118,59 +125,51 @@ func (r *Renderer) newStreamView() (streamView, []error) {
 			// terminated until the Ingress changes.
 			continue
 		}
-		h, u, err := r.streamHost(key, srv)
+		h, eps, err := r.streamHost(key, srv)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ssl-passthrough of %s: %w; its TLS is terminated", srv.Hostname, err))
 			continue
 		}
-		if len(u.Servers) == 0 {
+		if len(eps) == 0 {
 			errs = append(errs, passthroughWarning{fmt.Errorf("ssl-passthrough of %s: backend %s has no ready endpoint; its TLS connections are closed", srv.Hostname, srv.PassthroughBackend)})
-			h.Upstream = `"switchyard_passthrough_none"`
-		} else {
-			upstreams[u.Name] = u
 		}
 		v.Hosts = append(v.Hosts, h)
+		endpoints[srv.Hostname] = &bus.PassthroughEndpoints{Host: srv.Hostname, Endpoints: eps}
 	}
-	for _, name := range slices.Sorted(maps.Keys(upstreams)) {
-		v.Upstreams = append(v.Upstreams, upstreams[name])
-	}
-	return v, errs
+	return v, endpoints, errs
 }
 
 // streamHost checks one passthrough server and resolves its map entry and
-// upstream.
-func (r *Renderer) streamHost(key string, srv *bus.Server) (streamHost, streamUpstream, error) {
-	if !hostPattern.MatchString(srv.Hostname) || strings.HasPrefix(srv.Hostname, "*.") {
-		return streamHost{}, streamUpstream{}, fmt.Errorf("only exact host names are passed through")
+// endpoints.
+func (r *Renderer) streamHost(key string, srv *bus.Server) (streamHost, []string, error) {
+	if !bus.ValidPassthroughHost(srv.Hostname) {
+		return streamHost{}, nil, fmt.Errorf("only exact host names are passed through")
 	}
 	if !backendNamePattern.MatchString(srv.PassthroughBackend) {
-		return streamHost{}, streamUpstream{}, fmt.Errorf("invalid backend name %q", srv.PassthroughBackend)
+		return streamHost{}, nil, fmt.Errorf("invalid backend name %q", srv.PassthroughBackend)
 	}
 	name, err := quote(srv.Hostname)
 	if err != nil {
-		return streamHost{}, streamUpstream{}, err
+		return streamHost{}, nil, err
 	}
-	upstream, err := quote(passthroughUpstream(srv.PassthroughBackend))
-	if err != nil {
-		return streamHost{}, streamUpstream{}, err
-	}
-	u := streamUpstream{Name: upstream}
+	var eps []string
 	if b := r.out.Backends[srv.PassthroughBackend]; b != nil {
-		if u.Servers, err = streamServers(b.Endpoints); err != nil {
-			return streamHost{}, streamUpstream{}, fmt.Errorf("backend %s: %w", b.Name, err)
+		if eps, err = passthroughEndpoints(b.Endpoints); err != nil {
+			return streamHost{}, nil, fmt.Errorf("backend %s: %w", b.Name, err)
 		}
 	}
 	src := sourceSwitchyard
 	if srv.PassthroughFrom != "" {
 		src = r.ingressSource(srv.PassthroughFrom, key)
 	}
-	return streamHost{Source: src, Name: name, Upstream: u.Name}, u, nil
+	return streamHost{Source: src, Name: name}, eps, nil
 }
 
-// streamServers writes endpoints as "ip:port" ("[ip6]:port"), quoted,
-// sorted and without duplicates; each address must parse as an IP and each port be
-// 1-65535.
-func streamServers(eps []bus.Endpoint) ([]string, error) {
+// passthroughEndpoints writes endpoints as "ip:port" ("[ip6]:port"),
+// sorted and without duplicates; each address must parse as an IP and
+// each port be 1-65535. The results match bus.PassthroughEndpointPattern,
+// so they need no escaping where they are quoted.
+func passthroughEndpoints(eps []bus.Endpoint) ([]string, error) {
 	seen := map[string]bool{}
 	for _, ep := range eps {
 		addr, err := netip.ParseAddr(ep.Address)
@@ -181,7 +180,7 @@ func streamServers(eps []bus.Endpoint) ([]string, error) {
 		if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != ep.Port {
 			return nil, fmt.Errorf("endpoint port %q is not 1-65535", ep.Port)
 		}
-		seen[`"`+netip.AddrPortFrom(addr, uint16(port)).String()+`"`] = true
+		seen[netip.AddrPortFrom(addr, uint16(port)).String()] = true
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
 }
@@ -209,17 +208,32 @@ func (r *Renderer) indexPassthrough(key string, s *bus.Server, add bool) {
 }
 
 // flushStream renders StreamFile again when a passthrough server, one of
-// their backends or the settings changed.
+// their backends or the settings changed, and publishes the endpoints of
+// the hosts whose endpoints changed (the applier's files; no reload).
 func (r *Renderer) flushStream(all bool, out *bus.Output, errs *[]error) {
 	if !r.cfg.SSLPassthrough || (!all && !r.streamDirty) {
 		return
 	}
 	r.streamDirty = false
-	text, problems := r.renderStream()
+	text, endpoints, problems := r.renderStream()
 	*errs = append(*errs, problems...)
 	if text == "" {
 		return
 	}
-	r.files[StreamFile] = true
+	r.files[StreamFile], r.files[PassthroughScript] = true, true
 	putFile(out, StreamFile, text)
+	putFile(out, PassthroughScript, templates.PassthroughJS)
+	for host, eps := range endpoints {
+		if old := r.out.Passthrough[host]; old == nil || !slices.Equal(old.Endpoints, eps.Endpoints) {
+			out.Values[passthroughKey(host)] = eps
+		}
+	}
+	for host := range r.out.Passthrough {
+		if endpoints[host] == nil {
+			out.Deletes = append(out.Deletes, passthroughKey(host))
+		}
+	}
+	r.out.Passthrough = endpoints
 }
+
+func passthroughKey(host string) string { return bus.Key(bus.KindPassthrough, host) }

@@ -101,6 +101,9 @@ type Artifacts struct {
 	Certificates map[string]*LuaCertificate
 	// Routes are the hosts routed in Lua (--lua-routing), by host.
 	Routes map[string]*LuaRoute
+	// Passthrough are the endpoints of the TLS passthrough hosts
+	// (--enable-ssl-passthrough), by host.
+	Passthrough map[string]*bus.PassthroughEndpoints
 }
 
 // LuaCertificate is one certificate and the hosts it is served for.
@@ -150,7 +153,8 @@ func RenderRefused(cfg Config, m bus.Model, refusals map[string]*bus.Refusal) (A
 	out, errs := r.Flush()
 	sortErrors(errs)
 	// The first flush of a renderer is everything it renders.
-	art := Artifacts{Files: map[string]string{}, Backends: r.out.Backends, Certificates: r.out.Certificates, Routes: r.out.Routes}
+	art := Artifacts{Files: map[string]string{}, Backends: r.out.Backends, Certificates: r.out.Certificates, Routes: r.out.Routes,
+		Passthrough: r.out.Passthrough}
 	for _, v := range out.Values {
 		if f, ok := v.(bus.RenderedFile); ok {
 			art.Files[f.Path] = f.Content

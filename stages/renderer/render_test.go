@@ -70,8 +70,9 @@ func archive(t *testing.T, art Artifacts) *txtar.Archive {
 	for _, payload := range []struct {
 		name  string
 		value any
-	}{{"lua/backends.json", art.Backends}, {"lua/certificates.json", art.Certificates}, {"lua/routes.json", art.Routes}} {
-		if payload.name == "lua/routes.json" && len(art.Routes) == 0 {
+	}{{"lua/backends.json", art.Backends}, {"lua/certificates.json", art.Certificates}, {"lua/routes.json", art.Routes},
+		{"passthrough/endpoints.json", art.Passthrough}} {
+		if (payload.name == "lua/routes.json" && len(art.Routes) == 0) || (payload.name == "passthrough/endpoints.json" && len(art.Passthrough) == 0) {
 			continue
 		}
 		data, err := json.MarshalIndent(payload.value, "", "  ")
@@ -88,7 +89,7 @@ func nginxTestArchive(t *testing.T, a *txtar.Archive) {
 	nginx := harness.Nginx(t)
 	files := map[string]string{}
 	for _, f := range a.Files {
-		if !strings.HasPrefix(f.Name, "lua/") {
+		if !strings.HasPrefix(f.Name, "lua/") && !strings.HasPrefix(f.Name, "passthrough/") {
 			files[f.Name] = string(f.Data)
 		}
 	}

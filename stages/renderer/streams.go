@@ -180,3 +180,20 @@ func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, s bus.S
 	srv.Listens = []string{bus.PlaceholderHTTPHost + ":" + strconv.Itoa(svc.Port) + suffix}
 	return srv, u, nil
 }
+
+// streamUpstream is one stream upstream (a TCP or UDP service's), with its
+// endpoints "ip:port", quoted and sorted.
+type streamUpstream struct {
+	Name    string
+	Servers []string
+}
+
+// streamServers writes endpoints as streamUpstream's Servers:
+// passthroughEndpoints, quoted.
+func streamServers(eps []bus.Endpoint) ([]string, error) {
+	servers, err := passthroughEndpoints(eps)
+	for i, s := range servers {
+		servers[i] = `"` + s + `"`
+	}
+	return servers, err
+}

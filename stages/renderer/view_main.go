@@ -158,6 +158,7 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	}
 	if cfg.SSLPassthrough {
 		v.ServerPort = "$switchyard_server_port"
+		modules = append(modules, StreamJSModule)
 	}
 	if cfg.loadModSecurity {
 		modules = append(modules, ModSecurityModule)
