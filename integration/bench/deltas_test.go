@@ -113,6 +113,9 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 	// latency does: the figure to compare across runs.
 	fmt.Fprintf(rep, "%-42s %s per change (%s over %d changes)\n", "switchyard CPU during the changes",
 		(cpuSpent / time.Duration(max(len(change.samples), 1))).Round(time.Millisecond), cpuSpent, len(change.samples))
+	if rss, peak, err := procStatus(pid); err == nil {
+		fmt.Fprintf(rep, "%-42s %s (peak %s)\n", "switchyard RSS after the changes", mib(rss), mib(peak))
+	}
 	stageShares(rep, before, after)
 	for _, mode := range []string{"full", "delta"} {
 		count := after["posts "+mode] - before["posts "+mode]
