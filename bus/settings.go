@@ -54,6 +54,11 @@ type Settings struct {
 	// whose Ingresses set no load-balance annotation. It reaches the Lua
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
+	// ServiceUpstream is service-upstream: the default of the
+	// service-upstream annotation (an Ingress's annotation wins), proxying
+	// to the Service's cluster IP instead of its endpoints. The translator
+	// reads it, never nginx.conf.
+	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
 
 	PathsSettings         // settings_paths.go
 	ProxyProtocolSettings // settings_proxyprotocol.go

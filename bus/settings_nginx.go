@@ -9,7 +9,8 @@ var (
 	// CPUAffinityPattern is "", auto (with an optional mask) or up to 16
 	// masks (Go caps nested repeat counts).
 	CPUAffinityPattern = regexp.MustCompile(`^(|auto( [01]{1,64})?|[01]{1,64}( [01]{1,64}){0,15})$`)
-	// ForwardedForHeaderPattern is a header real_ip_header takes by name.
+	// ForwardedForHeaderPattern is a header real_ip_header takes by name,
+	// and forwarded-host-header's, which becomes part of a variable name.
 	ForwardedForHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 )
 

@@ -51,6 +51,7 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"preserve-trailing-slash":        func(s *bus.Settings) any { return &s.PreserveTrailingSlash },
 	"no-tls-redirect-locations":      func(s *bus.Settings) any { return &s.NoTLSRedirectLocations },
 	"forwarded-for-header":           func(s *bus.Settings) any { return &s.ForwardedForHeader },
+	"forwarded-host-header":          func(s *bus.Settings) any { return &s.ForwardedHostHeader },
 	"log-format-upstream":            func(s *bus.Settings) any { return &s.LogFormatUpstream },
 	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
 	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },

@@ -53,6 +53,9 @@ type mainView struct {
 	SSLCiphers                      string // quoted
 	// RealIPHeader is forwarded-for-header, quoted.
 	RealIPHeader string
+	// ForwardedHostVar is forwarded-host-header's variable, such as
+	// $http_x_forwarded_host: $best_http_host with use-forwarded-headers.
+	ForwardedHostVar string
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
 	// ProxyHeaders decides the headers every location sends upstream.
@@ -103,7 +106,7 @@ type mainSources struct {
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 	UseProxyProtocol, EnableMultiAccept                                   string
-	EnableRealIP, ForwardedForHeader                                      string
+	EnableRealIP, ForwardedForHeader, ForwardedHostHeader                 string
 	ErrorLogLevel, WorkerCPUAffinity, GenerateRequestID                   string
 }
 
@@ -113,7 +116,7 @@ func newMainSources(src sources) mainSources {
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
-		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"),
+		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"), ForwardedHostHeader: s("forwarded-host-header"),
 		ErrorLogLevel: s("error-log-level"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"),
@@ -221,11 +224,24 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("refusing forwarded-for-header %q", s.ForwardedForHeader)
 	}
 	v.RealIPHeader = `"` + s.ForwardedForHeader + `"`
+	if v.ForwardedHostVar, err = headerVariable(s.ForwardedHostHeader); err != nil {
+		return mainView{}, fmt.Errorf("forwarded-host-header: %w", err)
+	}
 	if v.StreamLog, err = newStreamLogView(cfg, s, src); err != nil {
 		return mainView{}, err
 	}
 	err = newHTTPView(&v, cfg, s, src)
 	return v, err
+}
+
+// headerVariable is NGINX's variable of a request header: $http_ and the
+// name lower-cased with "-" as "_". The name is checked again, as it is
+// written unquoted.
+func headerVariable(name string) (string, error) {
+	if !bus.ForwardedForHeaderPattern.MatchString(name) {
+		return "", fmt.Errorf("refusing header name %q", name)
+	}
+	return "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_"), nil
 }
 
 // errorStatus is code when it is an error status NGINX can answer with,

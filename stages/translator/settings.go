@@ -144,6 +144,7 @@ var keyNotes = map[string]string{
 	"access-log-params":                     "written on the http block's access_log and, without if=, on the stream block's (its variables are not the http block's); with skip-access-log-urls, a URI outside the list is logged when the if= variable is",
 	"http-access-log-path":                  "the http block's log only; the stream block's follows stream-access-log-path and access-log-path",
 	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
+	"service-upstream":                      "the default of the service-upstream annotation, which wins where an Ingress sets it: when true, requests go to the Service's cluster IP instead of its endpoints",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
@@ -238,7 +239,8 @@ var coreSettings = map[string]settingParser{
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
 	// The global algorithm, as in ingress-nginx's ConfigMap: the hashing
 	// and sticky balancers need per-backend settings, so only these two.
-	"load-balance": patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
+	"load-balance":     patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
+	"service-upstream": boolSetting(func(s *bus.Settings) *bool { return &s.ServiceUpstream }),
 }
 
 var (

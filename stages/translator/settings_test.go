@@ -71,6 +71,7 @@ var coreSettingsCases = map[string]keyCases{
 	"ssl-ciphers": stringCases(bus.DefaultSettings().SSLCiphers, func(s *bus.Settings) *string { return &s.SSLCiphers },
 		[]string{"HIGH:!aNULL:!MD5", "ECDHE-RSA-AES128-GCM-SHA256", "DEFAULT:+SHA1:@STRENGTH", "TLS_AES_128_GCM_SHA256.x"},
 		[]string{"HIGH !aNULL", "HIGH,MEDIUM", "a'b", "$x", "@SECLEVEL=0", strings.Repeat("A", 2049)}),
+	"service-upstream": boolCases(false, func(s *bus.Settings) *bool { return &s.ServiceUpstream }),
 	"load-balance": stringCases("round_robin", func(s *bus.Settings) *string { return &s.LoadBalance },
 		[]string{"ewma", "round_robin"},
 		[]string{"EWMA", "chash", "sticky_balanced", "ewma;", "round robin", "least_conn"}),
