@@ -71,6 +71,9 @@ type mainView struct {
 	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
+	// SyslogErrorLog is the http block's second error_log target
+	// (enable-syslog), "" for none.
+	SyslogErrorLog string
 	// ErrorLogLevel is error_log's level; WorkerCPUAffinity
 	// worker_cpu_affinity's arguments, "" for none. Both checked again.
 	ErrorLogLevel, WorkerCPUAffinity string
@@ -199,6 +202,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("refusing error-log-level %q or worker-cpu-affinity %q", s.ErrorLogLevel, s.WorkerCPUAffinity)
 	}
 	v.ErrorLogLevel, v.WorkerCPUAffinity = s.ErrorLogLevel, s.WorkerCPUAffinity
+	if v.SyslogErrorLog, err = syslogErrorLog(s.Syslog); err != nil {
+		return mainView{}, fmt.Errorf("enable-syslog: %w", err)
+	}
 	switch v.RedirectCode = s.HTTPRedirectCode; v.RedirectCode {
 	case 301, 302, 307, 308:
 	default:

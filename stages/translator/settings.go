@@ -42,6 +42,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 	}
 	problems = append(problems, checkProxyBuffers(&s)...)
 	problems = append(problems, checkTracing(&s)...)
+	problems = append(problems, checkSyslog(&s)...)
 	if s.AllowSnippetAnnotations {
 		// The key is read (it changes how a snippet's refusal reads) but
 		// cannot do what it asks for.
@@ -145,6 +146,7 @@ var keyNotes = map[string]string{
 	"http-access-log-path":                  "the http block's log only; the stream block's follows stream-access-log-path and access-log-path",
 	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
 	"service-upstream":                      "the default of the service-upstream annotation, which wins where an Ingress sets it: when true, requests go to the Service's cluster IP instead of its endpoints",
+	"enable-syslog":                         "when true (and syslog-host is set), the http block's access log goes to syslog-host:syslog-port over UDP instead of its file (access-log-params' buffer, gzip and flush do not apply: NGINX does not buffer syslog logs), and its error log goes there too, besides the controller's log",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,

@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// syslogListener is a syslog server on loopback: a UDP socket whose
+// datagrams the test reads.
+type syslogListener struct {
+	conn net.PacketConn
+	port int
+}
+
+func startSyslog(t *testing.T) *syslogListener {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &syslogListener{conn: conn, port: conn.LocalAddr().(*net.UDPAddr).Port}
+}
+
+// find reads datagrams for up to wait and returns the first holding want.
+func (l *syslogListener) find(want string, wait time.Duration) (string, error) {
+	buf := make([]byte, 65536)
+	deadline := time.Now().Add(wait)
+	for {
+		if err := l.conn.SetReadDeadline(deadline); err != nil {
+			return "", err
+		}
+		n, _, err := l.conn.ReadFrom(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return "", fmt.Errorf("no datagram with %q", want)
+			}
+			return "", err
+		}
+		if msg := string(buf[:n]); strings.Contains(msg, want) {
+			return msg, nil
+		}
+	}
+}
+
+// TestSyslogThroughNginx: with enable-syslog, a request's access log line
+// reaches a syslog server over UDP (syslog-host, syslog-port), and so do
+// the http block's errors (a request to a backend that refuses the
+// connection); a request to a skip-access-log-urls URI is not sent.
+func TestSyslogThroughNginx(t *testing.T) {
+	syslog := startSyslog(t)
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
+	// "refused" has one endpoint, a port nothing listens on: NGINX logs
+	// the failed connect at error level.
+	e.write("refused.yaml", harness.ServiceYAML("default", "refused", harness.FreePort(t)))
+	e.write("refused-ing.yaml", proxyIngress("refused", "refused.example.com", "refused", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-syslog": "true", "syslog-host": "127.0.0.1",
+		"syslog-port": strconv.Itoa(syslog.port), "skip-access-log-urls": "/skipped"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	var line string
+	harness.WaitFor(t, changeTimeout, "the access log line on the syslog server", func() error {
+		if r, err := e.tryWith("logged.example.com", "/skipped", nil); err != nil || r.Status != 200 {
+			return fmt.Errorf("skipped URI: %v %d", err, r.Status)
+		}
+		if r, err := e.tryWith("logged.example.com", "/syslog-probe", nil); err != nil || r.Status != 200 {
+			return fmt.Errorf("probe: %v %d", err, r.Status)
+		}
+		var err error
+		line, err = syslog.find("GET /syslog-probe", time.Second)
+		return err
+	})
+	// RFC 3164 framing as NGINX writes it: <priority>, then the tag.
+	if !strings.HasPrefix(line, "<") || !strings.Contains(line, "nginx:") {
+		t.Errorf("syslog line %q: want NGINX's <PRI>... nginx: framing", line)
+	}
+	harness.WaitFor(t, changeTimeout, "the error log line on the syslog server", func() error {
+		if r, err := e.tryWith("refused.example.com", "/refused-probe", nil); err != nil || r.Status != 502 {
+			return fmt.Errorf("refused backend: %v %d", err, r.Status)
+		}
+		// The access log line names the URI too: the error's own words.
+		line, err := syslog.find("connect() failed", time.Second)
+		if err == nil && !strings.Contains(line, "/refused-probe") {
+			err = fmt.Errorf("error line %q names another request", line)
+		}
+		return err
+	})
+	// The skipped URI was requested before the probe on every attempt.
+	if _, err := syslog.find("GET /skipped", 500*time.Millisecond); err == nil {
+		t.Error("a skip-access-log-urls request was sent to syslog")
+	}
+}
