@@ -55,6 +55,7 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"log-format-upstream":            func(s *bus.Settings) any { return &s.LogFormatUpstream },
 	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
 	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },
+	"limit-conn-zone-variable":       func(s *bus.Settings) any { return &s.LimitConnZoneVariable },
 	"proxy-body-size":                func(s *bus.Settings) any { return &s.ProxyBodySize },
 	"proxy-connect-timeout":          func(s *bus.Settings) any { return &s.ProxyConnectTimeout },
 	"proxy-send-timeout":             func(s *bus.Settings) any { return &s.ProxySendTimeout },

@@ -46,6 +46,9 @@ type mainView struct {
 	Resolvers, ResolverSrc string
 	LogFormat              string // quoted
 	AccessLog              string // "logs/access.log upstreaminfo" or "off"
+	// LimitKey is limit-conn-zone-variable when it is not the default, for
+	// the map to limitKeyVariable; "" otherwise.
+	LimitKey string
 	// LimitReqStatus and LimitConnStatus are written when they are error
 	// statuses (400-599), 0 otherwise.
 	LimitReqStatus, LimitConnStatus int
@@ -104,6 +107,7 @@ type mainView struct {
 type mainSources struct {
 	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR string
 	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode            string
+	LimitConnZoneVariable                                                 string
 	SSLProtocols, SSLCiphers                                              string
 	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
@@ -122,8 +126,8 @@ func newMainSources(src sources) mainSources {
 		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"), ForwardedHostHeader: s("forwarded-host-header"),
 		ErrorLogLevel: s("error-log-level"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
-		LimitConnStatusCode: s("limit-conn-status-code"),
-		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
+		LimitConnStatusCode: s("limit-conn-status-code"), LimitConnZoneVariable: s("limit-conn-zone-variable"),
+		SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
 		UpstreamKeepaliveConnections: s("upstream-keepalive-connections"),
 		UpstreamKeepaliveTimeout:     s("upstream-keepalive-timeout"),
 		UpstreamKeepaliveRequests:    s("upstream-keepalive-requests"), UpstreamKeepaliveTime: s("upstream-keepalive-time"),
@@ -211,6 +215,13 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("http-redirect-code %d is not 301, 302, 307 or 308", v.RedirectCode)
 	}
 	v.WorkerConnections, v.WorkerOpenFiles = workerConnections(s), s.MaxWorkerOpenFiles
+	limitKey, err := zoneKey(s.LimitConnZoneVariable)
+	if err != nil {
+		return mainView{}, err
+	}
+	if limitKey == limitKeyVariable {
+		v.LimitKey = s.LimitConnZoneVariable
+	}
 	if cfg.User != "" {
 		if v.User, err = quotedWords(cfg.User, cfg.Group); err != nil {
 			return mainView{}, err

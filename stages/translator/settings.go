@@ -147,6 +147,7 @@ var keyNotes = map[string]string{
 	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
 	"service-upstream":                      "the default of the service-upstream annotation, which wins where an Ingress sets it: when true, requests go to the Service's cluster IP instead of its endpoints",
 	"enable-syslog":                         "when true (and syslog-host is set), the http block's access log goes to syslog-host:syslog-port over UDP instead of its file (access-log-params' buffer, gzip and flush do not apply: NGINX does not buffer syslog logs), and its error log goes there too, besides the controller's log",
+	"limit-conn-zone-variable":              "the key of every rate limit zone (limit-connections, limit-rps, limit-rpm), as in ingress-nginx; a changed variable declares new zones, so the states counted so far start again",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
@@ -233,8 +234,10 @@ var coreSettings = map[string]settingParser{
 	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
 		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
 	// NGINX's limit_req_status and limit_conn_status take 400 to 599.
-	"limit-req-status-code":           intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
-	"limit-conn-status-code":          intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
+	"limit-req-status-code":  intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-status-code": intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-zone-variable": patternSetting(func(s *bus.Settings) *string { return &s.LimitConnZoneVariable }, bus.LimitZoneVariablePattern,
+		"one NGINX variable: $ and a name of letters, digits and _ (at most 64), such as $binary_remote_addr"),
 	"allow-snippet-annotations":       boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
 	"allow-cross-namespace-resources": boolSetting(func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },

@@ -1,0 +1,65 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestLimitConnZoneVariableThroughNginx: limit-conn-zone-variable keys the
+// rate limit zones. Counted by a request header, each client value has its
+// own budget and a request without the header is not counted; back to the
+// default (the client address), NGINX reloads with new zones and every
+// request from loopback shares one budget.
+func TestLimitConnZoneVariableThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	root := harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}
+	// 1 request a minute and a burst of 1: two pass, the third is refused,
+	// and none comes back during the test.
+	e.write("ing.yaml", limitedIngressYAML("default", "keyed", "keyed.example.com",
+		map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1"}, root))
+	e.write("config.yaml", configMapYAML(map[string]string{"limit-conn-zone-variable": "$http_x_client_id"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e.eventually("keyed.example.com", "/", "the limited Ingress", servedBy("a-1"))
+
+	statusFor := func(client string) int {
+		t.Helper()
+		headers := map[string]string{}
+		if client != "" {
+			headers["X-Client-Id"] = client
+		}
+		r, err := e.tryWith("keyed.example.com", "/", headers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	refusedWithin := func(client string, n int) bool {
+		for range n {
+			if statusFor(client) == 503 {
+				return true
+			}
+		}
+		return false
+	}
+	if !refusedWithin("alice", 5) {
+		t.Fatal("client alice was never refused: the zone does not count by X-Client-Id")
+	}
+	if st := statusFor("bob"); st != 200 {
+		t.Errorf("client bob got %d after alice's budget ran out, want 200 (a budget of its own)", st)
+	}
+	for i := range 4 {
+		if st := statusFor(""); st != 200 {
+			t.Fatalf("request %d without X-Client-Id got %d: an empty key is not counted", i, st)
+		}
+	}
+
+	e.write("config.yaml", configMapYAML(nil))
+	harness.WaitFor(t, changeTimeout, "requests without X-Client-Id limited by the client address", func() error {
+		if statusFor("") != 503 {
+			return fmt.Errorf("not refused yet")
+		}
+		return nil
+	})
+}
