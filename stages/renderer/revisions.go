@@ -56,6 +56,7 @@ var settingFields = map[string]func(*bus.Settings) any{
 	"limit-req-status-code":          func(s *bus.Settings) any { return &s.LimitReqStatusCode },
 	"limit-conn-status-code":         func(s *bus.Settings) any { return &s.LimitConnStatusCode },
 	"limit-conn-zone-variable":       func(s *bus.Settings) any { return &s.LimitConnZoneVariable },
+	"debug-connections":              func(s *bus.Settings) any { return &s.DebugConnections },
 	"proxy-body-size":                func(s *bus.Settings) any { return &s.ProxyBodySize },
 	"proxy-connect-timeout":          func(s *bus.Settings) any { return &s.ProxyConnectTimeout },
 	"proxy-send-timeout":             func(s *bus.Settings) any { return &s.ProxySendTimeout },

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -74,6 +75,9 @@ type mainView struct {
 	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
+	// DebugConnections are events{} debug_connection's addresses and
+	// CIDRs (debug-connections), checked again.
+	DebugConnections []string
 	// SyslogErrorLog is the http block's second error_log target
 	// (enable-syslog), "" for none.
 	SyslogErrorLog string
@@ -115,6 +119,7 @@ type mainSources struct {
 	UseProxyProtocol, EnableMultiAccept                                   string
 	EnableRealIP, ForwardedForHeader, ForwardedHostHeader                 string
 	ErrorLogLevel, WorkerCPUAffinity, GenerateRequestID                   string
+	DebugConnections                                                      string
 }
 
 func newMainSources(src sources) mainSources {
@@ -124,7 +129,7 @@ func newMainSources(src sources) mainSources {
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
 		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"), ForwardedHostHeader: s("forwarded-host-header"),
-		ErrorLogLevel: s("error-log-level"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
+		ErrorLogLevel: s("error-log-level"), DebugConnections: s("debug-connections"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"), LimitConnZoneVariable: s("limit-conn-zone-variable"),
 		SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
@@ -202,6 +207,9 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, err
 	}
 	v.MultiAccept = onOff(s.EnableMultiAccept)
+	if v.DebugConnections, err = debugConnections(s.DebugConnections); err != nil {
+		return mainView{}, err
+	}
 	if !bus.ErrorLogLevelPattern.MatchString(s.ErrorLogLevel) || !bus.CPUAffinityPattern.MatchString(s.WorkerCPUAffinity) {
 		return mainView{}, fmt.Errorf("refusing error-log-level %q or worker-cpu-affinity %q", s.ErrorLogLevel, s.WorkerCPUAffinity)
 	}
@@ -249,6 +257,19 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	}
 	err = newHTTPView(&v, cfg, s, src)
 	return v, err
+}
+
+// debugConnections checks debug-connections' items again: each an IP
+// address or a CIDR, written unquoted.
+func debugConnections(items []string) ([]string, error) {
+	for _, item := range items {
+		_, errAddr := netip.ParseAddr(item)
+		_, errPrefix := netip.ParsePrefix(item)
+		if errAddr != nil && errPrefix != nil || strings.Contains(item, "%") {
+			return nil, fmt.Errorf("debug-connections: refusing %q", item)
+		}
+	}
+	return items, nil
 }
 
 // headerVariable is NGINX's variable of a request header: $http_ and the
