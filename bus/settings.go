@@ -65,6 +65,12 @@ type Settings struct {
 	// to the Service's cluster IP instead of its endpoints. The translator
 	// reads it, never nginx.conf.
 	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
+	// ProxySSLLocationOnly is proxy-ssl-location-only. Nothing reads it:
+	// Switchyard always writes the proxy-ssl-* annotations in the locations
+	// of the Ingress that sets them, which is what the key asks of
+	// ingress-nginx; without it, ingress-nginx also writes the first
+	// Ingress's into the server block (docs/compatibility.md).
+	ProxySSLLocationOnly bool `json:"proxySSLLocationOnly,omitempty"`
 
 	PathsSettings         // settings_paths.go
 	ProxyProtocolSettings // settings_proxyprotocol.go

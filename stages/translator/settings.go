@@ -149,6 +149,7 @@ var keyNotes = map[string]string{
 	"enable-syslog":                         "when true (and syslog-host is set), the http block's access log goes to syslog-host:syslog-port over UDP instead of its file (access-log-params' buffer, gzip and flush do not apply: NGINX does not buffer syslog logs), and its error log goes there too, besides the controller's log",
 	"limit-conn-zone-variable":              "the key of every rate limit zone (limit-connections, limit-rps, limit-rpm), as in ingress-nginx; a changed variable declares new zones, so the states counted so far start again",
 	"debug-connections":                     "NGINX logs the connections of these clients at debug level, whatever error-log-level says (debug_connection in the events block; Debian's NGINX is built with debugging), into NGINX's error log (the controller's log)",
+	"proxy-ssl-location-only":               "either value is accepted and changes nothing: Switchyard always writes the proxy-ssl-* annotations in the locations of the Ingress that sets them only, which is what true does in ingress-nginx; with false (its default) ingress-nginx also copies the first such Ingress's into the server block, where locations of the host's other Ingresses inherit them, which Switchyard never does (docs/compatibility.md)",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
@@ -247,6 +248,8 @@ var coreSettings = map[string]settingParser{
 	// and sticky balancers need per-backend settings, so only these two.
 	"load-balance":     patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
 	"service-upstream": boolSetting(func(s *bus.Settings) *bool { return &s.ServiceUpstream }),
+	// Accepted for either value: see keyNotes.
+	"proxy-ssl-location-only": boolSetting(func(s *bus.Settings) *bool { return &s.ProxySSLLocationOnly }),
 }
 
 var (
