@@ -2,6 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"switchyard.dev/switchyard/integration/harness"
@@ -59,6 +62,39 @@ func TestLimitConnZoneVariableThroughNginx(t *testing.T) {
 	harness.WaitFor(t, changeTimeout, "requests without X-Client-Id limited by the client address", func() error {
 		if statusFor("") != 503 {
 			return fmt.Errorf("not refused yet")
+		}
+		return nil
+	})
+}
+
+// TestLimitConnZoneVariableNginxRefuses: a variable NGINX does not know is
+// traced to limit-conn-zone-variable, not to the Ingress with the limit:
+// the key falls back to the client address and the Ingress stays served,
+// limited.
+func TestLimitConnZoneVariableNginxRefuses(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", limitedIngressYAML("default", "keyed", "keyed.example.com",
+		map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1"}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"limit-conn-zone-variable": "$no_such_limit_var"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	waitRefusalLogged(t, e.sy, "configmap limit-conn-zone-variable", `unknown "no_such_limit_var" variable`)
+	live, err := os.ReadFile(filepath.Join(e.sy.Prefix(), "conf", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(live), "# refused configmap limit-conn-zone-variable rev=") || strings.Contains(string(live), "no_such_limit_var") {
+		t.Errorf("the running nginx.conf still has the variable, or no refusal line")
+	}
+	served := false
+	harness.WaitFor(t, changeTimeout, "the Ingress served, then limited by the client address", func() error {
+		r, err := e.tryWith("keyed.example.com", "/", nil)
+		if err != nil {
+			return err
+		}
+		served = served || servedBy("a-1")(r)
+		if !served || r.Status != 503 {
+			return fmt.Errorf("served %v, status %d", served, r.Status)
 		}
 		return nil
 	})
