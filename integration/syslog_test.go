@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,5 +99,24 @@ func TestSyslogThroughNginx(t *testing.T) {
 	// The skipped URI was requested before the probe on every attempt.
 	if _, err := syslog.find("GET /skipped", 500*time.Millisecond); err == nil {
 		t.Error("a skip-access-log-urls request was sent to syslog")
+	}
+}
+
+// TestSyslogNginxRefuses: a syslog-host NGINX cannot resolve is traced to
+// enable-syslog, which falls back to the logs of before; hosts stay served.
+func TestSyslogNginxRefuses(t *testing.T) {
+	e := newBackends(t)
+	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
+	e.write("config.yaml", configMapYAML(map[string]string{"enable-syslog": "true", "syslog-host": "no-such-host.invalid"}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+
+	e.eventually("logged.example.com", "/", "the Ingress served", servedBy("a-1"))
+	waitRefusalLogged(t, e.sy, "configmap enable-syslog", "host not found in syslog server")
+	live, err := os.ReadFile(filepath.Join(e.sy.Prefix(), "conf", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(live), "# refused configmap enable-syslog rev=") || strings.Contains(string(live), "syslog:server") {
+		t.Errorf("the running nginx.conf still sends to syslog, or has no refusal line")
 	}
 }
