@@ -18,7 +18,9 @@ func TestForwardedHostHeaderThroughNginx(t *testing.T) {
 	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
 	claims := map[string]string{"X-Forwarded-Host": "xfh.example.net", "X-Original-Host": "orig.example.net"}
 
-	upstreamHostIs := func(what, want string) {
+	// Each check polls: the old workers may answer a request or two
+	// while NGINX reloads.
+	upstreamHostIs := func(what string, claims map[string]string, want string) {
 		t.Helper()
 		harness.WaitFor(t, changeTimeout, what, func() error {
 			r, err := e.tryWith("fwd.example.com", "/", claims)
@@ -35,17 +37,12 @@ func TestForwardedHostHeaderThroughNginx(t *testing.T) {
 			return nil
 		})
 	}
-	upstreamHostIs("the default forwarded-host-header, X-Forwarded-Host", "xfh.example.net")
+	upstreamHostIs("the default forwarded-host-header, X-Forwarded-Host", claims, "xfh.example.net")
 
 	e.write("config.yaml", configMapYAML(map[string]string{"use-forwarded-headers": "true", "forwarded-host-header": "X-Original-Host"}))
-	upstreamHostIs("forwarded-host-header X-Original-Host", "orig.example.net")
-
-	// A request without the header: the client's own Host.
-	r, err := e.tryWith("fwd.example.com", "/", map[string]string{"X-Forwarded-Host": "xfh.example.net"})
-	if err != nil || r.Echo == nil || r.Echo.Host != "fwd.example.com" {
-		t.Fatalf("without X-Original-Host: %v %+v, want the client's Host", err, r.Echo)
-	}
+	upstreamHostIs("forwarded-host-header X-Original-Host", claims, "orig.example.net")
+	upstreamHostIs("without X-Original-Host, the client's own Host", map[string]string{"X-Forwarded-Host": "xfh.example.net"}, "fwd.example.com")
 
 	e.write("config.yaml", configMapYAML(map[string]string{"forwarded-host-header": "X-Original-Host"}))
-	upstreamHostIs("use-forwarded-headers off: no header is trusted", "fwd.example.com")
+	upstreamHostIs("use-forwarded-headers off: no header is trusted", claims, "fwd.example.com")
 }
