@@ -13,10 +13,8 @@ import (
 // controller's log) while error-log-level stays at its default; a client
 // not on the list is not.
 func TestDebugConnectionsThroughNginx(t *testing.T) {
-	e := newBackends(t)
-	e.write("ing.yaml", annotatedIngressYAML("dbg", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"debug-connections": "10.9.9.9"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{"ing.yaml": annotatedIngressYAML("dbg", nil)},
+		map[string]string{"debug-connections": "10.9.9.9"})
 	e.eventually("dbg.example.com", "/", "the Ingress", servedBy("a-1"))
 	if r, err := e.tryWith("dbg.example.com", "/debug-probe-other-client", nil); err != nil || r.Status != 200 {
 		t.Fatalf("%v %d", err, r.Status)

@@ -12,10 +12,8 @@ import (
 // X-Forwarded-Host, or forwarded-host-header's header once the key names
 // another; without use-forwarded-headers, neither is trusted.
 func TestForwardedHostHeaderThroughNginx(t *testing.T) {
-	e := newBackends(t)
-	e.write("ing.yaml", annotatedIngressYAML("fwd", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"use-forwarded-headers": "true"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{"ing.yaml": annotatedIngressYAML("fwd", nil)},
+		map[string]string{"use-forwarded-headers": "true"})
 	claims := map[string]string{"X-Forwarded-Host": "xfh.example.net", "X-Original-Host": "orig.example.net"}
 
 	// Each check polls: the old workers may answer a request or two

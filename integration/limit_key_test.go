@@ -10,20 +10,22 @@ import (
 	"switchyard.dev/switchyard/integration/harness"
 )
 
+// keyedIngressYAML limits keyed.example.com to 1 request a minute with a
+// burst of 1: two pass, the third is refused, and none comes back during a
+// test.
+func keyedIngressYAML() string {
+	return limitedIngressYAML("default", "keyed", "keyed.example.com",
+		map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1"}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"})
+}
+
 // TestLimitConnZoneVariableThroughNginx: limit-conn-zone-variable keys the
 // rate limit zones. Counted by a request header, each client value has its
 // own budget and a request without the header is not counted; back to the
 // default (the client address), NGINX reloads with new zones and every
 // request from loopback shares one budget.
 func TestLimitConnZoneVariableThroughNginx(t *testing.T) {
-	e := newBackends(t)
-	root := harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}
-	// 1 request a minute and a burst of 1: two pass, the third is refused,
-	// and none comes back during the test.
-	e.write("ing.yaml", limitedIngressYAML("default", "keyed", "keyed.example.com",
-		map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1"}, root))
-	e.write("config.yaml", configMapYAML(map[string]string{"limit-conn-zone-variable": "$http_x_client_id"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{"ing.yaml": keyedIngressYAML()},
+		map[string]string{"limit-conn-zone-variable": "$http_x_client_id"})
 	e.eventually("keyed.example.com", "/", "the limited Ingress", servedBy("a-1"))
 
 	statusFor := func(client string) int {
@@ -72,11 +74,8 @@ func TestLimitConnZoneVariableThroughNginx(t *testing.T) {
 // the key falls back to the client address and the Ingress stays served,
 // limited.
 func TestLimitConnZoneVariableNginxRefuses(t *testing.T) {
-	e := newBackends(t)
-	e.write("ing.yaml", limitedIngressYAML("default", "keyed", "keyed.example.com",
-		map[string]string{"limit-rpm": "1", "limit-burst-multiplier": "1"}, harness.Path{Path: "/", Type: "Prefix", Service: "echo-a"}))
-	e.write("config.yaml", configMapYAML(map[string]string{"limit-conn-zone-variable": "$no_such_limit_var"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{"ing.yaml": keyedIngressYAML()},
+		map[string]string{"limit-conn-zone-variable": "$no_such_limit_var"})
 
 	waitRefusalLogged(t, e.sy, "configmap limit-conn-zone-variable", `unknown "no_such_limit_var" variable`)
 	live, err := os.ReadFile(filepath.Join(e.sy.Prefix(), "conf", "nginx.conf"))

@@ -67,15 +67,14 @@ func accessLogged(path string) string { return `] "GET ` + path + ` HTTP/1.1" ` 
 // connection); a request to a skip-access-log-urls URI is not sent.
 func TestSyslogThroughNginx(t *testing.T) {
 	syslog := startSyslog(t)
-	e := newBackends(t)
-	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
 	// "refused" has one endpoint, a port nothing listens on: NGINX logs
 	// the failed connect at error level.
-	e.write("refused.yaml", harness.ServiceYAML("default", "refused", harness.FreePort(t)))
-	e.write("refused-ing.yaml", proxyIngress("refused", "refused.example.com", "refused", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"enable-syslog": "true", "syslog-host": "127.0.0.1",
-		"syslog-port": strconv.Itoa(syslog.port), "skip-access-log-urls": "/skipped"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{
+		"ing.yaml":         annotatedIngressYAML("logged", nil),
+		"refused.yaml":     harness.ServiceYAML("default", "refused", harness.FreePort(t)),
+		"refused-ing.yaml": proxyIngress("refused", "refused.example.com", "refused", nil),
+	}, map[string]string{"enable-syslog": "true", "syslog-host": "127.0.0.1",
+		"syslog-port": strconv.Itoa(syslog.port), "skip-access-log-urls": "/skipped"})
 
 	var line string
 	harness.WaitFor(t, changeTimeout, "the access log line on the syslog server", func() error {
@@ -117,10 +116,8 @@ func TestSyslogThroughNginx(t *testing.T) {
 // TestSyslogNginxRefuses: a syslog-host NGINX cannot resolve is traced to
 // enable-syslog, which falls back to the logs of before; hosts stay served.
 func TestSyslogNginxRefuses(t *testing.T) {
-	e := newBackends(t)
-	e.write("ing.yaml", annotatedIngressYAML("logged", nil))
-	e.write("config.yaml", configMapYAML(map[string]string{"enable-syslog": "true", "syslog-host": "no-such-host.invalid"}))
-	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	e := startWithConfigMap(t, map[string]string{"ing.yaml": annotatedIngressYAML("logged", nil)},
+		map[string]string{"enable-syslog": "true", "syslog-host": "no-such-host.invalid"})
 
 	e.eventually("logged.example.com", "/", "the Ingress served", servedBy("a-1"))
 	waitRefusalLogged(t, e.sy, "configmap enable-syslog", "host not found in syslog server")
