@@ -95,7 +95,7 @@ var features = []feature{
 			"integration.TestAuthCacheKeepaliveAndHeadersThroughNginx"},
 	},
 	{
-		name: "Rate limit", summary: "Requests per second or minute, connections and response rate per client address; the ConfigMap's limit-req-status-code and limit-conn-status-code answer the excess.",
+		name: "Rate limit", summary: "Requests per second or minute, connections and response rate per client address (or per value of the ConfigMap's limit-conn-zone-variable); the ConfigMap's limit-req-status-code and limit-conn-status-code answer the excess.",
 		plugin: "ratelimit", keys: []string{"limit-rps", "limit-rpm", "limit-connections", "limit-burst-multiplier", "limit-rate", "limit-rate-after", "limit-allowlist"},
 		busTypes:  []string{"bus/features.RateLimit"},
 		tables:    []string{"annotations.server.<host> (locations[].features.rateLimit)", "renderer.file.http.d/zones.conf"},
@@ -116,7 +116,7 @@ var features = []feature{
 			"integration.TestRewriteTargetAndRegexPaths", "integration.TestAppRoot"},
 	},
 	{
-		name: "Proxy settings", summary: "Body size, buffering, timeouts, retries over endpoints, HTTP version, cookie and redirect rewriting, and the Host and Connection headers sent upstream; unset keys keep the ConfigMap's value (bus.ProxySettings), written at http level.",
+		name: "Proxy settings", summary: "Body size, buffering, timeouts, retries over endpoints, HTTP version, cookie and redirect rewriting, and the Host and Connection headers sent upstream; unset keys keep the ConfigMap's value (bus.ProxySettings), written at http level; the ConfigMap's service-upstream is the default of the annotation.",
 		plugin: "proxy", keys: []string{"proxy-body-size", "client-body-buffer-size", "proxy-buffering", "proxy-buffers-number", "proxy-buffer-size",
 			"proxy-busy-buffers-size", "proxy-max-temp-file-size", "proxy-request-buffering", "proxy-connect-timeout", "proxy-send-timeout",
 			"proxy-read-timeout", "proxy-next-upstream", "proxy-next-upstream-timeout", "proxy-next-upstream-tries", "proxy-http-version",
@@ -329,7 +329,7 @@ var features = []feature{
 		tests:       []string{"plugins/builtin/server.TestParse", "integration.TestServerAliasServed"},
 	},
 	{
-		name: "Per-location logs", summary: "enable-access-log: false leaves the Ingress's requests out of the access log; enable-rewrite-log: true logs its rewrites. The ConfigMap's access-log-path, http-access-log-path, disable-access-log, disable-http-access-log, access-log-params, skip-access-log-urls and log-format-escape-json/none set the access log itself; as in ingress-nginx, the catch-all's own default location and external auth subrequests are logged only with enable-access-log-for-default-backend and enable-auth-access-log.",
+		name: "Per-location logs", summary: "enable-access-log: false leaves the Ingress's requests out of the access log; enable-rewrite-log: true logs its rewrites. The ConfigMap's access-log-path, http-access-log-path, disable-access-log, disable-http-access-log, access-log-params, skip-access-log-urls and log-format-escape-json/none set the access log itself, enable-syslog with syslog-host and syslog-port sends it (and the http block's errors) to a syslog server; as in ingress-nginx, the catch-all's own default location and external auth subrequests are logged only with enable-access-log-for-default-backend and enable-auth-access-log.",
 		plugin: "logs", keys: []string{"enable-access-log", "enable-rewrite-log"},
 		busTypes:  []string{"bus/features.Logs", "bus.HTTPSettings"},
 		tables:    []string{"annotations.server.<host> (locations[].features.logs)", "translator.config.controller"},

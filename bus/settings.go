@@ -1,5 +1,7 @@
 package bus
 
+import "regexp"
+
 // Settings are the controller-wide settings from the controller ConfigMap
 // (--configmap NAMESPACE/NAME), with ingress-nginx's keys and defaults. The
 // translator parses them (an invalid value is reported and its default
@@ -41,6 +43,10 @@ type Settings struct {
 
 	LimitReqStatusCode  int `json:"limitReqStatusCode"`  // limit-req-status-code: answer to requests over limit-rps/rpm
 	LimitConnStatusCode int `json:"limitConnStatusCode"` // limit-conn-status-code: answer over limit-connections
+	// LimitConnZoneVariable is limit-conn-zone-variable: the key of every
+	// rate limit zone (limit-connections, limit-rps, limit-rpm), one NGINX
+	// variable such as $binary_remote_addr (LimitZoneVariablePattern).
+	LimitConnZoneVariable string `json:"limitConnZoneVariable"`
 
 	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
 	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
@@ -54,6 +60,17 @@ type Settings struct {
 	// whose Ingresses set no load-balance annotation. It reaches the Lua
 	// balancer on each backend (annotations stage), never nginx.conf.
 	LoadBalance string `json:"loadBalance"`
+	// ServiceUpstream is service-upstream: the default of the
+	// service-upstream annotation (an Ingress's annotation wins), proxying
+	// to the Service's cluster IP instead of its endpoints. The translator
+	// reads it, never nginx.conf.
+	ServiceUpstream bool `json:"serviceUpstream,omitempty"`
+	// ProxySSLLocationOnly is proxy-ssl-location-only. Nothing reads it:
+	// Switchyard always writes the proxy-ssl-* annotations in the locations
+	// of the Ingress that sets them, which is what the key asks of
+	// ingress-nginx; without it, ingress-nginx also writes the first
+	// Ingress's into the server block (docs/compatibility.md).
+	ProxySSLLocationOnly bool `json:"proxySSLLocationOnly,omitempty"`
 
 	PathsSettings         // settings_paths.go
 	ProxyProtocolSettings // settings_proxyprotocol.go
@@ -72,6 +89,14 @@ type Settings struct {
 	// `switchyard render`; nothing renders them.
 	Problems []Problem `json:"problems,omitempty"`
 }
+
+// DefaultLimitConnZoneVariable is ingress-nginx's limit-conn-zone-variable:
+// the client address, 4 bytes (IPv4) or 16 (IPv6) a state.
+const DefaultLimitConnZoneVariable = "$binary_remote_addr"
+
+// LimitZoneVariablePattern is one NGINX variable by name, as
+// limit-conn-zone-variable must be: nothing else can reach the zones' key.
+var LimitZoneVariablePattern = regexp.MustCompile(`^\$[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // SettingsKey is the model key of the controller settings.
 const SettingsKey = KindConfig + ".controller"
@@ -96,7 +121,7 @@ func DefaultSettings() Settings {
 		SSLProtocols:       []string{"TLSv1.2", "TLSv1.3"},
 		SSLCiphers:         "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
 		CustomHTTPErrors:   []int{},
-		LimitReqStatusCode: 503, LimitConnStatusCode: 503,
+		LimitReqStatusCode: 503, LimitConnStatusCode: 503, LimitConnZoneVariable: DefaultLimitConnZoneVariable,
 		AnnotationsRiskLevel: "High",
 		LoadBalance:          LoadBalanceRoundRobin,
 		HTTPSettings:         defaultHTTPSettings(),

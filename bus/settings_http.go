@@ -1,5 +1,13 @@
 package bus
 
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+)
+
 // HTTPSettings are the controller ConfigMap keys of the http{} level that
 // are neither proxying nor TLS: compression, the access log, and the
 // headers added to every response or request.
@@ -36,10 +44,12 @@ type HTTPSettings struct {
 	EnableAccessLogForDefaultBackend bool `json:"enableAccessLogForDefaultBackend,omitempty"`
 	// EnableAuthAccessLog is enable-auth-access-log: external auth
 	// subrequests are logged too.
-	EnableAuthAccessLog bool     `json:"enableAuthAccessLog,omitempty"`
-	SkipAccessLogURLs   []string `json:"skipAccessLogURLs"`   // skip-access-log-urls: request URIs not logged
-	LogFormatEscapeJSON bool     `json:"logFormatEscapeJSON"` // log-format-escape-json
-	LogFormatEscapeNone bool     `json:"logFormatEscapeNone"` // log-format-escape-none (wins over JSON, as in ingress-nginx)
+	EnableAuthAccessLog bool `json:"enableAuthAccessLog,omitempty"`
+	// Syslog is enable-syslog, syslog-host and syslog-port.
+	Syslog              SyslogSettings `json:"syslog"`
+	SkipAccessLogURLs   []string       `json:"skipAccessLogURLs"`   // skip-access-log-urls: request URIs not logged
+	LogFormatEscapeJSON bool           `json:"logFormatEscapeJSON"` // log-format-escape-json
+	LogFormatEscapeNone bool           `json:"logFormatEscapeNone"` // log-format-escape-none (wins over JSON, as in ingress-nginx)
 
 	// AddHeaders and ProxySetHeaders are add-headers and proxy-set-headers:
 	// "namespace/name" of a ConfigMap whose data are headers added to every
@@ -53,6 +63,44 @@ type HTTPSettings struct {
 	// ProxyAddOriginalURIHeader is proxy-add-original-uri-header: the
 	// client's request URI goes to the backend as X-Original-URI.
 	ProxyAddOriginalURIHeader bool `json:"proxyAddOriginalURIHeader,omitempty"`
+}
+
+// SyslogSettings are enable-syslog, syslog-host and syslog-port: with
+// Enable, the http block's access log goes to the syslog server (UDP)
+// instead of its file, and its error log goes there too. One value, so
+// that a refused server (NGINX resolves the host when it loads the
+// configuration) is traced to and reset by enable-syslog as a whole.
+type SyslogSettings struct {
+	Enable bool   `json:"enable,omitempty"`
+	Host   string `json:"host,omitempty"` // a host name or an IP address (ValidSyslogHost)
+	Port   int    `json:"port"`
+}
+
+// syslogHostPattern is a DNS name: labels of letters, digits and "-".
+var syslogHostPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// ValidSyslogHost says whether h is a host name (at most 253 characters)
+// or an IP address without a zone: nothing NGINX could read as another
+// parameter of syslog:server=.
+func ValidSyslogHost(h string) bool {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Zone() == ""
+	}
+	return len(h) <= 253 && syslogHostPattern.MatchString(h)
+}
+
+// Active says whether the logs go to syslog: enable-syslog with a
+// syslog-host (without one the translator reports the key as having no
+// effect).
+func (s SyslogSettings) Active() bool { return s.Enable && s.Host != "" }
+
+// SyslogServer is syslog:server='s argument: host:port, an IPv6 address
+// in brackets.
+func (s SyslogSettings) SyslogServer() (string, error) {
+	if !ValidSyslogHost(s.Host) || s.Port < 1 || s.Port > 65535 {
+		return "", fmt.Errorf("refusing syslog server %q port %d", s.Host, s.Port)
+	}
+	return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)), nil
 }
 
 // AccessLogParams are access_log's optional parameters (access-log-params),
@@ -79,6 +127,6 @@ func defaultHTTPSettings() HTTPSettings {
 		GzipLevel: 1, GzipMinLength: 256, GzipTypes: append([]string(nil), DefaultCompressibleTypes...),
 		BrotliLevel: 4, BrotliMinLength: 20,
 		BrotliTypes:       append([]string{"application/xml+rss"}, DefaultCompressibleTypes...),
-		SkipAccessLogURLs: []string{}, HideHeaders: []string{},
+		SkipAccessLogURLs: []string{}, HideHeaders: []string{}, Syslog: SyslogSettings{Port: 514},
 	}
 }

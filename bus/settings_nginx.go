@@ -9,7 +9,8 @@ var (
 	// CPUAffinityPattern is "", auto (with an optional mask) or up to 16
 	// masks (Go caps nested repeat counts).
 	CPUAffinityPattern = regexp.MustCompile(`^(|auto( [01]{1,64})?|[01]{1,64}( [01]{1,64}){0,15})$`)
-	// ForwardedForHeaderPattern is a header real_ip_header takes by name.
+	// ForwardedForHeaderPattern is a header real_ip_header takes by name,
+	// and forwarded-host-header's, which becomes part of a variable name.
 	ForwardedForHeaderPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 )
 
@@ -34,6 +35,10 @@ type NginxSettings struct {
 	// DisableIPv6DNS is disable-ipv6-dns: the resolver asks for IPv4
 	// addresses only (ipv6=off) and leaves out IPv6 nameservers.
 	DisableIPv6DNS bool `json:"disableIPv6DNS,omitempty"`
+	// DebugConnections is debug-connections: client addresses and CIDRs
+	// whose connections NGINX logs at debug level (debug_connection; the
+	// Debian build has --with-debug), canonical; nil for none.
+	DebugConnections []string `json:"debugConnections,omitempty"`
 }
 
 // defaultNginxSettings are ingress-nginx's defaults.

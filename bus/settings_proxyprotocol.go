@@ -18,6 +18,10 @@ type ProxyProtocolSettings struct {
 	// ForwardedForHeader is forwarded-for-header: the header the client
 	// address is read from (enable-real-ip, use-forwarded-headers).
 	ForwardedForHeader string `json:"forwardedForHeader"`
+	// ForwardedHostHeader is forwarded-host-header: the header
+	// use-forwarded-headers takes the host sent upstream ($best_http_host)
+	// from; a header name (ForwardedForHeaderPattern).
+	ForwardedHostHeader string `json:"forwardedHostHeader"`
 	// ProxyProtocolHeaderTimeout is proxy-protocol-header-timeout, in
 	// seconds: how long the stream listeners (the HTTPS addresses with
 	// --enable-ssl-passthrough, as ingress-nginx's TLS proxy) wait for the
@@ -27,5 +31,5 @@ type ProxyProtocolSettings struct {
 
 // defaultProxyProtocolSettings are ingress-nginx's defaults.
 func defaultProxyProtocolSettings() ProxyProtocolSettings {
-	return ProxyProtocolSettings{ForwardedForHeader: "X-Forwarded-For", ProxyProtocolHeaderTimeout: 5}
+	return ProxyProtocolSettings{ForwardedForHeader: "X-Forwarded-For", ForwardedHostHeader: "X-Forwarded-Host", ProxyProtocolHeaderTimeout: 5}
 }

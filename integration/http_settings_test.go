@@ -20,6 +20,20 @@ func (e *env) tryWith(host, path string, headers map[string]string) (harness.Res
 	return harness.DoWithHeaders(harness.NewClient(), http.MethodGet, "http://"+e.sy.HTTPAddr+path, host, headers)
 }
 
+// startWithConfigMap writes files and the controller ConfigMap with data
+// next to the echo backends (newBackends), and starts Switchyard reading
+// that ConfigMap.
+func startWithConfigMap(t *testing.T, files, data map[string]string) *env {
+	t.Helper()
+	e := newBackends(t)
+	for name, content := range files {
+		e.write(name, content)
+	}
+	e.write("config.yaml", configMapYAML(data))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	return e
+}
+
 // TestGzipOnAndOff: with use-gzip the echo's JSON comes back gzip-encoded
 // (and decodes to the echo's answer), except to a client gzip-disable's
 // regex matches; with use-gzip off it comes back plain.

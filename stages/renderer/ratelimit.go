@@ -3,6 +3,7 @@ package renderer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -36,17 +37,57 @@ type zoneView struct {
 	// AuthUpstream declares a keepalive upstream of an auth service
 	// instead.
 	AuthUpstream *authUpstreamView
+	// KeyVar is limit-conn-zone-variable, the variable the zones count by.
+	KeyVar string
 	// Key is the zones' key variable, resolved for the template with the
-	// allowlist quoted (Allow) by resolve.
-	Key   string
-	Allow []string
+	// allowlist quoted (Allow) by resolve; ClientKey is the key of a
+	// client not on the allowlist.
+	Key, ClientKey string
+	Allow          []string
+}
+
+// limitKeyVariable stands for limit-conn-zone-variable when the ConfigMap
+// changes it: declared in nginx.conf (nginx.conf.tmpl), where a variable
+// NGINX does not know is traced to the key, never to an Ingress.
+const limitKeyVariable = "$switchyard_limit_key"
+
+// zoneKey is the zones' key for limit-conn-zone-variable v: ingress-nginx's
+// default as it is, another variable through limitKeyVariable.
+func zoneKey(v string) (string, error) {
+	switch {
+	case v == bus.DefaultLimitConnZoneVariable:
+		return v, nil
+	case bus.LimitZoneVariablePattern.MatchString(v):
+		return limitKeyVariable, nil
+	}
+	return "", fmt.Errorf("limit-conn-zone-variable: refusing %q", v)
+}
+
+// zoneKeyID is the zone name prefix of rate limit id counted by
+// limit-conn-zone-variable v: id itself for the default, else id and a
+// hash of v, so that a changed variable declares new zones (NGINX refuses
+// to reload a zone whose key changed, and states counted by another key
+// would mean nothing). "" (settings never parsed) is the default.
+func zoneKeyID(id, v string) string {
+	if id == "" || v == "" || v == bus.DefaultLimitConnZoneVariable {
+		return id
+	}
+	h := sha256.Sum256([]byte(v))
+	return id + "_" + hex.EncodeToString(h[:])[:8]
 }
 
 // resolve fills in what zones.conf.tmpl prints besides the counts: the
 // key (a variable that is empty for allowlisted clients, when there is an
 // allowlist) and the allowlist, quoted.
 func (v *zoneView) resolve() error {
-	v.Key = "$binary_remote_addr"
+	if v.AuthCache || v.AuthUpstream != nil {
+		return nil // no key: not a rate limit
+	}
+	var err error
+	if v.ClientKey, err = zoneKey(v.KeyVar); err != nil {
+		return err
+	}
+	v.Key = v.ClientKey
 	if len(v.Allowlist) == 0 {
 		return nil
 	}
@@ -116,12 +157,13 @@ func serverZones(s *bus.Server, settings bus.Settings) map[string]zoneView {
 	zones := map[string]zoneView{}
 	for _, l := range s.Locations {
 		authZones(l, settings, zones)
-		id := locationRateLimitID(l)
+		id := zoneKeyID(locationRateLimitID(l), settings.LimitConnZoneVariable)
 		if id == "" {
 			continue
 		}
 		rl := l.Features.RateLimit
-		zones[id] = zoneView{ID: id, RPS: rl.RPS, RPM: rl.RPM, Connections: rl.Connections, Allowlist: rl.Allowlist, Size: zoneSize, Ingress: l.Ingress}
+		zones[id] = zoneView{ID: id, RPS: rl.RPS, RPM: rl.RPM, Connections: rl.Connections, Allowlist: rl.Allowlist, Size: zoneSize,
+			Ingress: l.Ingress, KeyVar: settings.LimitConnZoneVariable}
 	}
 	return zones
 }

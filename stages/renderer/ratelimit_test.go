@@ -115,3 +115,47 @@ func TestRateLimitZonesIncremental(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneKey: limit-conn-zone-variable keys every zone; the default is
+// written as it is and keeps the zone names, another variable goes
+// through nginx.conf's map and gives other zone names (NGINX refuses a
+// zone whose key changed across a reload); anything else is refused.
+func TestZoneKey(t *testing.T) {
+	id := rateLimitID("default/web", &bus.RateLimit{RPS: 1, BurstMultiplier: 5})
+	tests := []struct {
+		variable, key string
+		sameID        bool
+	}{
+		{bus.DefaultLimitConnZoneVariable, "$binary_remote_addr", true},
+		{"$http_x_client_id", limitKeyVariable, false},
+		{"$remote_addr", limitKeyVariable, false},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		key, err := zoneKey(tt.variable)
+		if err != nil || key != tt.key {
+			t.Errorf("%s: key %q, %v; want %q", tt.variable, key, err, tt.key)
+		}
+		got := zoneKeyID(id, tt.variable)
+		if (got == id) != tt.sameID || !zoneIDPattern.MatchString(got) {
+			t.Errorf("%s: zone id %q (base %q)", tt.variable, got, id)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("%s and %s share zone id %s", tt.variable, other, got)
+		}
+		seen[got] = tt.variable
+	}
+	if zoneKeyID("", "$http_x_client_id") != "" {
+		t.Error("a location without zones got a zone id")
+	}
+	for _, bad := range []string{"", "binary_remote_addr", "$a;b", "$a $b", "$a$b", "${a}", "$" + strings.Repeat("a", 65)} {
+		if _, err := zoneKey(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	s := bus.DefaultSettings()
+	s.LimitConnZoneVariable = "$a; include /etc/passwd"
+	if _, err := newMainView(DefaultConfig(), s, sources{settings: &s}, nil); err == nil {
+		t.Error("nginx.conf written with an unchecked limit-conn-zone-variable")
+	}
+}

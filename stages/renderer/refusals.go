@@ -236,13 +236,14 @@ func zoneSource(v zoneView) string {
 // of its servers, or of its rate limit zones; refused Ingresses count, so a
 // refusal holds while the Ingress is left out.
 func (r *Renderer) ingressHasRev(name, rev string) bool {
+	keyVar := r.effectiveSettings().LimitConnZoneVariable
 	for key := range r.ref.ingServers[name] {
 		if r.ingressRev(name, key) == rev {
 			return true
 		}
 		for _, l := range r.servers[key].Locations {
 			if l.Ingress == name {
-				if id := locationRateLimitID(l); id != "" && zoneRev(id) == rev {
+				if id := zoneKeyID(locationRateLimitID(l), keyVar); id != "" && zoneRev(id) == rev {
 					return true
 				}
 				if id := locationAuthUpstreamID(l); id != "" && zoneRev(id) == rev {

@@ -325,7 +325,7 @@ func newLocationView(i int, l location, c locationContext) (locationView, error)
 		return locationView{}, err
 	}
 	if l.Features != nil && l.Features.RateLimit != nil {
-		v.RateLimit = newRateLimitView(l.RateLimitID, l.Features.RateLimit)
+		v.RateLimit = newRateLimitView(zoneKeyID(l.RateLimitID, c.settings.LimitConnZoneVariable), l.Features.RateLimit)
 	}
 	if v.Proxy, err = newProxyView(l.Features, c.settings, v.RateLimit != nil && v.RateLimit.RateKB > 0); err != nil {
 		return locationView{}, err

@@ -51,6 +51,9 @@ type httpSources struct {
 	LoggableDefault string
 	// The access_log line's attribution when one of these keys decides it.
 	httpAccessLogPath, disableHTTPAccessLog, accessLogParams string
+	// EnableSyslog attributes the error_log line to the syslog server
+	// (enable-syslog, syslog-host and syslog-port are one value).
+	EnableSyslog string
 }
 
 // httpSettingFields are the bus.HTTPSettings keys written into nginx.conf,
@@ -72,6 +75,9 @@ var httpSettingFields = map[string]func(*bus.Settings) any{
 	"disable-http-access-log": func(s *bus.Settings) any { return &s.DisableHTTPAccessLog },
 	"http-access-log-path":    func(s *bus.Settings) any { return &s.HTTPAccessLogPath },
 	"access-log-params":       func(s *bus.Settings) any { return &s.AccessLogParams },
+	// syslog-host and syslog-port are attributed as enable-syslog: a
+	// refused server resets all three.
+	"enable-syslog": func(s *bus.Settings) any { return &s.Syslog },
 	// The servers' and auth locations' access_log lines.
 	"enable-access-log-for-default-backend": func(s *bus.Settings) any { return &s.EnableAccessLogForDefaultBackend },
 	"enable-auth-access-log":                func(s *bus.Settings) any { return &s.EnableAuthAccessLog },
@@ -147,6 +153,9 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		h.Src.AccessLogPath = h.Src.disableHTTPAccessLog
 		return nil
 	}
+	if s.Syslog.Active() {
+		return syslogAccessLog(v, h, s)
+	}
 	path, err := accessLogFile(h, cfg, s)
 	if err != nil || path == "" {
 		return err
@@ -166,6 +175,33 @@ func accessLog(v *mainView, h *httpView, cfg Config, s bus.Settings) error {
 		v.AccessLog += " if=" + condition
 	}
 	return err
+}
+
+// syslogAccessLog is the access_log line of enable-syslog, as
+// ingress-nginx writes it: to the syslog server instead of the file,
+// without buffer, gzip or flush (NGINX refuses to buffer a syslog log),
+// with the if= condition.
+func syslogAccessLog(v *mainView, h *httpView, s bus.Settings) error {
+	server, err := s.Syslog.SyslogServer()
+	if err != nil {
+		return err
+	}
+	h.Src.AccessLogPath = h.Src.EnableSyslog
+	v.AccessLog = "syslog:server=" + server + " upstreaminfo"
+	condition, err := logCondition(h, s)
+	if condition != "" {
+		v.AccessLog += " if=" + condition
+	}
+	return err
+}
+
+// syslogErrorLog is the error_log target of enable-syslog, "" without it.
+func syslogErrorLog(s bus.SyslogSettings) (string, error) {
+	if !s.Active() {
+		return "", nil
+	}
+	server, err := s.SyslogServer()
+	return "syslog:server=" + server, err
 }
 
 // accessLogFile is the http block's log file, quoted: http-access-log-path,
@@ -269,7 +305,7 @@ func newHTTPSources(src sources) httpSources {
 		BrotliTypes: s("brotli-types"), AccessLogPath: s("access-log-path"), SkipAccessLogURLs: s("skip-access-log-urls"),
 		HideHeaders: s("hide-headers"), AddHeaders: s("add-headers"), ProxySetHeaders: s("proxy-set-headers"),
 		GzipDisable: s("gzip-disable"), httpAccessLogPath: s("http-access-log-path"), disableHTTPAccessLog: s("disable-http-access-log"),
-		accessLogParams: s("access-log-params"),
+		accessLogParams: s("access-log-params"), EnableSyslog: s("enable-syslog"),
 	}
 }
 

@@ -47,6 +47,20 @@ func TestHTTPAccessLog(t *testing.T) {
 		{"skip URLs and if=: the map falls back to the variable", true, func(s *bus.Settings) {
 			s.SkipAccessLogURLs, s.AccessLogParams = []string{"/healthz"}, bus.AccessLogParams{Buffer: "8k", If: "log_me"}
 		}, "logs/access.log upstreaminfo buffer=8k if=$switchyard_loggable", "access-log-params", "$log_me"},
+		{"syslog instead of the file, without buffering", true, func(s *bus.Settings) {
+			s.AccessLogPath, s.AccessLogParams = "/a.log", bus.AccessLogParams{Buffer: "8k", Flush: "1m", If: "log_me"}
+			s.Syslog = bus.SyslogSettings{Enable: true, Host: "10.0.0.9", Port: 514}
+		}, "syslog:server=10.0.0.9:514 upstreaminfo if=$log_me", "enable-syslog", ""},
+		{"syslog to a host name, with skip URLs", false, func(s *bus.Settings) {
+			s.SkipAccessLogURLs, s.Syslog = []string{"/healthz"}, bus.SyslogSettings{Enable: true, Host: "logs.example.com", Port: 5140}
+		}, "syslog:server=logs.example.com:5140 upstreaminfo if=$switchyard_loggable", "enable-syslog", "1"},
+		{"syslog to an IPv6 address", false, func(s *bus.Settings) { s.Syslog = bus.SyslogSettings{Enable: true, Host: "fd00::1", Port: 514} },
+			"syslog:server=[fd00::1]:514 upstreaminfo", "enable-syslog", ""},
+		{"syslog host without enable-syslog", true, func(s *bus.Settings) { s.Syslog.Host = "10.0.0.9" },
+			"logs/access.log upstreaminfo", "switchyard", ""},
+		{"disable-access-log wins over syslog", true, func(s *bus.Settings) {
+			s.DisableAccessLog, s.Syslog = true, bus.SyslogSettings{Enable: true, Host: "10.0.0.9", Port: 514}
+		}, "off", "access-log-path", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,10 +86,14 @@ func TestHTTPAccessLog(t *testing.T) {
 // checked again before it is written.
 func TestHTTPViewRefusesUncheckedValues(t *testing.T) {
 	for name, set := range map[string]func(*bus.Settings){
-		"buffer":       func(s *bus.Settings) { s.AccessLogParams.Buffer = "16k; include /x" },
-		"gzip":         func(s *bus.Settings) { s.AccessLogParams.Gzip = "gzip=1 x" },
-		"flush":        func(s *bus.Settings) { s.AccessLogParams.Flush = "5s;" },
-		"if":           func(s *bus.Settings) { s.AccessLogParams.If = "a;b" },
+		"buffer": func(s *bus.Settings) { s.AccessLogParams.Buffer = "16k; include /x" },
+		"gzip":   func(s *bus.Settings) { s.AccessLogParams.Gzip = "gzip=1 x" },
+		"flush":  func(s *bus.Settings) { s.AccessLogParams.Flush = "5s;" },
+		"if":     func(s *bus.Settings) { s.AccessLogParams.If = "a;b" },
+		"syslog host": func(s *bus.Settings) {
+			s.Syslog = bus.SyslogSettings{Enable: true, Host: "a.example.com,facility=x", Port: 514}
+		},
+		"syslog port":  func(s *bus.Settings) { s.Syslog = bus.SyslogSettings{Enable: true, Host: "a.example.com", Port: 70000} },
 		"gzip-disable": func(s *bus.Settings) { s.UseGzip, s.GzipDisable = true, `a"; include /x; "` },
 		"gzip-disable escape": func(s *bus.Settings) {
 			s.UseGzip, s.GzipDisable = true, `a\\`

@@ -2,6 +2,7 @@ package renderer
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -46,6 +47,9 @@ type mainView struct {
 	Resolvers, ResolverSrc string
 	LogFormat              string // quoted
 	AccessLog              string // "logs/access.log upstreaminfo" or "off"
+	// LimitKey is limit-conn-zone-variable when it is not the default, for
+	// the map to limitKeyVariable; "" otherwise.
+	LimitKey string
 	// LimitReqStatus and LimitConnStatus are written when they are error
 	// statuses (400-599), 0 otherwise.
 	LimitReqStatus, LimitConnStatus int
@@ -53,6 +57,9 @@ type mainView struct {
 	SSLCiphers                      string // quoted
 	// RealIPHeader is forwarded-for-header, quoted.
 	RealIPHeader string
+	// ForwardedHostVar is forwarded-host-header's variable, such as
+	// $http_x_forwarded_host: $best_http_host with use-forwarded-headers.
+	ForwardedHostVar string
 	// Keepalive: upstream-keepalive-connections is on.
 	Keepalive bool
 	// ProxyHeaders decides the headers every location sends upstream.
@@ -68,6 +75,12 @@ type mainView struct {
 	BlockMaps []blockMapView
 	// MultiAccept is events{} multi_accept: "on" or "off".
 	MultiAccept string
+	// DebugConnections are events{} debug_connection's addresses and
+	// CIDRs (debug-connections), checked again.
+	DebugConnections []string
+	// SyslogErrorLog is the http block's second error_log target
+	// (enable-syslog), "" for none.
+	SyslogErrorLog string
 	// ErrorLogLevel is error_log's level; WorkerCPUAffinity
 	// worker_cpu_affinity's arguments, "" for none. Both checked again.
 	ErrorLogLevel, WorkerCPUAffinity string
@@ -98,13 +111,15 @@ type mainView struct {
 type mainSources struct {
 	WorkerProcesses, WorkerShutdownTimeout, ServerTokens, ProxyRealIPCIDR string
 	LogFormatUpstream, LimitReqStatusCode, LimitConnStatusCode            string
+	LimitConnZoneVariable                                                 string
 	SSLProtocols, SSLCiphers                                              string
 	UpstreamKeepaliveConnections, UpstreamKeepaliveTimeout                string
 	UpstreamKeepaliveRequests, UpstreamKeepaliveTime                      string
 	MaxWorkerConnections, MaxWorkerOpenFiles                              string
 	UseProxyProtocol, EnableMultiAccept                                   string
-	EnableRealIP, ForwardedForHeader                                      string
+	EnableRealIP, ForwardedForHeader, ForwardedHostHeader                 string
 	ErrorLogLevel, WorkerCPUAffinity, GenerateRequestID                   string
+	DebugConnections                                                      string
 }
 
 func newMainSources(src sources) mainSources {
@@ -113,11 +128,11 @@ func newMainSources(src sources) mainSources {
 		WorkerProcesses: s("worker-processes"), WorkerShutdownTimeout: s("worker-shutdown-timeout"),
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
-		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"),
-		ErrorLogLevel: s("error-log-level"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
+		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"), ForwardedHostHeader: s("forwarded-host-header"),
+		ErrorLogLevel: s("error-log-level"), DebugConnections: s("debug-connections"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
-		LimitConnStatusCode: s("limit-conn-status-code"),
-		SSLProtocols:        s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
+		LimitConnStatusCode: s("limit-conn-status-code"), LimitConnZoneVariable: s("limit-conn-zone-variable"),
+		SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
 		UpstreamKeepaliveConnections: s("upstream-keepalive-connections"),
 		UpstreamKeepaliveTimeout:     s("upstream-keepalive-timeout"),
 		UpstreamKeepaliveRequests:    s("upstream-keepalive-requests"), UpstreamKeepaliveTime: s("upstream-keepalive-time"),
@@ -193,16 +208,29 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, err
 	}
 	v.MultiAccept = onOff(s.EnableMultiAccept)
+	if v.DebugConnections, err = debugConnections(s.DebugConnections); err != nil {
+		return mainView{}, err
+	}
 	if !bus.ErrorLogLevelPattern.MatchString(s.ErrorLogLevel) || !bus.CPUAffinityPattern.MatchString(s.WorkerCPUAffinity) {
 		return mainView{}, fmt.Errorf("refusing error-log-level %q or worker-cpu-affinity %q", s.ErrorLogLevel, s.WorkerCPUAffinity)
 	}
 	v.ErrorLogLevel, v.WorkerCPUAffinity = s.ErrorLogLevel, s.WorkerCPUAffinity
+	if v.SyslogErrorLog, err = syslogErrorLog(s.Syslog); err != nil {
+		return mainView{}, fmt.Errorf("enable-syslog: %w", err)
+	}
 	switch v.RedirectCode = s.HTTPRedirectCode; v.RedirectCode {
 	case 301, 302, 307, 308:
 	default:
 		return mainView{}, fmt.Errorf("http-redirect-code %d is not 301, 302, 307 or 308", v.RedirectCode)
 	}
 	v.WorkerConnections, v.WorkerOpenFiles = workerConnections(s), s.MaxWorkerOpenFiles
+	limitKey, err := zoneKey(s.LimitConnZoneVariable)
+	if err != nil {
+		return mainView{}, err
+	}
+	if limitKey == limitKeyVariable {
+		v.LimitKey = s.LimitConnZoneVariable
+	}
 	if cfg.User != "" {
 		if v.User, err = quotedWords(cfg.User, cfg.Group); err != nil {
 			return mainView{}, err
@@ -222,11 +250,37 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("refusing forwarded-for-header %q", s.ForwardedForHeader)
 	}
 	v.RealIPHeader = `"` + s.ForwardedForHeader + `"`
+	if v.ForwardedHostVar, err = headerVariable(s.ForwardedHostHeader); err != nil {
+		return mainView{}, fmt.Errorf("forwarded-host-header: %w", err)
+	}
 	if v.StreamLog, err = newStreamLogView(cfg, s, src); err != nil {
 		return mainView{}, err
 	}
 	err = newHTTPView(&v, cfg, s, src)
 	return v, err
+}
+
+// debugConnections checks debug-connections' items again: each an IP
+// address or a CIDR, written unquoted.
+func debugConnections(items []string) ([]string, error) {
+	for _, item := range items {
+		_, errAddr := netip.ParseAddr(item)
+		_, errPrefix := netip.ParsePrefix(item)
+		if errAddr != nil && errPrefix != nil || strings.Contains(item, "%") {
+			return nil, fmt.Errorf("debug-connections: refusing %q", item)
+		}
+	}
+	return items, nil
+}
+
+// headerVariable is NGINX's variable of a request header: $http_ and the
+// name lower-cased with "-" as "_". The name is checked again, as it is
+// written unquoted.
+func headerVariable(name string) (string, error) {
+	if !bus.ForwardedForHeaderPattern.MatchString(name) {
+		return "", fmt.Errorf("refusing header name %q", name)
+	}
+	return "$http_" + strings.ReplaceAll(strings.ToLower(name), "-", "_"), nil
 }
 
 // errorStatus is code when it is an error status NGINX can answer with,

@@ -77,8 +77,11 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	p.info.Canary, _ = strconv.ParseBool(ing.Annotations[t.cfg.canaryKey()])
 	// Likewise service-upstream (the proxy plugin reports a bad value):
 	// it changes which endpoints the backend has, which only the
-	// translator knows.
-	p.serviceUpstream, _ = strconv.ParseBool(ing.Annotations[t.cfg.annotationsPrefix()+"/service-upstream"])
+	// translator knows. Without the annotation, the ConfigMap's default.
+	p.serviceUpstream = t.serviceUpstreamDefault()
+	if v, ok := ing.Annotations[t.cfg.annotationsPrefix()+"/service-upstream"]; ok {
+		p.serviceUpstream, _ = strconv.ParseBool(strings.TrimSpace(v))
+	}
 	if problems := checkLimits(ing); len(problems) > 0 {
 		p.info.Rejected = true
 		p.info.Problems = problems

@@ -42,6 +42,7 @@ func parseSettings(data map[string]string) (bus.Settings, []bus.Problem) {
 	}
 	problems = append(problems, checkProxyBuffers(&s)...)
 	problems = append(problems, checkTracing(&s)...)
+	problems = append(problems, checkSyslog(&s)...)
 	if s.AllowSnippetAnnotations {
 		// The key is read (it changes how a snippet's refusal reads) but
 		// cannot do what it asks for.
@@ -144,6 +145,11 @@ var keyNotes = map[string]string{
 	"access-log-params":                     "written on the http block's access_log and, without if=, on the stream block's (its variables are not the http block's); with skip-access-log-urls, a URI outside the list is logged when the if= variable is",
 	"http-access-log-path":                  "the http block's log only; the stream block's follows stream-access-log-path and access-log-path",
 	"disable-http-access-log":               "the http block's log only; disable-access-log turns off both",
+	"service-upstream":                      "the default of the service-upstream annotation, which wins where an Ingress sets it: when true, requests go to the Service's cluster IP instead of its endpoints",
+	"enable-syslog":                         "when true (and syslog-host is set), the http block's access log goes to syslog-host:syslog-port over UDP instead of its file (access-log-params' buffer, gzip and flush do not apply: NGINX does not buffer syslog logs), and its error log goes there too, besides the controller's log",
+	"limit-conn-zone-variable":              "the key of every rate limit zone (limit-connections, limit-rps, limit-rpm), as in ingress-nginx; a changed variable declares new zones, so the states counted so far start again",
+	"debug-connections":                     "NGINX logs the connections of these clients at debug level, whatever error-log-level says (debug_connection in the events block; Debian's NGINX is built with debugging), into NGINX's error log (the controller's log)",
+	"proxy-ssl-location-only":               "either value is accepted and changes nothing: Switchyard always writes the proxy-ssl-* annotations in the locations of the Ingress that sets them only, which is what true does in ingress-nginx; with false (its default) ingress-nginx also copies the first such Ingress's into the server block, where locations of the host's other Ingresses inherit them, which Switchyard never does (docs/compatibility.md)",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
@@ -230,15 +236,20 @@ var coreSettings = map[string]settingParser{
 	"custom-http-errors": setting(func(s *bus.Settings) *[]int { return &s.CustomHTTPErrors },
 		"a comma-separated list of HTTP status codes from 400 to 599, or empty for none", parseHTTPErrors, joinInts),
 	// NGINX's limit_req_status and limit_conn_status take 400 to 599.
-	"limit-req-status-code":           intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
-	"limit-conn-status-code":          intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
+	"limit-req-status-code":  intSetting(func(s *bus.Settings) *int { return &s.LimitReqStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-status-code": intSetting(func(s *bus.Settings) *int { return &s.LimitConnStatusCode }, 400, 599, "an HTTP status"),
+	"limit-conn-zone-variable": patternSetting(func(s *bus.Settings) *string { return &s.LimitConnZoneVariable }, bus.LimitZoneVariablePattern,
+		"one NGINX variable: $ and a name of letters, digits and _ (at most 64), such as $binary_remote_addr"),
 	"allow-snippet-annotations":       boolSetting(func(s *bus.Settings) *bool { return &s.AllowSnippetAnnotations }),
 	"allow-cross-namespace-resources": boolSetting(func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
 	// The global algorithm, as in ingress-nginx's ConfigMap: the hashing
 	// and sticky balancers need per-backend settings, so only these two.
-	"load-balance": patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
+	"load-balance":     patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
+	"service-upstream": boolSetting(func(s *bus.Settings) *bool { return &s.ServiceUpstream }),
+	// Accepted for either value: see keyNotes.
+	"proxy-ssl-location-only": boolSetting(func(s *bus.Settings) *bool { return &s.ProxySSLLocationOnly }),
 }
 
 var (

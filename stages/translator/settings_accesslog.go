@@ -20,6 +20,27 @@ var accessLogSettings = map[string]settingParser{
 		accessLogParamsRule, parseAccessLogParams, formatAccessLogParams),
 	"enable-access-log-for-default-backend": boolSetting(func(s *bus.Settings) *bool { return &s.EnableAccessLogForDefaultBackend }),
 	"enable-auth-access-log":                boolSetting(func(s *bus.Settings) *bool { return &s.EnableAuthAccessLog }),
+
+	"enable-syslog": boolSetting(func(s *bus.Settings) *bool { return &s.Syslog.Enable }),
+	"syslog-host": setting(func(s *bus.Settings) *string { return &s.Syslog.Host },
+		"a host name (labels of letters, digits and -, at most 253 characters) or an IP address, or empty for none",
+		parseSyslogHost, identity),
+	"syslog-port": intSetting(func(s *bus.Settings) *int { return &s.Syslog.Port }, 1, 65535, "a UDP port"),
+}
+
+func parseSyslogHost(v string) (string, bool) {
+	return v, v == "" || bus.ValidSyslogHost(v)
+}
+
+// checkSyslog reports enable-syslog without syslog-host: there is no
+// server to send to (NGINX would refuse "syslog:server=:514"), so the logs
+// stay where they were (bus.SyslogSettings.Active).
+func checkSyslog(s *bus.Settings) []bus.Problem {
+	if !s.Syslog.Enable || s.Syslog.Active() {
+		return nil
+	}
+	return []bus.Problem{{Field: "data.syslog-host", Reason: ReasonNoEffect,
+		Message: "enable-syslog is on but syslog-host is empty: the logs stay where they were; set syslog-host to the syslog server's name or address"}}
 }
 
 const accessLogParamsRule = "space-separated access_log parameters, each at most once: buffer=SIZE (an NGINX buffer size from 1 byte to 256m), " +

@@ -34,6 +34,9 @@ func FuzzParseSettings(f *testing.F) {
 		{"whitelist-source-range", "10.0.0.0/8, 192.168.1.7"}, {"block-cidrs", "10.0.0.0/8;deny all"},
 		{"block-user-agents", "~*(sqlmap|nikto),BadBot/1.0"}, {"block-referers", `~a"; deny all; #`},
 		{"proxy-next-upstream", "error timeout"}, {"proxy-redirect-from", "http://a/"}, {"annotations-risk-level", "critical"}, {"use-gzip", "true"},
+		{"syslog-host", "fd00::5"}, {"syslog-host", "logs.example.com,facility=x"}, {"syslog-port", "5140"},
+		{"forwarded-host-header", "X-Original-Host"}, {"limit-conn-zone-variable", "$http_x_client_id"}, {"limit-conn-zone-variable", "$a $b"},
+		{"debug-connections", "127.0.0.1, 10.0.0.0/8, fd00::/8"}, {"debug-connections", "10.0.0.1;error_log /x"}, {"forwarded-host-header", "X-Host;include"},
 	}
 	for _, s := range seeds {
 		if i := slices.Index(keys, s.key); i >= 0 {
@@ -83,6 +86,21 @@ func checkSettingsSafe(t *testing.T, s bus.Settings) {
 		if words == "" || strings.ContainsAny(words, settingsWordForbidden) || strings.Join(strings.Fields(words), " ") != words {
 			t.Fatalf("%q accepted", words)
 		}
+	}
+	// Written unquoted: syslog:server=HOST:PORT and $http_NAME.
+	if h := s.Syslog.Host; h != "" && (!bus.ValidSyslogHost(h) || strings.ContainsAny(h, settingsWordForbidden+", ")) {
+		t.Fatalf("syslog-host %q accepted", h)
+	}
+	for _, c := range s.DebugConnections {
+		if _, ok := debugConnection(c); !ok || strings.ContainsAny(c, settingsWordForbidden+", ") {
+			t.Fatalf("debug connection %q accepted", c)
+		}
+	}
+	if !bus.LimitZoneVariablePattern.MatchString(s.LimitConnZoneVariable) {
+		t.Fatalf("limit-conn-zone-variable %q accepted", s.LimitConnZoneVariable)
+	}
+	if !bus.ForwardedForHeaderPattern.MatchString(s.ForwardedHostHeader) {
+		t.Fatalf("forwarded-host-header %q accepted", s.ForwardedHostHeader)
 	}
 	for _, p := range s.SSLProtocols {
 		if !slices.Contains(sslProtocols, p) {

@@ -1,7 +1,10 @@
 package translator
 
 import (
+	"net/netip"
 	"regexp"
+	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -26,6 +29,45 @@ var nginxSettings = map[string]settingParser{
 	"generate-request-id":  boolSetting(func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
 	"retry-non-idempotent": boolSetting(func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
 	"disable-ipv6-dns":     boolSetting(func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
+	"debug-connections": setting(func(s *bus.Settings) *[]string { return &s.DebugConnections },
+		"a comma-separated list of at most 64 IPv4 or IPv6 addresses and CIDRs such as 10.0.0.5 or 192.168.0.0/24, or empty for none",
+		parseDebugConnections, joinWith(",")),
+}
+
+// parseDebugConnections reads debug-connections: every item an address or
+// a CIDR (stored masked, as NGINX reads it), or the whole list is refused.
+func parseDebugConnections(v string) ([]string, bool) {
+	if v == "" {
+		return nil, true
+	}
+	items := strings.Split(v, ",")
+	if len(items) > 64 {
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		c, ok := debugConnection(strings.TrimSpace(item))
+		if !ok {
+			return nil, false
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, true
+}
+
+// debugConnection is one address or CIDR, canonical: without a zone, a
+// CIDR's host bits cleared.
+func debugConnection(item string) (string, bool) {
+	if a, err := netip.ParseAddr(item); err == nil {
+		return a.String(), a.Zone() == ""
+	}
+	p, err := netip.ParsePrefix(item)
+	if err != nil {
+		return "", false
+	}
+	return p.Masked().String(), true
 }
 
 // defaultTypePattern is one MIME type, without wildcards.

@@ -1,10 +1,24 @@
 package translator
 
-import "switchyard.dev/switchyard/bus"
+import (
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
 
 var nginxSettingsCases = map[string]keyCases{
 	"default-type": stringCases("text/html", func(s *bus.Settings) *string { return &s.DefaultType },
 		[]string{"text/html", "application/octet-stream", "application/vnd.api+json"}, []string{"text", "text/html;", "text/html charset", `"text/html"`}),
+	"debug-connections": keyCases{def: "",
+		valid: []valid{
+			{"", setDebugConnections(nil)},
+			{"127.0.0.1", setDebugConnections([]string{"127.0.0.1"})},
+			{" 10.0.0.5 , 192.168.1.77/24,fd00::/8,2001:db8::1 ", setDebugConnections([]string{"10.0.0.5", "192.168.1.0/24", "fd00::/8", "2001:db8::1"})},
+			{"10.0.0.5,10.0.0.5", setDebugConnections([]string{"10.0.0.5"})},
+		},
+		invalid: []string{"localhost", "10.0.0.5,", ",", "10.0.0.5;", "10.0.0.0/33", "fe80::1%eth0", "unix:", "all", "10.0.0.5 10.0.0.6",
+			strings.Repeat("10.0.0.1,", 64) + "10.0.0.2"},
+	},
 	"disable-ipv6-dns":               boolCases(false, func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
 	"enable-underscores-in-headers":  boolCases(false, func(s *bus.Settings) *bool { return &s.EnableUnderscoresInHeaders }),
 	"ignore-invalid-headers":         boolCases(true, func(s *bus.Settings) *bool { return &s.IgnoreInvalidHeaders }),
@@ -28,4 +42,8 @@ var nginxSettingsCases = map[string]keyCases{
 	},
 	"generate-request-id":  boolCases(true, func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
 	"retry-non-idempotent": boolCases(false, func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
+}
+
+func setDebugConnections(want []string) func(*bus.Settings) {
+	return func(s *bus.Settings) { s.DebugConnections = want }
 }

@@ -71,6 +71,11 @@ var coreSettingsCases = map[string]keyCases{
 	"ssl-ciphers": stringCases(bus.DefaultSettings().SSLCiphers, func(s *bus.Settings) *string { return &s.SSLCiphers },
 		[]string{"HIGH:!aNULL:!MD5", "ECDHE-RSA-AES128-GCM-SHA256", "DEFAULT:+SHA1:@STRENGTH", "TLS_AES_128_GCM_SHA256.x"},
 		[]string{"HIGH !aNULL", "HIGH,MEDIUM", "a'b", "$x", "@SECLEVEL=0", strings.Repeat("A", 2049)}),
+	"limit-conn-zone-variable": stringCases("$binary_remote_addr", func(s *bus.Settings) *string { return &s.LimitConnZoneVariable },
+		[]string{"$binary_remote_addr", "$http_x_client_id", "$remote_addr", "$_x1"},
+		[]string{"binary_remote_addr", "$", "$1a", "$a-b", "$a$b", "${a}", "$a;", "$a b", "$host;limit_req off", "$" + strings.Repeat("a", 65)}),
+	"proxy-ssl-location-only": boolCases(false, func(s *bus.Settings) *bool { return &s.ProxySSLLocationOnly }),
+	"service-upstream":        boolCases(false, func(s *bus.Settings) *bool { return &s.ServiceUpstream }),
 	"load-balance": stringCases("round_robin", func(s *bus.Settings) *string { return &s.LoadBalance },
 		[]string{"ewma", "round_robin"},
 		[]string{"EWMA", "chash", "sticky_balanced", "ewma;", "round robin", "least_conn"}),
@@ -230,6 +235,9 @@ func TestParseSettingsValid(t *testing.T) {
 			}
 			if key == "enable-opentelemetry" && got.EnableOpentelemetry {
 				problems = nil // TestCheckTracing
+			}
+			if key == "enable-syslog" && got.Syslog.Enable {
+				problems = nil // TestCheckSyslog
 			}
 			if len(problems) != 0 {
 				t.Errorf("%s: %q: unexpected problems %v", key, v.in, problems)

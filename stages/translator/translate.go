@@ -316,9 +316,11 @@ func (t *Translator) Flush() Delta {
 		// an Ingress may have, so a change replans every Ingress.
 		// allow-cross-namespace-resources decides which Secrets and
 		// ConfigMaps an Ingress may read.
-		strict, cross := t.strictPathType(), t.crossNamespace()
+		// service-upstream decides the endpoints of the backends of
+		// Ingresses without the annotation.
+		strict, cross, upstream := t.strictPathType(), t.crossNamespace(), t.serviceUpstreamDefault()
 		t.refreshSettings(&delta)
-		if t.strictPathType() != strict || t.crossNamespace() != cross {
+		if t.strictPathType() != strict || t.crossNamespace() != cross || t.serviceUpstreamDefault() != upstream {
 			d.all = true
 		}
 	}
@@ -791,6 +793,12 @@ func (t *Translator) strictPathType() bool {
 // ConfigMaps.
 func (t *Translator) crossNamespace() bool {
 	return t.model.Settings != nil && t.model.Settings.AllowCrossNamespaceResources
+}
+
+// serviceUpstreamDefault is service-upstream of the parsed settings: the
+// default of the annotation.
+func (t *Translator) serviceUpstreamDefault() bool {
+	return t.model.Settings != nil && t.model.Settings.ServiceUpstream
 }
 
 // SettingsProblems are the problems found in the controller ConfigMap by

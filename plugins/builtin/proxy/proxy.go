@@ -98,7 +98,7 @@ func (Plugin) Describe() plugins.Description {
 			ann(KeyUpstreamVhost, vhostChars, plugins.RiskLow, "", "Host header sent to the backend instead of the request's host: a host name or address with an optional port."),
 			ann(KeyUsePortInRedirects, boolValues, plugins.RiskLow, "false", "true: redirects NGINX makes itself (a directory without its slash) keep the port (port_in_redirect)."),
 			ann(KeyRelativeRedirects, boolValues, plugins.RiskLow, "false", "true: redirects NGINX makes itself carry a relative Location (absolute_redirect off)."),
-			ann(KeyServiceUpstream, boolValues, plugins.RiskLow, "false", "Proxy to the Service's cluster IP and port (kube-proxy balances) instead of its endpoints. A headless Service keeps its endpoints, with a warning."),
+			ann(KeyServiceUpstream, boolValues, plugins.RiskLow, "false", "Proxy to the Service's cluster IP and port (kube-proxy balances) instead of its endpoints. A headless Service keeps its endpoints, with a warning. Without the annotation, the controller ConfigMap's service-upstream decides."),
 		},
 	}
 }
