@@ -236,6 +236,22 @@ endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 		e.eventually("endpoints.example.com", "/", "the dead endpoint", status(502))
 	})
 
+	t.Run("service-upstream from the ConfigMap", func(t *testing.T) {
+		settings := map[string]string{"proxy-read-timeout": "2", "proxy-connect-timeout": "120"}
+		settings["service-upstream"] = "true"
+		e.write("config.yaml", configMapYAML(settings))
+		e.eventually("endpoints.example.com", "/", "the cluster IP by the ConfigMap's default", servedBy("a-1"))
+		// Services without a cluster IP keep their endpoints.
+		e.expect("small.example.com", "/", 200, "a-1")
+		// The annotation wins, false included.
+		e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", map[string]string{"service-upstream": "false"}))
+		e.eventually("endpoints.example.com", "/", "the endpoint again by the annotation", status(502))
+		e.write("endpoints.yaml", proxyIngress("endpoints", "endpoints.example.com", "vip", nil))
+		delete(settings, "service-upstream")
+		e.write("config.yaml", configMapYAML(settings))
+		e.eventually("vip.example.com", "/", "the annotated Ingress still on the cluster IP", servedBy("a-1"))
+	})
+
 	t.Run("bad value rejects only its Ingress", func(t *testing.T) {
 		e.write("upload.yaml", proxyIngress("upload", "upload.example.com", "echo-a", map[string]string{"proxy-body-size": "100000000g"}))
 		e.eventually("upload.example.com", "/", "the rejected Ingress gone", status(404))
