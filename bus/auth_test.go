@@ -150,6 +150,11 @@ func TestIdentitiesKeepToTheirSubjects(t *testing.T) {
 	}
 	_ = nc.Flush()
 	expectViolation(t, errs, "the translator publishing a renderer subject")
+	if err := nc.Publish(TraceSubject(StageSubject(StageRenderer))+".file.nginx_2econf", nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	expectViolation(t, errs, "the translator publishing the renderer's trace copies")
 	if _, err := nc.SubscribeSync(StageSubject(StageWatcher) + ".>"); err != nil {
 		t.Fatal(err)
 	}
