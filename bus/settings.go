@@ -137,3 +137,8 @@ func DefaultSettings() Settings {
 	s.TracingSettings = defaultTracingSettings()
 	return s
 }
+
+// hostNameRE is a DNS host name, unanchored: dot-separated labels of
+// letters, digits and "-", none starting or ending with "-". The patterns
+// of the ConfigMap's host values are built from it.
+const hostNameRE = `[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*`

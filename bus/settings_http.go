@@ -76,8 +76,8 @@ type SyslogSettings struct {
 	Port   int    `json:"port"`
 }
 
-// syslogHostPattern is a DNS name: labels of letters, digits and "-".
-var syslogHostPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+// syslogHostPattern is a DNS name (hostNameRE).
+var syslogHostPattern = regexp.MustCompile(`^` + hostNameRE + `$`)
 
 // ValidSyslogHost says whether h is a host name (at most 253 characters)
 // or an IP address without a zone: nothing NGINX could read as another

@@ -43,7 +43,7 @@ type TracingSettings struct {
 // Tracing value patterns: the collector host is a DNS name or an IP
 // address; the sampler one of the three names.
 var (
-	OTLPCollectorHostPattern = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*$`)
+	OTLPCollectorHostPattern = regexp.MustCompile(`^` + hostNameRE + `$|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*$`)
 	OtelSamplerPattern       = regexp.MustCompile(`^(AlwaysOn|AlwaysOff|TraceIdRatioBased)$`)
 )
 
