@@ -194,7 +194,8 @@ func (c *Conn) ensureStream(ctx context.Context, stage string, own bool) (jetstr
 
 // traceCopy sends the headers of a message published on subject, without
 // its payload, to the subject's trace copy (TraceSubject), where
-// `switchyard trace` reads them; nothing is sent when nobody listens.
+// `switchyard trace` reads them; the server drops the copy when nobody
+// listens.
 // Trace is a view, so a copy that cannot be sent is not an error of the
 // publish.
 func (c *Conn) traceCopy(subject string, h nats.Header) {
