@@ -36,7 +36,8 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "switchyard-bin-")
+		removeStaleBinaries()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binDirPrefix, os.Getpid()))
 		if err != nil {
 			buildErr = err
 			return
@@ -57,6 +58,31 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// binDirPrefix starts the name of the temporary directory each test
+// process builds its binaries into, followed by the process's pid.
+const binDirPrefix = "switchyard-bin-"
+
+// removeStaleBinaries deletes the binary directories of test processes
+// that have exited. A test process has no hook to run when it exits (and
+// may be killed), so each one clears what the earlier ones left: 113 MB
+// each, which filled a disk after a few hundred runs.
+func removeStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(dir), binDirPrefix), "-", 2)[0])
+		if err == nil && processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// processAlive says whether a process with this pid exists.
+func processAlive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
 }
 
 func repoRoot() string {
