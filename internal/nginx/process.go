@@ -148,10 +148,11 @@ func (p *Process) Reload() error {
 }
 
 // ReloadConfirmed reloads and waits until the master runs the new
-// configuration: a new worker appears. A reload the master refuses after
-// nginx -t passed (a listen port another process holds, a file it cannot
-// open) leaves the old workers and logs an [emerg] line: that line is the
-// error. Past timeout the reload counts as failed too.
+// configuration: a new worker appears, and no worker of the old one still
+// accepts connections. A reload the master refuses after nginx -t passed
+// (a listen port another process holds, a file it cannot open) leaves the
+// old workers and logs an [emerg] line: that line is the error. Past
+// timeout the reload counts as failed too, unless a new worker appeared.
 func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) error {
 	before := p.children()
 	p.emerg.Store(nil)
@@ -160,13 +161,34 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	started := false
 	for {
-		for pid := range p.children() {
-			if !before[pid] {
-				return nil
+		if !started {
+			for pid := range p.children() {
+				if !before[pid] {
+					started = true
+					break
+				}
 			}
+		}
+		// With reuseport the listening sockets outlive a reload, and an
+		// old worker accepts from them until it handles the master's
+		// QUIT: a connection it takes meanwhile is served by the old
+		// configuration. Done means the new one serves every connection.
+		if started && !acceptingWorkers(before) {
+			return nil
+		}
+		if started {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-deadline.C:
+				return nil // the old workers are slow to stop; the reload happened
+			case <-tick.C:
+			}
+			continue
 		}
 		if line := p.emerg.Load(); line != nil {
 			return fmt.Errorf("nginx kept its previous configuration: %s", *line)
@@ -181,6 +203,24 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 		case <-tick.C:
 		}
 	}
+}
+
+// acceptingWorkers says whether any of pids is a worker that still takes
+// connections. NGINX retitles a worker "worker process is shutting down"
+// in the same step in which it closes its listening sockets, so a worker
+// not titled so may still accept one.
+func acceptingWorkers(pids map[int]bool) bool {
+	for pid := range pids {
+		title, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // exited
+		}
+		t := string(title)
+		if strings.HasPrefix(t, "nginx: worker process") && !strings.Contains(t, "shutting down") {
+			return true
+		}
+	}
+	return false
 }
 
 // children are the processes whose parent is the master (workers, cache
