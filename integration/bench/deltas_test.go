@@ -114,7 +114,18 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 	fmt.Fprintf(rep, "%-42s %s per change (%s over %d changes)\n", "switchyard CPU during the changes",
 		(cpuSpent / time.Duration(max(len(change.samples), 1))).Round(time.Millisecond), cpuSpent, len(change.samples))
 	if rss, peak, err := procStatus(pid); err == nil {
-		fmt.Fprintf(rep, "%-42s %s (peak %s)\n", "switchyard RSS after the changes", mib(rss), mib(peak))
+		fmt.Fprintf(rep, "%-42s %s (peak %s; %s)\n", "switchyard RSS after the changes", mib(rss), mib(peak), rssSplit(pid))
+	}
+	fmt.Fprintf(rep, "%-42s %s\n", "plugin processes PSS", pluginsPSS(t, pid))
+	if stats, err := goMemStats(profiling); err == nil {
+		fmt.Fprintf(rep, "%-42s live %s, in use %s, idle %s (released %s), runtime Sys %s\n", "Go heap after a forced GC",
+			mib(stats["HeapAlloc"]), mib(stats["HeapInuse"]), mib(stats["HeapIdle"]), mib(stats["HeapReleased"]), mib(stats["Sys"]))
+	}
+	if dir := os.Getenv(profileDirEnv); dir != "" {
+		path := filepath.Join(dir, fmt.Sprintf("switchyard-heap-endpoint-changes-%d%s.pb.gz", n, strings.Join(flags, "")))
+		if err := saveProfile(profiling, "heap", path); err == nil {
+			fmt.Fprintf(rep, "%-42s %s\n", "heap profile", path)
+		}
 	}
 	stageShares(rep, before, after)
 	for _, mode := range []string{"full", "delta"} {
