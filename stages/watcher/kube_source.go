@@ -60,6 +60,7 @@ type kubeSource struct {
 	configRefs map[string][]string
 	nsMatch    map[string]bool // namespace → its labels match nsSelector
 	dirty      chan struct{}
+	spare      setPool // a set the watcher released, reused by desired
 }
 
 // newKubeSource returns a source on client. namespace limits the watch to
@@ -69,8 +70,13 @@ func newKubeSource(client kubernetes.Interface, namespace, configMap string, log
 		client: client, namespace: namespace, configMap: configMap, log: log,
 		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
 		secretRefs: map[string][]string{}, configRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
+		spare: newSetPool(),
 	}
 }
+
+// Release hands back a set Run sent, once the receiver holds no reference
+// to it: the next set is built in its map.
+func (s *kubeSource) Release(set map[string][]byte) { s.spare.put(set) }
 
 // withNamespaceSelector keeps only objects of namespaces whose labels match.
 func (s *kubeSource) withNamespaceSelector(sel labels.Selector) *kubeSource {
@@ -195,6 +201,7 @@ func (s *kubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 	send := func() {
 		set := s.desired()
 		if last != nil && maps.EqualFunc(last, set, func(a, b []byte) bool { return string(a) == string(b) }) {
+			s.spare.put(set) // never sent: the next set may be built in it
 			return
 		}
 		last = set
@@ -407,7 +414,8 @@ func (s *kubeSource) markDirty() {
 func (s *kubeSource) desired() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	set := maps.Clone(s.objects)
+	set := s.spare.get(len(s.objects) + 16)
+	maps.Copy(set, s.objects)
 	if s.nsSelector != nil {
 		for key := range set {
 			if _, parts, err := bus.SplitKey(key); err != nil || len(parts) != 3 || !s.inScope(parts[1]) {

@@ -38,6 +38,8 @@ type manifestSource struct {
 	resync   time.Duration // rescan period, a backstop for missed events
 	retry    time.Duration // how soon to retry while the directory is missing
 	maxBytes int64         // larger files are refused
+
+	spare setPool // a set the watcher released, reused by merge
 }
 
 // newManifestSource returns a source for dir. log is used as given.
@@ -52,8 +54,13 @@ func newManifestSource(dir string, log *zap.Logger) *manifestSource {
 		resync:   10 * time.Second,
 		retry:    250 * time.Millisecond,
 		maxBytes: 16 << 20,
+		spare:    newSetPool(),
 	}
 }
+
+// Release hands back a set Run sent, once the receiver holds no reference
+// to it: the next merge is built in its map.
+func (s *manifestSource) Release(set map[string][]byte) { s.spare.put(set) }
 
 // Run sends the complete desired object set (key → JSON) once at start and again after every change, until ctx ends.
 //
@@ -394,7 +401,8 @@ func (st *scanState) merge() map[string][]byte {
 // while every key is defined once; ok is false when a changed file
 // defines a key another file or document does, and mergeAll decides.
 func (st *scanState) mergeChanged(dirty map[string][]manifest.Object) (set map[string][]byte, ok bool) {
-	set = maps.Clone(st.set)
+	set = st.src.spare.get(len(st.set))
+	maps.Copy(set, st.set)
 	before := map[string]bool{}
 	for _, old := range dirty {
 		for _, o := range old {
@@ -411,6 +419,7 @@ func (st *scanState) mergeChanged(dirty map[string][]manifest.Object) (set map[s
 			_, inLast := st.set[o.Key]
 			_, taken := set[o.Key]
 			if taken || (inLast && !before[o.Key]) {
+				st.src.spare.put(set)
 				return nil, false
 			}
 			set[o.Key] = o.JSON
@@ -427,7 +436,7 @@ func (st *scanState) mergeAll() (set map[string][]byte, dups bool) {
 	for _, name := range names {
 		total += len(st.files[name].objects)
 	}
-	set = make(map[string][]byte, total)
+	set = st.src.spare.get(total)
 	// from says where each key was defined; it is built only once a key
 	// turns out to be defined twice, which is rare.
 	var from map[string]string

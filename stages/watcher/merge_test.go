@@ -35,7 +35,7 @@ func TestMergeChangedMatchesMergeAll(t *testing.T) {
 	for _, name := range files {
 		edit(name)
 	}
-	st.merge()
+	previous := st.merge()
 	incremental := 0
 	for step := range 2000 {
 		for range 1 + rng.IntN(2) {
@@ -55,8 +55,32 @@ func TestMergeChangedMatchesMergeAll(t *testing.T) {
 		if !maps.EqualFunc(got, want, func(a, b []byte) bool { return string(a) == string(b) }) {
 			t.Fatalf("step %d: merge gave %d keys, a full merge %d", step, len(got), len(want))
 		}
+		// As the watcher does once it has published got: the set before
+		// is released, and the next merge is built in its map.
+		st.src.Release(previous)
+		previous = got
 	}
 	if incremental < 100 {
 		t.Errorf("only %d of 2000 merges could start from the last set; the test no longer covers mergeChanged", incremental)
+	}
+}
+
+// TestSetPool: a released map comes back empty, and only one is kept.
+func TestSetPool(t *testing.T) {
+	p := newSetPool()
+	first := map[string][]byte{"a": []byte("1")}
+	p.put(first)
+	p.put(map[string][]byte{"b": nil}) // one is waiting already: dropped
+	p.put(nil)
+	got := p.get(4)
+	if len(got) != 0 {
+		t.Fatalf("a reused map holds %d keys", len(got))
+	}
+	got["c"] = nil
+	if _, ok := first["c"]; !ok {
+		t.Fatal("get did not return the released map")
+	}
+	if again := p.get(4); len(again) != 0 || again == nil {
+		t.Fatalf("an empty pool returned %v", again)
 	}
 }

@@ -63,6 +63,9 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 // source sends its whole object set at start and after every change.
 type source interface {
 	Run(ctx context.Context, out chan<- map[string][]byte) error
+	// Release hands back a set Run sent once the watcher holds no
+	// reference to it, for the source to build a later set in.
+	Release(set map[string][]byte)
 }
 
 // Run publishes the object set after every change until ctx ends.
@@ -121,8 +124,10 @@ func (s *Stage) Run(ctx context.Context) error {
 				return fmt.Errorf("watcher: %w", err)
 			}
 		case u := <-updates:
+			previous := latest[u.source]
 			latest[u.source] = u.objects
 			if len(latest) < len(sources) {
+				sources[u.source].Release(previous)
 				continue // publish once every source has its first set
 			}
 			generation++
@@ -141,6 +146,10 @@ func (s *Stage) Run(ctx context.Context) error {
 			bus.RecordStageSpan(ctx, bus.StageWatcher, bus.Meta{Generation: generation}, meta.Trace, meta.Ingest, err,
 				attribute.Int("switchyard.changed_keys", changed), attribute.Int("switchyard.objects", len(objects)))
 			published = objects
+			// The source's previous set is no longer read here: with one
+			// source it was the last published set, which the diff above
+			// was the last to read.
+			sources[u.source].Release(previous)
 			s.log.Info("objects published", zap.Uint64("generation", generation),
 				zap.Int("objects", len(objects)), zap.Int("changed", changed))
 		}
