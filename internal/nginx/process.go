@@ -153,6 +153,7 @@ func (p *Process) Reload() error {
 // (a listen port another process holds, a file it cannot open) leaves the
 // old workers and logs an [emerg] line: that line is the error. Past
 // timeout the reload counts as failed too, unless a new worker appeared.
+// Old workers that still accept after oldWorkersGrace do not fail it.
 func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) error {
 	before := p.children()
 	p.emerg.Store(nil)
@@ -163,12 +164,12 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	started := false
+	var graceOver <-chan time.Time // set once a new worker runs: the end of the wait for the old ones
 	for {
-		if !started {
+		if graceOver == nil {
 			for pid := range p.children() {
 				if !before[pid] {
-					started = true
+					graceOver = time.After(oldWorkersGrace)
 					break
 				}
 			}
@@ -177,14 +178,14 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 		// old worker accepts from them until it handles the master's
 		// QUIT: a connection it takes meanwhile is served by the old
 		// configuration. Done means the new one serves every connection.
-		if started && !acceptingWorkers(before) {
+		if graceOver != nil && !acceptingWorkers(before) {
 			return nil
 		}
-		if started {
+		if graceOver != nil {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-deadline.C:
+			case <-graceOver:
 				return nil // the old workers are slow to stop; the reload happened
 			case <-tick.C:
 			}
@@ -204,6 +205,11 @@ func (p *Process) ReloadConfirmed(ctx context.Context, timeout time.Duration) er
 		}
 	}
 }
+
+// oldWorkersGrace bounds the wait for the old workers to stop accepting
+// once the new ones run: they do within moments of the master's QUIT,
+// which it sends 100 ms after starting the new workers.
+const oldWorkersGrace = 5 * time.Second
 
 // acceptingWorkers says whether any of pids is a worker that still takes
 // connections. NGINX retitles a worker "worker process is shutting down"
