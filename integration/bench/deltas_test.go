@@ -86,6 +86,18 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		return err
 	}
 	workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
+	heapProfile := func(when string) string {
+		dir := os.Getenv(profileDirEnv)
+		if dir == "" {
+			return ""
+		}
+		path := filepath.Join(dir, fmt.Sprintf("switchyard-heap-%s-endpoint-changes-%d%s.pb.gz", when, n, strings.Join(flags, "")))
+		if err := saveProfile(profiling, "heap", path); err != nil {
+			return ""
+		}
+		return path
+	}
+	heapBefore := heapProfile("before")
 	profiled := profileCPU(rep, profiling, fmt.Sprintf("switchyard-cpu-endpoint-changes-%d%s.pb.gz", n, strings.Join(flags, "")))
 	pid := sy.Process.Cmd.Process.Pid
 	cpuBefore := processCPU(pid)
@@ -121,11 +133,9 @@ func endpointChangesAtScale(t *testing.T, rep *strings.Builder, bin string, n, p
 		fmt.Fprintf(rep, "%-42s live %s, in use %s, idle %s (released %s), runtime Sys %s\n", "Go heap after a forced GC",
 			mib(stats["HeapAlloc"]), mib(stats["HeapInuse"]), mib(stats["HeapIdle"]), mib(stats["HeapReleased"]), mib(stats["Sys"]))
 	}
-	if dir := os.Getenv(profileDirEnv); dir != "" {
-		path := filepath.Join(dir, fmt.Sprintf("switchyard-heap-endpoint-changes-%d%s.pb.gz", n, strings.Join(flags, "")))
-		if err := saveProfile(profiling, "heap", path); err == nil {
-			fmt.Fprintf(rep, "%-42s %s\n", "heap profile", path)
-		}
+	if heapAfter := heapProfile("after"); heapAfter != "" && heapBefore != "" {
+		// What the changes allocated: go tool pprof -sample_index=alloc_space -diff_base before after.
+		fmt.Fprintf(rep, "%-42s %s, %s\n", "heap profiles before and after", heapBefore, heapAfter)
 	}
 	stageShares(rep, before, after)
 	for _, mode := range []string{"full", "delta"} {
