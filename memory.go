@@ -133,8 +133,17 @@ func (o *options) setMemoryLimit(log *zap.Logger) error {
 // steady state, and the runtime would otherwise hand those pages back only
 // slowly.
 func releaseMemoryAfterStartup(ctx context.Context, conn *bus.Conn, log *zap.Logger) {
-	results := make(chan *nats.Msg, 1)
-	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
+	// A callback that only signals, never a channel of the messages: the
+	// results that arrive before this goroutine reads one (at start-up
+	// they come in bursts) would overflow it, and the client would log a
+	// "slow consumer" warning for nothing.
+	first := make(chan struct{}, 1)
+	sub, err := conn.NC.Subscribe(bus.ApplyResultSubject, func(*nats.Msg) {
+		select {
+		case first <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		log.Warn("memory is not released after start-up", zap.Error(err))
 		return
@@ -142,7 +151,7 @@ func releaseMemoryAfterStartup(ctx context.Context, conn *bus.Conn, log *zap.Log
 	defer func() { _ = sub.Unsubscribe() }()
 	select {
 	case <-ctx.Done():
-	case <-results:
+	case <-first:
 		debug.FreeOSMemory()
 		log.Debug("memory released after the first apply")
 	}

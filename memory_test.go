@@ -1,8 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"math"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/bus"
 )
 
 func TestParseMemoryLimit(t *testing.T) {
@@ -41,5 +50,55 @@ func TestLimitFor(t *testing.T) {
 		if got := limitFor(c.floor, c.live); got != c.want {
 			t.Errorf("limitFor(%d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, float64(got)/mib, float64(c.want)/mib)
 		}
+	}
+}
+
+// TestReleaseMemoryAfterStartupIsNoSlowConsumer: a burst of apply results
+// (start-up at 10,000 Ingresses sends them back to back) ends the wait
+// without the client dropping messages, which it reports as a "slow
+// consumer" warning in the controller's log.
+func TestReleaseMemoryAfterStartupIsNoSlowConsumer(t *testing.T) {
+	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	conn, err := e.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	var slow atomic.Int32
+	conn.NC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			slow.Add(1)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		releaseMemoryAfterStartup(ctx, conn, zap.NewNop())
+	}()
+	for waiting := true; waiting; {
+		for range 200 {
+			if err := conn.NC.Publish(bus.ApplyResultSubject, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := conn.NC.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+			waiting = false
+		case <-ctx.Done():
+			t.Fatal("the first apply result never ended the wait")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if n := slow.Load(); n > 0 {
+		t.Errorf("the client dropped apply results %d times (slow consumer) while waiting for the first one", n)
 	}
 }
