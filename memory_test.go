@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 func TestParseMemoryLimit(t *testing.T) {
@@ -58,16 +59,7 @@ func TestLimitFor(t *testing.T) {
 // without the client dropping messages, which it reports as a "slow
 // consumer" warning in the controller's log.
 func TestReleaseMemoryAfterStartupIsNoSlowConsumer(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	conn, err := e.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := harness.Bus(t, "test")
 	var slow atomic.Int32
 	conn.NC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrSlowConsumer) {

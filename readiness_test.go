@@ -8,21 +8,13 @@ import (
 	"testing"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
 )
 
 // TestReadyz answers 200 while every stage reaches the bus, and 503 naming
 // the stage that cannot.
 func TestReadyz(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	up, err := e.Connect("up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(up.Close)
+	up := harness.Bus(t, "up")
 	r := &readiness{conns: map[string]*bus.Conn{"translator": up}}
 	if code, body := get(r); code != http.StatusOK {
 		t.Fatalf("with the bus reachable: %d %s", code, body)
