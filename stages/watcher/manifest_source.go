@@ -64,8 +64,9 @@ func (s *manifestSource) Release(set map[string][]byte) { s.spare.put(set) }
 
 // Run sends the complete desired object set (key → JSON) once at start and again after every change, until ctx ends.
 //
-// A map sent, and the bytes in it, are never written afterwards; the
-// receiver must not write them either. A set is sent only when it differs
+// A map sent, and the bytes in it, are never written afterwards (the map
+// only once the receiver hands it back with Release); the receiver must
+// not write them either. A set is sent only when it differs
 // from the last one delivered; if the receiver is slow, intermediate sets are
 // folded into the newest. Run returns an error when the directory does not
 // exist or cannot be watched, and nil when ctx ends. While the directory is
