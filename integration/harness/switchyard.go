@@ -22,6 +22,7 @@ import (
 
 	"switchyard.dev/switchyard/internal/echo"
 	"switchyard.dev/switchyard/internal/freeport"
+	"switchyard.dev/switchyard/internal/lockedstart"
 	"switchyard.dev/switchyard/internal/nginx"
 )
 
@@ -72,17 +73,23 @@ func removeStaleBinaries() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
 	for _, dir := range dirs {
 		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(dir), binDirPrefix), "-", 2)[0])
-		if err == nil && processAlive(pid) {
+		if err == nil && processRunning(pid) {
 			continue
 		}
 		_ = os.RemoveAll(dir)
 	}
 }
 
-// processAlive says whether a process with this pid exists.
-func processAlive(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
+// processRunning says whether pid runs (a zombie, dead but not yet
+// reaped by its parent, does not).
+func processRunning(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The command name may hold spaces: fields count from after ")".
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 func repoRoot() string {
@@ -114,10 +121,13 @@ func Start(t testing.TB, bin string, args ...string) *Process {
 	t.Helper()
 	p := &Process{Cmd: exec.Command(bin, args...), Output: &syncBuffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
-	if err := p.Cmd.Start(); err != nil {
+	// A test process killed from outside (a timeout, ^C on make bench)
+	// runs no cleanup: its children get SIGTERM from the kernel instead
+	// of running on with their ports and NGINX.
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := lockedstart.Start(p.Cmd, func(error) { close(p.done) }); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = p.Cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.Stop(20 * time.Second)
 		if t.Failed() {

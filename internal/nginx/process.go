@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"switchyard.dev/switchyard/internal/lockedstart"
 )
 
 // Process is the NGINX master, a child of this process. Its command
@@ -51,34 +52,11 @@ func Start(bin, prefix string, log *zap.Logger) (*Process, error) {
 	// Stdout stays nil (/dev/null): any other writer adds a pipe that
 	// orphaned workers would hold open, and Wait would never return.
 	p := &Process{cmd: cmd, done: make(chan struct{})}
-	if err := startOnLockedThread(cmd, func(err error) { p.err = err; close(p.done) }); err != nil {
+	if err := lockedstart.Start(cmd, func(err error) { p.err = err; close(p.done) }); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
 	}
 	go forwardLog(stderr, log, func(line string) { p.emerg.Store(&line) })
 	return p, nil
-}
-
-// startOnLockedThread starts cmd from an OS thread that lives until cmd
-// exits, then calls exited with Wait's result. Pdeathsig fires when the
-// thread that forked the child ends, not the process (Go issue 27505); a
-// goroutine may otherwise run on a thread the runtime later retires, and
-// NGINX would be told its parent died while we still run. Locked here, the
-// signal comes exactly when this process dies, however it dies (kill -9,
-// the OOM killer): NGINX does not outlive its controller.
-func startOnLockedThread(cmd *exec.Cmd, exited func(error)) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked: when this goroutine ends its thread ends too,
-		// which is harmless once the child has exited.
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		exited(cmd.Wait())
-	}()
-	return <-started
 }
 
 // StopLeftover ends an NGINX master that serves this prefix but is not
