@@ -10,16 +10,19 @@ import (
 // Start starts cmd from an OS thread that lives until cmd exits, then
 // calls exited with Wait's result. Linux sends a child its parent-death
 // signal (SysProcAttr.Pdeathsig) when the thread that forked it ends, not
-// the process (Go issue 27505); a goroutine may otherwise run on a thread
-// the runtime later retires, and the child would be told its parent died
-// while the parent still runs. Locked here, the signal comes exactly when
+// the process (Go issue 27505). The Go runtime ends a thread only when a
+// goroutine locked to it ends, so a thread kept locked here for as long
+// as the child runs, and unlocked after, gives the signal exactly when
 // this process dies, however it dies (kill -9, the OOM killer).
 func Start(cmd *exec.Cmd, exited func(error)) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// Never unlocked: when this goroutine ends its thread ends too,
-		// which is harmless once the child has exited.
+		// Unlocked, not left to end with this goroutine: the thread's end
+		// would also signal every child forked from it before it was
+		// locked here (a test's etcd, started by another goroutine that
+		// ran on this thread, was killed so).
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
