@@ -50,8 +50,7 @@ func serveMetrics(ctx context.Context, o *options, connect func(name string) (*b
 			return err
 		}
 	}
-	results := make(chan *nats.Msg, 64)
-	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
+	results, sub, err := conn.SubscribeAll(ctx, bus.ApplyResultSubject)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("metrics: subscribe to apply results: %w", err)

@@ -346,3 +346,22 @@ func (e *Embedded) Shutdown() {
 	e.Server.Shutdown()
 	e.Server.WaitForShutdown()
 }
+
+// SubscribeAll delivers every message on subject to the returned channel,
+// in order, until ctx ends or the subscription ends. Unlike ChanSubscribe
+// it drops none when the reader falls behind (the client's "slow
+// consumer"): the client queues them, up to its pending limits, while the
+// channel is full. Apply results come in bursts at start-up.
+func (c *Conn) SubscribeAll(ctx context.Context, subject string) (<-chan *nats.Msg, *nats.Subscription, error) {
+	out := make(chan *nats.Msg, 64)
+	sub, err := c.NC.Subscribe(subject, func(m *nats.Msg) {
+		select {
+		case out <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, sub, nil
+}

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -131,8 +130,7 @@ type writer struct {
 // run follows the translator's per-Ingress information and the applier's
 // results until ctx ends.
 func (w *writer) run(ctx context.Context, conn *bus.Conn) error {
-	results := make(chan *nats.Msg, 64)
-	sub, err := conn.NC.ChanSubscribe(bus.ApplyResultSubject, results)
+	results, sub, err := conn.SubscribeAll(ctx, bus.ApplyResultSubject)
 	if err != nil {
 		return err
 	}
