@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/bustest"
 	"switchyard.dev/switchyard/integration/harness"
 )
 
@@ -60,12 +58,7 @@ func TestLimitFor(t *testing.T) {
 // consumer" warning in the controller's log.
 func TestReleaseMemoryAfterStartupIsNoSlowConsumer(t *testing.T) {
 	conn := harness.Bus(t, "test")
-	var slow atomic.Int32
-	conn.NC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrSlowConsumer) {
-			slow.Add(1)
-		}
-	})
+	slow := bustest.SlowConsumers(conn.NC)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan struct{})

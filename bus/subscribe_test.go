@@ -2,13 +2,11 @@ package bus
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"switchyard.dev/switchyard/bus/bustest"
 )
 
 // TestSubscribeAllDropsNothing: a burst far larger than the channel,
@@ -16,12 +14,7 @@ import (
 // reader catches up, and the client reports no slow consumer.
 func TestSubscribeAllDropsNothing(t *testing.T) {
 	conn := startBus(t)
-	var slow atomic.Int32
-	conn.NC.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrSlowConsumer) {
-			slow.Add(1)
-		}
-	})
+	slow := bustest.SlowConsumers(conn.NC)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	msgs, sub, err := conn.SubscribeAll(ctx, "test.burst")
