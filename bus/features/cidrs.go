@@ -22,19 +22,8 @@ func ParseCIDRList(v string) (cidrs, notes []string, err error) {
 		if item == "" {
 			continue
 		}
-		var p netip.Prefix
-		var err error
-		if strings.Contains(item, "/") {
-			p, err = netip.ParsePrefix(item)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(item); err == nil && a.Zone() != "" {
-				// PrefixFrom would drop the zone and allow another host.
-				err = fmt.Errorf("zone")
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		if err != nil {
+		p, _, ok := ParseAddrOrCIDR(item)
+		if !ok {
 			return nil, nil, fmt.Errorf("%q is not an IP address or CIDR", clip(item))
 		}
 		if p.Masked() != p {
@@ -48,6 +37,22 @@ func ParseCIDRList(v string) (cidrs, notes []string, err error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), notes, nil
+}
+
+// ParseAddrOrCIDR reads one IP address (bare true: a prefix of one host,
+// /32 or /128) or CIDR, as given: host bits are not cleared. An address
+// with a zone is refused: a prefix would drop the zone and mean another
+// host.
+func ParseAddrOrCIDR(item string) (p netip.Prefix, bare, ok bool) {
+	if strings.Contains(item, "/") {
+		p, err := netip.ParsePrefix(item)
+		return p, false, err == nil
+	}
+	a, err := netip.ParseAddr(item)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, true, false
+	}
+	return netip.PrefixFrom(a, a.BitLen()), true, true
 }
 
 // validCIDRs checks a list is canonical CIDRs, as ParseCIDRList gives them.

@@ -1,12 +1,12 @@
 package translator
 
 import (
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/bus/features"
 )
 
 // nginxSettings are the one-directive keys (bus.NginxSettings).
@@ -60,12 +60,12 @@ func parseDebugConnections(v string) ([]string, bool) {
 // debugConnection is one address or CIDR, canonical: without a zone, a
 // CIDR's host bits cleared.
 func debugConnection(item string) (string, bool) {
-	if a, err := netip.ParseAddr(item); err == nil {
-		return a.String(), a.Zone() == ""
-	}
-	p, err := netip.ParsePrefix(item)
-	if err != nil {
+	p, bare, ok := features.ParseAddrOrCIDR(item)
+	switch {
+	case !ok:
 		return "", false
+	case bare:
+		return p.Addr().String(), true
 	}
 	return p.Masked().String(), true
 }
