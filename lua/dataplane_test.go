@@ -364,6 +364,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("CIDRs parse and match as Go's netip does", dp.testCIDRAgreesWithNetip)
 	t.Run("router.lua's source ranges decide as NGINX's allow and deny", dp.testAccessAgreesWithNginx)
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
+	t.Run("request duration is the request's time", dp.testMetricsRequestTime)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
 	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)
 	t.Run("traceparent parsing", dp.testTraceparentParsing)

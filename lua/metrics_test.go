@@ -3,7 +3,9 @@ package lua_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"syscall"
@@ -133,6 +135,39 @@ func (dp *dataPlane) testMetrics(t *testing.T) {
 		if strings.Contains(key, "\x01/metrics\x01") {
 			t.Errorf("a scrape was counted: %q", key)
 		}
+	}
+}
+
+// request_duration observes $request_time (metrics.lua computes it from
+// the request's start and NGINX's clock instead of reading the variable):
+// a backend that answers after 300 ms puts the request in the bucket of
+// 0.5 s or a later one, with a sum in seconds, at least as long as the
+// time to the backend's header.
+func (dp *dataPlane) testMetricsRequestTime(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(delay)
+		fmt.Fprint(w, "slow")
+	}))
+	t.Cleanup(srv.Close)
+	host, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	must(t, err)
+	dp.postBackends(backend{Name: "metrics-slow", Service: svc("web"), Endpoints: []endpoint{{host, port}}})
+	hdr := map[string]string{"X-Test-Backend": "metrics-slow", "X-Test-Path": "/slow"}
+	if s := dp.request(t, "GET", "/metrics-test/slow", hdr); s != 200 {
+		t.Fatalf("GET: %d", s)
+	}
+	labels := metricLabels("200", "GET", "/slow")
+	d := dp.waitMetrics(t, "the slow request", func(d metricsDump) bool { return d.count("rd", labels) == 1 })
+	bounds := d.Buckets["rd"]
+	for i, bound := range bounds {
+		if bound < delay.Seconds() && d.Values[fmt.Sprintf("rd\x01%d\x01%s", i+1, labels)] != 0 {
+			t.Errorf("a %v request was counted in the bucket of %v s", delay, bound)
+		}
+	}
+	sum, header := d.Values["rd\x01s\x01"+labels], d.Values["hd\x01s\x01"+labels]
+	if sum < delay.Seconds() || sum > 30 || sum < header {
+		t.Errorf("request_duration sum %v s for a %v request whose header took %v s", sum, delay, header)
 	}
 }
 

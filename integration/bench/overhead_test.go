@@ -71,7 +71,8 @@ func TestBenchOverheadHooks(t *testing.T) {
 		{"copy of switchyard (all hooks)", keepLua},
 		{"without log_by_lua", dropBlocks("log_by_lua_block")},
 		{"without header_filter_by_lua", dropBlocks("header_filter_by_lua_block")},
-		{"without ingress.rewrite", dropIngressRewrite},
+		{"without ingress.rewrite", dropLines("rewrite_by_lua_block", `require("switchyard.ingress").rewrite(`)},
+		{"log hook without metrics.log", dropLines("log_by_lua_block", `require("switchyard.metrics").log()`)},
 		{"without rewrite_by_lua", dropBlocks("rewrite_by_lua_block")},
 		{"balancer_by_lua only", dropBlocks("rewrite_by_lua_block", "header_filter_by_lua_block", "log_by_lua_block")},
 	}
@@ -338,19 +339,23 @@ func dropBlocks(directives ...string) luaEdit {
 	}
 }
 
-// dropIngressRewrite keeps the balancer's rewrite hook and removes the
-// ssl-redirect/HSTS check before it.
-func dropIngressRewrite(directive, block string) string {
-	if directive != "rewrite_by_lua_block" {
-		return block
-	}
-	var kept []string
-	for _, line := range strings.SplitAfter(block, "\n") {
-		if !strings.Contains(line, `require("switchyard.ingress").rewrite(`) {
-			kept = append(kept, line)
+// dropLines keeps directive's blocks but removes their lines that
+// contain call: e.g. the ssl-redirect/HSTS check before the balancer's
+// rewrite hook, or the metrics in the log hook (the hook itself stays,
+// so the difference is that call's own cost).
+func dropLines(directive, call string) luaEdit {
+	return func(d, block string) string {
+		if d != directive {
+			return block
 		}
+		var kept []string
+		for _, line := range strings.SplitAfter(block, "\n") {
+			if !strings.Contains(line, call) {
+				kept = append(kept, line)
+			}
+		}
+		return strings.Join(kept, "")
 	}
-	return strings.Join(kept, "")
 }
 
 // plainConfig is the edit that turns Switchyard's configuration into a

@@ -33,6 +33,9 @@ local tbl_concat = table.concat
 local fmt = string.format
 local setmetatable = setmetatable
 local get_method = ngx.req.get_method
+local now = ngx.now
+local start_time = ngx.req.start_time
+local floor = math.floor
 local cjson = require("cjson.safe")
 
 local _M = {}
@@ -253,6 +256,18 @@ local STATUS = setmetatable({}, { __index = function(t, code)
     return s
 end })
 
+-- request_time is $request_time's value without reading the variable
+-- (a lookup by name, a formatted string and its parse): NGINX computes it
+-- from the same cached clock and the request's start, in whole
+-- milliseconds, never below zero.
+local function request_time()
+    local ms = floor((now() - start_time()) * 1000 + 0.5)
+    if ms < 0 then
+        return 0
+    end
+    return ms / 1000
+end
+
 -- labels of this request, joined.
 local function labels()
     local method = get_method()
@@ -289,7 +304,11 @@ function _M.log()
         -- after the other: read once (an ngx.var read is a lookup by name).
         if h.var ~= var then
             var = h.var
-            v = tonumber(ngx_var[var])
+            if var == "request_time" then
+                v = request_time()
+            else
+                v = tonumber(ngx_var[var])
+            end
         end
         if v then
             local slot = h.first + bucket(h.buckets, v) - 1
