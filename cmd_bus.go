@@ -35,6 +35,9 @@ func busCommand(args []string) error {
 	storeDir := fs.String("store-dir", "/var/lib/switchyard/bus", "where JetStream keeps the streams")
 	keys := fs.String("nats-keys", "", "directory of the identities' public keys (<identity>.pub) or seeds, as switchyard buskeys writes them: who may connect (required)")
 	passFile := fs.String("cluster-password-file", "", "the cluster.pass of switchyard buskeys: the routes' password (required with --routes)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate of this node (e.g. a kubernetes.io/tls Secret's tls.crt): stages and routes then connect with TLS only")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA that signed every node's certificate (with --routes and --tls-cert: nodes verify each other's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +49,9 @@ func busCommand(args []string) error {
 		if err := clusterOptions(opts, *clusterListen, *routes, *passFile); err != nil {
 			return err
 		}
+	}
+	if err := nodeTLS(opts, *tlsCert, *tlsKey, *tlsCA); err != nil {
+		return err
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -122,6 +128,48 @@ func clusterOptions(opts *server.Options, listen, routes, passFile string) error
 	}
 	return nil
 }
+
+// nodeTLS makes the node's client port, and its routes when it has any,
+// TLS only: the tables carry TLS private keys and password hashes, which
+// must not cross the pod network in clear. Routes verify each other's
+// certificate against ca both ways, as nats-server does for a cluster's
+// tls block. Without a certificate the node listens in clear (a
+// NetworkPolicy is then all that keeps the traffic private).
+func nodeTLS(opts *server.Options, cert, key, ca string) error {
+	if cert == "" && key == "" {
+		if ca != "" {
+			return errors.New("--tls-ca needs --tls-cert and --tls-key")
+		}
+		return nil
+	}
+	if cert == "" || key == "" {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	clients, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cert, KeyFile: key})
+	if err != nil {
+		return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+	}
+	opts.TLSConfig, opts.TLS, opts.TLSTimeout = clients, true, tlsHandshakeTimeout
+	if opts.Cluster.Port == 0 {
+		return nil
+	}
+	if ca == "" {
+		return errors.New("--routes with --tls-cert needs --tls-ca: the nodes verify each other's certificate")
+	}
+	routes, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cert, KeyFile: key, CaFile: ca, Verify: true})
+	if err != nil {
+		return fmt.Errorf("--tls-ca: %w", err)
+	}
+	// A node dials routes as a client and accepts them as a server: the
+	// CA verifies both ends.
+	routes.RootCAs = routes.ClientCAs
+	opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = routes, tlsHandshakeTimeout
+	return nil
+}
+
+// tlsHandshakeTimeout bounds a TLS handshake on the bus, in seconds; on a
+// loaded node nats-server's default half second is too short.
+const tlsHandshakeTimeout = 5
 
 func hostPort(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/nginx"
 )
 
 // TestBusNodeOptions: a bus node needs the identities and, in a cluster,
@@ -89,5 +93,61 @@ func TestOwnResult(t *testing.T) {
 		if got := ownResult(&options{instance: tt.self}, result(tt.from)); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestNodeTLSOptions: a node's certificate and key go together, and a
+// cluster with TLS needs the CA its routes verify each other with.
+func TestNodeTLSOptions(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, err := nginx.SelfSignedCertificate("bus", []string{"bus"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for file, data := range map[string][]byte{certFile: cert, keyFile: key} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name           string
+		cluster        bool
+		cert, key, ca  string
+		wantErr        string
+		wantClientsTLS bool
+	}{
+		{"in clear", false, "", "", "", "", false},
+		{"single node", false, certFile, keyFile, "", "", true},
+		{"cluster", true, certFile, keyFile, certFile, "", true},
+		{"cluster without CA", true, certFile, keyFile, "", "--tls-ca", false},
+		{"key without certificate", false, "", keyFile, "", "go together", false},
+		{"CA alone", false, "", "", certFile, "--tls-ca needs", false},
+		{"unreadable certificate", false, filepath.Join(dir, "none"), keyFile, "", "--tls-cert", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := &server.Options{}
+			if tt.cluster {
+				opts.Cluster.Port = 6222
+			}
+			err := nodeTLS(opts, tt.cert, tt.key, tt.ca)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("nodeTLS: %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.TLS != tt.wantClientsTLS || (opts.TLSConfig != nil) != tt.wantClientsTLS {
+				t.Errorf("clients TLS %v (config %v), want %v", opts.TLS, opts.TLSConfig != nil, tt.wantClientsTLS)
+			}
+			if tt.cluster && (opts.Cluster.TLSConfig == nil || opts.Cluster.TLSConfig.RootCAs == nil ||
+				opts.Cluster.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert) {
+				t.Errorf("routes do not verify each other: %+v", opts.Cluster.TLSConfig)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func stageCommand(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	auth, err := busIdentity(name, o.natsKeys, *insecure)
+	auth, err := busIdentity(name, o.natsKeys, o.natsCA, *insecure)
 	if err != nil {
 		return err
 	}
@@ -113,13 +113,24 @@ func defaultInstance() string {
 }
 
 // busIdentity authenticates a connection as identity with its seed in
-// keysDir. Without keys it refuses, unless told the bus is open on purpose.
-func busIdentity(identity, keysDir string, insecure bool) ([]nats.Option, error) {
+// keysDir, over TLS verified against caFile when there is one. Without
+// keys it refuses, unless told the bus is open on purpose.
+func busIdentity(identity, keysDir, caFile string, insecure bool) ([]nats.Option, error) {
+	var opts []nats.Option
+	if caFile != "" {
+		// RootCAs also makes the client refuse a server that does not
+		// offer TLS.
+		opts = append(opts, nats.RootCAs(caFile))
+	}
 	if keysDir == "" {
 		if insecure {
-			return nil, nil
+			return opts, nil
 		}
 		return nil, fmt.Errorf("--nats-keys DIR is needed to authenticate as %s on the bus (switchyard buskeys DIR creates the keys and the nats-server authorization); --nats-insecure connects without", identity)
 	}
-	return bus.ClientOptions(identity, bus.SeedFile(keysDir, identity))
+	auth, err := bus.ClientOptions(identity, bus.SeedFile(keysDir, identity))
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, auth...), nil
 }

@@ -26,10 +26,11 @@ func traceCommand(args []string) error {
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the bus (run with --nats-listen to expose the embedded one)")
 	count := fs.Int("count", 0, "exit after this many messages (0: run until interrupted)")
 	keys := fs.String("nats-keys", "", "directory of the bus identities' seeds (switchyard buskeys): trace authenticates with DIR/trace.nk")
+	ca := fs.String("nats-ca", "", "PEM CA of the bus nodes' certificates: connect with TLS only")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	auth, err := busIdentity(bus.IdentityTrace, *keys, true)
+	auth, err := busIdentity(bus.IdentityTrace, *keys, *ca, true)
 	if err != nil {
 		return err
 	}

@@ -68,12 +68,21 @@ type BusNode struct {
 	ClientURL string
 	// Monitor is the address of its monitoring endpoints (/healthz, /jsz).
 	Monitor string
+	// Cluster is the address the other nodes' routes connect to.
+	Cluster string
 	*Process
 }
 
 // StartBusCluster starts n nodes and waits until each reports JetStream
 // healthy (the cluster has elected its meta leader).
 func StartBusCluster(t testing.TB, n int) *BusCluster {
+	t.Helper()
+	return StartBusClusterWith(t, n)
+}
+
+// StartBusClusterWith is StartBusCluster with more flags for every node
+// (e.g. --tls-cert).
+func StartBusClusterWith(t testing.TB, n int, extra ...string) *BusCluster {
 	t.Helper()
 	bin := Binary(t)
 	c := &BusCluster{Keys: BusKeys(t)}
@@ -85,11 +94,12 @@ func StartBusCluster(t testing.TB, n int) *BusCluster {
 	}
 	for i := range n {
 		node := &BusNode{Name: fmt.Sprintf("n%d", i), ClientURL: fmt.Sprintf("nats://127.0.0.1:%d", FreePort(t)),
-			Monitor: fmt.Sprintf("127.0.0.1:%d", FreePort(t))}
-		node.Process = Start(t, bin, "bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
+			Monitor: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Cluster: routes[i]}
+		args := []string{"bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
 			"--cluster-listen", routes[i], "--monitor-listen", node.Monitor, "--routes", strings.Join(routes, ","),
 			"--store-dir", t.TempDir(), "--nats-keys", c.Keys,
-			"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass"))
+			"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass")}
+		node.Process = Start(t, bin, append(args, extra...)...)
 		c.Nodes = append(c.Nodes, node)
 	}
 	for _, node := range c.Nodes {

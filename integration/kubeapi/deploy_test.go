@@ -208,8 +208,9 @@ func TestChartSplitMode(t *testing.T) {
 	rendered := helmTemplate(t, "edge", map[string]any{
 		"mode":       "split",
 		"controller": map[string]any{"replicaCount": 3},
-		"split":      map[string]any{"stageReplicas": 2, "nats": map[string]any{"storageClassName": "fast"}},
-		"tcp":        map[string]any{"5432": "db/postgres:5432"},
+		"split": map[string]any{"stageReplicas": 2, "nats": map[string]any{"storageClassName": "fast",
+			"tls": map[string]any{"secretName": "bus-cert"}}},
+		"tcp": map[string]any{"5432": "db/postgres:5432"},
 	})
 	cluster := kube.Start(t)
 	objects := applyDryRun(t, cluster, "edge", rendered)
@@ -222,7 +223,8 @@ func TestChartSplitMode(t *testing.T) {
 	}
 	natsArgs := containerArgs(t, nats)
 	for _, want := range []string{"bus", "--nats-keys=/etc/switchyard/bus", "--cluster-password-file=/etc/switchyard/bus/cluster.pass",
-		"--routes=switchyard-nats-0.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-1.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-2.switchyard-nats-cluster.edge.svc:6222"} {
+		"--routes=switchyard-nats-0.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-1.switchyard-nats-cluster.edge.svc:6222,switchyard-nats-2.switchyard-nats-cluster.edge.svc:6222",
+		"--tls-cert=/etc/switchyard/bus-tls/tls.crt", "--tls-key=/etc/switchyard/bus-tls/tls.key", "--tls-ca=/etc/switchyard/bus-tls/ca.crt"} {
 		if !slices.Contains(natsArgs, want) {
 			t.Errorf("bus args %v lack %q", natsArgs, want)
 		}
@@ -233,6 +235,9 @@ func TestChartSplitMode(t *testing.T) {
 	}
 	if items := secretItems(t, nats); !slices.Equal(items, append(natsItems, "cluster.pass")) {
 		t.Errorf("the bus mounts %v of the keys Secret, want the public keys and route password only", items)
+	}
+	if items, mounted := secretVolume(nats, "bus-cert"); !mounted || items != nil {
+		t.Errorf("the bus mounts %v of its TLS Secret (mounted: %v), want all of it", items, mounted)
 	}
 
 	deployments := map[string]*unstructured.Unstructured{}
@@ -268,13 +273,17 @@ func TestChartSplitMode(t *testing.T) {
 func checkStageDeployment(t *testing.T, stage string, d *unstructured.Unstructured) {
 	t.Helper()
 	args := containerArgs(t, d)
-	for _, want := range []string{"stage", stage, "--nats=nats://switchyard-nats.edge.svc:4222", "--nats-keys=/etc/switchyard/bus", "--nats-replicas=3"} {
+	for _, want := range []string{"stage", stage, "--nats=nats://switchyard-nats.edge.svc:4222", "--nats-keys=/etc/switchyard/bus", "--nats-replicas=3",
+		"--nats-ca=/etc/switchyard/bus-tls/ca.crt"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("%s: args %v lack %q", stage, args, want)
 		}
 	}
 	if items := secretItems(t, d); !slices.Equal(items, []string{stage + ".nk"}) {
 		t.Errorf("%s mounts %v of the keys Secret, want its own seed only", stage, items)
+	}
+	if items, _ := secretVolume(d, "bus-cert"); !slices.Equal(items, []string{"ca.crt"}) {
+		t.Errorf("%s mounts %v of the bus TLS Secret, want the CA only", stage, items)
 	}
 	automount, found, _ := unstructured.NestedBool(d.Object, "spec", "template", "spec", "automountServiceAccountToken")
 	account, _, _ := unstructured.NestedString(d.Object, "spec", "template", "spec", "serviceAccountName")
@@ -325,22 +334,30 @@ func containerArgs(t *testing.T, obj *unstructured.Unstructured) []string {
 // secretItems are the keys of the bus keys Secret a pod mounts.
 func secretItems(t *testing.T, obj *unstructured.Unstructured) []string {
 	t.Helper()
+	keys, mounted := secretVolume(obj, "switchyard-bus-keys")
+	if !mounted {
+		t.Fatalf("%s mounts no bus keys", obj.GetName())
+	}
+	return keys
+}
+
+// secretVolume says whether obj's pods mount Secret secret, and which of
+// its keys (nil: all).
+func secretVolume(obj *unstructured.Unstructured, secret string) (keys []string, mounted bool) {
 	volumes, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "volumes")
 	for _, v := range volumes {
 		name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
-		if name != "switchyard-bus-keys" {
+		if name != secret {
 			continue
 		}
 		items, _, _ := unstructured.NestedSlice(v.(map[string]any), "secret", "items")
-		var keys []string
 		for _, it := range items {
 			key, _, _ := unstructured.NestedString(it.(map[string]any), "key")
 			keys = append(keys, key)
 		}
-		return keys
+		return keys, true
 	}
-	t.Fatalf("%s mounts no bus keys", obj.GetName())
-	return nil
+	return nil, false
 }
 
 // TestBusKeysSecret: split mode's install Job (switchyard buskeys

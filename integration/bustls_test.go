@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/integration/harness"
+)
+
+// TestSplitModeOnATLSBus runs every stage as its own process on a
+// two-node bus whose client port and routes are TLS only (switchyard bus
+// --tls-cert, --tls-key, --tls-ca; the stages' --nats-ca): an Ingress is
+// served through streams kept on both nodes, so the routes carried them.
+// A client that does not trust the nodes' CA gets no connection, and a
+// node announces TLS as required to anyone who connects in clear.
+func TestSplitModeOnATLSBus(t *testing.T) {
+	harness.Nginx(t)
+	certFile, keyFile := busNodeCertificate(t)
+	cluster := harness.StartBusClusterWith(t, 2, "--tls-cert", certFile, "--tls-key", keyFile, "--tls-ca", certFile)
+
+	procs := newStageProcs(t, "--nats", cluster.ClientURLs(), "--nats-keys", cluster.Keys, "--nats-ca", certFile,
+		"--nats-replicas", "2")
+	for _, name := range []string{"applier", "renderer", "annotations", "translator", "watcher"} {
+		procs.start(name)
+	}
+	harness.WaitFor(t, 90*time.Second, "an Ingress served through the TLS bus", procs.served("one.example.com"))
+	procs.ingress("two")
+	harness.WaitFor(t, 60*time.Second, "a change served through the TLS bus", procs.served("two.example.com"))
+
+	node := cluster.Nodes[0].ClientURL
+	seed := bus.SeedFile(cluster.Keys, bus.IdentityTrace)
+	auth, err := bus.ClientOptions(bus.IdentityTrace, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The right key but not the CA: the node's certificate is not trusted.
+	if nc, err := nats.Connect(node, append(auth, nats.Secure(), nats.MaxReconnects(0))...); err == nil {
+		nc.Close()
+		t.Fatal("a client that does not trust the bus CA connected")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("connecting without the CA: %v, want a certificate error", err)
+	}
+	// The CA and the key: connected, over TLS.
+	nc, err := nats.Connect(node, append(auth, nats.RootCAs(certFile), nats.MaxReconnects(0))...)
+	if err != nil {
+		t.Fatalf("trace with the CA: %v", err)
+	}
+	if state, err := nc.TLSConnectionState(); err != nil || !state.HandshakeComplete {
+		t.Errorf("trace's connection is not TLS: %v", err)
+	}
+	nc.Close()
+	// In clear, a node's first words say TLS is required, to stages and to
+	// routes alike.
+	for _, addr := range []string{strings.TrimPrefix(node, "nats://"), cluster.Nodes[0].Cluster} {
+		if info := firstLine(t, addr); !strings.Contains(info, `"tls_required":true`) {
+			t.Errorf("the node's INFO on %s to a client in clear: %q; want tls_required", addr, info)
+		}
+	}
+}
+
+// firstLine is what a server says first to a client that connects to addr.
+func firstLine(t *testing.T, addr string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Errorf("reading from %s: %v", addr, err)
+	}
+	return line
+}
+
+// busNodeCertificate writes a self-signed certificate (and its key) for
+// the bus nodes on loopback: 127.0.0.1 and localhost, for servers and for
+// the routes' clients. It is its own CA.
+func busNodeCertificate(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "switchyard-bus"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	harness.WriteFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	harness.WriteFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	return certFile, keyFile
+}
