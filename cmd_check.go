@@ -8,13 +8,16 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/stages/watcher"
 )
 
 // Verdicts of check, per Ingress and per ConfigMap key.
@@ -31,9 +34,12 @@ const (
 // checkReport is what check prints: every Ingress in scope and every key
 // of the controller ConfigMap, with the verdict run would reach.
 type checkReport struct {
-	Ingresses []checkedIngress `json:"ingresses"`
-	ConfigMap *checkedMap      `json:"configMap,omitempty"`
-	Summary   checkSummary     `json:"summary"`
+	// Unparsed lists the manifest documents run could not read (their
+	// objects are not served), in --manifests mode.
+	Unparsed  []checkedDocument `json:"unparsed,omitempty"`
+	Ingresses []checkedIngress  `json:"ingresses"`
+	ConfigMap *checkedMap       `json:"configMap,omitempty"`
+	Summary   checkSummary      `json:"summary"`
 }
 
 type checkedIngress struct {
@@ -41,6 +47,19 @@ type checkedIngress struct {
 	Name      string        `json:"name"`
 	Verdict   string        `json:"verdict"`
 	Problems  []bus.Problem `json:"problems,omitempty"`
+}
+
+// checkedDocument is a manifest document that does not parse. It holds
+// what manifest.DocumentError does, never the document's values (they
+// may be Secret data).
+type checkedDocument struct {
+	Source    string `json:"source"` // "file.yaml:12"
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Field     string `json:"field,omitempty"`
+	Verdict   string `json:"verdict"`
+	Message   string `json:"message"`
 }
 
 type checkedMap struct {
@@ -56,6 +75,7 @@ type checkedKey struct {
 }
 
 type checkSummary struct {
+	Unparsed       int `json:"unparsed"`
 	Served         int `json:"served"`
 	Degraded       int `json:"degraded"`
 	Rejected       int `json:"rejected"`
@@ -64,7 +84,7 @@ type checkSummary struct {
 }
 
 func (r checkReport) allAsAsked() bool {
-	return r.Summary.Degraded == 0 && r.Summary.Rejected == 0 && r.Summary.KeysNotAsAsked == 0
+	return r.Summary.Unparsed == 0 && r.Summary.Degraded == 0 && r.Summary.Rejected == 0 && r.Summary.KeysNotAsAsked == 0
 }
 
 // checkCommand answers "which of my Ingresses would Switchyard serve as
@@ -106,8 +126,8 @@ func checkCommand(args []string) error {
 		return err
 	}
 	if !report.allAsAsked() {
-		return fmt.Errorf("%d Ingress(es) rejected, %d served degraded, %d ConfigMap key(s) not as asked",
-			report.Summary.Rejected, report.Summary.Degraded, report.Summary.KeysNotAsAsked)
+		return fmt.Errorf("%d manifest document(s) unreadable, %d Ingress(es) rejected, %d served degraded, %d ConfigMap key(s) not as asked",
+			report.Summary.Unparsed, report.Summary.Rejected, report.Summary.Degraded, report.Summary.KeysNotAsAsked)
 	}
 	return nil
 }
@@ -136,6 +156,22 @@ func runCheck(o *options, timeout time.Duration) (checkReport, error) {
 	})
 	if err != nil {
 		return report, err
+	}
+	if o.manifests != "" {
+		// The watcher only logs a document it cannot read (check logs
+		// errors only, and a log line is easy to miss): read the directory
+		// again for them, so that each is a rejected entry of the report.
+		docs, err := watcher.ManifestErrors(o.manifests)
+		if err != nil {
+			return report, err
+		}
+		for _, d := range docs {
+			report.Unparsed = append(report.Unparsed, checkedDocument{
+				Source: d.File + ":" + strconv.Itoa(d.Line), Kind: d.Kind, Namespace: d.Namespace, Name: d.Name,
+				Field: d.Field, Verdict: verdictRejected, Message: d.Message,
+			})
+		}
+		report.Summary.Unparsed = len(docs)
 	}
 	for _, k := range mapKeys(report.ConfigMap) {
 		if k.Verdict == verdictImplemented {
@@ -234,6 +270,16 @@ func writeCheckJSON(w io.Writer, r checkReport) error {
 // line, then the summary.
 func writeCheckTable(out io.Writer, r checkReport) error {
 	var b strings.Builder
+	for _, d := range r.Unparsed {
+		what := d.Kind
+		if what == "" {
+			what = "document"
+		}
+		if d.Name != "" {
+			what += " " + path.Join(d.Namespace, d.Name)
+		}
+		fmt.Fprintf(&b, "%-16s manifest %s %s\n    %s\n", d.Verdict, d.Source, what, d.Message)
+	}
 	for _, ing := range r.Ingresses {
 		fmt.Fprintf(&b, "%-16s ingress %s/%s\n", ing.Verdict, ing.Namespace, ing.Name)
 		for _, p := range ing.Problems {
@@ -253,8 +299,11 @@ func writeCheckTable(out io.Writer, r checkReport) error {
 	if r.ConfigMap != nil {
 		fmt.Fprintf(&b, "; ConfigMap keys: %d implemented, %d not as asked", s.KeysAsAsked, s.KeysNotAsAsked)
 	}
+	if s.Unparsed > 0 {
+		fmt.Fprintf(&b, "; %d manifest document(s) not read, their objects not served", s.Unparsed)
+	}
 	b.WriteString("\n")
-	if s.Served+s.Degraded+s.Rejected == 0 {
+	if s.Served+s.Degraded+s.Rejected == 0 && s.Unparsed == 0 {
 		b.WriteString("No Ingress is in scope: an Ingress counts when its ingressClassName names an IngressClass of --controller-class,\n" +
 			"or its kubernetes.io/ingress.class annotation is --ingress-class; a manifests directory needs its IngressClass objects too.\n")
 	}

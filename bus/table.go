@@ -38,6 +38,11 @@ type Writer struct {
 	published map[string]digest // what the table holds, by key
 	loaded    bool
 	lastGen   uint64
+	// committed: this writer has committed a generation. Its first
+	// Apply commits even when nothing changed, so that followers start:
+	// a Load beforehand (the watcher reads its last generation) must not
+	// turn an empty first set into no commit at all.
+	committed bool
 }
 
 // digest identifies a published value: the first 128 bits of its SHA-256,
@@ -108,7 +113,7 @@ func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) 
 // which keys were left out.
 func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed int, skipped []error, err error) {
 	meta.Stage, meta.Instance = w.stage, w.conn.instance
-	first := !w.loaded
+	first := !w.loaded || !w.committed
 	if _, err := w.Load(ctx); err != nil {
 		return 0, nil, err
 	}
@@ -293,7 +298,11 @@ func (b *batch) commit(first bool, keys int) (int, error) {
 		return b.changed, err
 	}
 	b.w.lastGen = b.meta.Generation
-	return b.changed, waitAcks(b.ctx, b.futures)
+	if err := waitAcks(b.ctx, b.futures); err != nil {
+		return b.changed, err
+	}
+	b.w.committed = true
+	return b.changed, nil
 }
 
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {

@@ -203,3 +203,39 @@ func TestApplyEncodesValues(t *testing.T) {
 		t.Fatalf("table %q, want %q", got, want)
 	}
 }
+
+// TestEmptyFirstPublishAfterLoadCommits: a writer that read its table
+// first (the watcher does, for its generation) still commits its first
+// set when that set is empty, so followers start: check on an empty
+// manifests directory waited out its whole timeout before.
+func TestEmptyFirstPublishAfterLoadCommits(t *testing.T) {
+	conn := startBus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := NewWriter(conn, StageWatcher)
+	if _, err := w.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Publish(ctx, Meta{Generation: 1, Trace: NewTrace()}, map[string][]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	snaps := make(chan Snapshot, 10)
+	go func() {
+		_ = Follow(ctx, conn, StageWatcher, func(_ context.Context, s Snapshot) error {
+			snaps <- s
+			return nil
+		})
+	}()
+	if first := next(t, snaps); !first.Full || len(first.Puts) != 0 || first.Meta.Generation != 1 {
+		t.Fatalf("first snapshot: %+v", first)
+	}
+	// Later unchanged sets still send nothing.
+	if n, err := w.Publish(ctx, Meta{Generation: 2, Trace: NewTrace()}, map[string][]byte{}); err != nil || n != 0 {
+		t.Fatalf("publish 2: %d %v", n, err)
+	}
+	select {
+	case s := <-snaps:
+		t.Fatalf("an unchanged state was republished: %+v", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -3,6 +3,7 @@
 package harness
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,7 +127,7 @@ func Local(prefix string) nginx.Local {
 // with NGINX's own words when it does not pass.
 func NginxTest(t testing.TB, bin, prefix string) {
 	t.Helper()
-	if _, err := nginx.TestConfig(bin, prefix, nginx.ConfDir); err != nil {
+	if _, err := nginx.TestConfig(context.Background(), bin, prefix, nginx.ConfDir); err != nil {
 		t.Fatalf("nginx -t failed: %v", err)
 	}
 }

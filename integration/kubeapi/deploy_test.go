@@ -153,6 +153,28 @@ func TestChartWithIngressNginxValues(t *testing.T) {
     type: NodePort
     annotations:
       service.beta.kubernetes.io/aws-load-balancer-type: nlb
+    nodePorts:
+      http: 30080
+      https: "30443"
+      tcp:
+        "5432": 30432
+  addHeaders:
+    X-Frame-Options: DENY
+  proxySetHeaders:
+    X-Team: edge
+  priorityClassName: edge-critical
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate: {maxUnavailable: 1}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}
+  podSecurityContext:
+    fsGroup: 2000
+  extraVolumes:
+  - {name: geoip, emptyDir: {}}
+  extraVolumeMounts:
+  - {name: geoip, mountPath: /etc/geoip}
+  minAvailable: 1
   metrics:
     service:
       enabled: true
@@ -169,6 +191,9 @@ tcp:
   "1883": "mqtt/broker:1883:PROXY"
 udp:
   "53": "kube-system/dns:53"
+imagePullSecrets:
+- name: regcred
+dhParam: QUFBQQ==
 `), &values); err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +207,13 @@ udp:
 		`"5432": "db/postgres:5432"`, `"1883": "mqtt/broker:1883:PROXY"`, `"53": "kube-system/dns:53"`,
 		"{name: tcp-5432, containerPort: 5432, protocol: TCP}", "{name: udp-53, containerPort: 53, protocol: UDP}",
 		"{name: tcp-1883, port: 1883, targetPort: tcp-1883, protocol: TCP}",
+		// The ingress-nginx keys added with issue 17.
+		"{name: http, port: 80, targetPort: http, nodePort: 30080}", "{name: https, port: 443, targetPort: https, nodePort: 30443}",
+		"{name: tcp-5432, port: 5432, targetPort: tcp-5432, protocol: TCP, nodePort: 30432}",
+		`add-headers: "edge/switchyard-custom-add-headers"`, `proxy-set-headers: "edge/switchyard-custom-proxy-headers"`,
+		`"X-Frame-Options": "DENY"`, `"X-Team": "edge"`, `ssl-dh-param: "edge/switchyard-dh-param"`, `dhparam.pem: "QUFBQQ=="`,
+		"priorityClassName: edge-critical", "maxUnavailable: 1", "topologyKey: topology.kubernetes.io/zone", "fsGroup: 2000",
+		"runAsNonRoot: true", "- name: regcred", "mountPath: /etc/geoip", "name: geoip", "kind: PodDisruptionBudget",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rendered chart lacks %q", want)
@@ -194,8 +226,10 @@ udp:
 	}
 	cluster := kube.Start(t)
 	objects := applyDryRun(t, cluster, "edge", rendered)
-	if len(objects["Deployment"]) != 1 || len(objects["Service"]) != 2 || len(objects["Job"]) != 0 || len(objects["ConfigMap"]) != 3 {
-		t.Errorf("objects: %d Deployments, %d Services, %d Jobs, %d ConfigMaps", len(objects["Deployment"]), len(objects["Service"]), len(objects["Job"]), len(objects["ConfigMap"]))
+	if len(objects["Deployment"]) != 1 || len(objects["Service"]) != 2 || len(objects["Job"]) != 0 || len(objects["ConfigMap"]) != 5 ||
+		len(objects["PodDisruptionBudget"]) != 1 || len(objects["Secret"]) != 1 {
+		t.Errorf("objects: %d Deployments, %d Services, %d Jobs, %d ConfigMaps, %d PodDisruptionBudgets, %d Secrets", len(objects["Deployment"]),
+			len(objects["Service"]), len(objects["Job"]), len(objects["ConfigMap"]), len(objects["PodDisruptionBudget"]), len(objects["Secret"]))
 	}
 }
 
@@ -260,10 +294,17 @@ func TestChartSplitMode(t *testing.T) {
 			t.Errorf("Service %s selects component %q, want %q", svc.GetName(), selector["app.kubernetes.io/component"], want)
 		}
 	}
-	for _, kind := range []string{"NetworkPolicy", "PodDisruptionBudget"} {
-		if len(objects[kind]) != 1 {
-			t.Errorf("%d %ss for the bus", len(objects[kind]), kind)
-		}
+	if len(objects["NetworkPolicy"]) != 1 {
+		t.Errorf("%d NetworkPolicies for the bus", len(objects["NetworkPolicy"]))
+	}
+	// The bus's, and controller.minAvailable's over the 3 appliers.
+	pdbs := map[string]string{}
+	for _, pdb := range objects["PodDisruptionBudget"] {
+		selector, _, _ := unstructured.NestedStringMap(pdb.Object, "spec", "selector", "matchLabels")
+		pdbs[pdb.GetName()] = selector["app.kubernetes.io/component"]
+	}
+	if len(pdbs) != 2 || pdbs["switchyard"] != "applier" {
+		t.Errorf("PodDisruptionBudgets (name: component): %v", pdbs)
 	}
 }
 

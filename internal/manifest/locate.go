@@ -9,9 +9,11 @@ package manifest
 import (
 	"bytes"
 	"encoding/base64"
+	stdjson "encoding/json"
 	"errors"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,41 +83,54 @@ func lineCount(b []byte) int {
 var typeErrorRE = regexp.MustCompile(`^json: cannot unmarshal (\w+)(?: \S+)? into Go struct field \w+\.(\S+) of type (\S+)$`)
 
 // decodeErrorMessage explains a strict decoding error by the schema's field
-// names and finds the line it is about. It never returns document text: a
-// path element is shown only once the Go type proves it a schema field.
-func decodeErrorMessage(doc document, t reflect.Type, err error) (int, string) {
+// names and finds the line it is about and the field path. It never returns
+// document text: a path element is shown only once the Go type proves it a
+// schema field, and list indices are found by looking at raw (the document
+// as JSON), never by quoting it.
+func decodeErrorMessage(doc document, raw []byte, t reflect.Type, err error) (line int, field, msg string) {
 	if se, ok := runtime.AsStrictDecodingError(err); ok {
 		for _, e := range se.Errors() {
 			fe, ok := e.(interface{ FieldPath() string })
 			if !ok {
 				continue
 			}
-			elems := parseFieldPath(fe.FieldPath())
+			elems := schemaPath(t, parseFieldPath(fe.FieldPath()))
 			n, _ := walkSchema(t, elems)
 			what := "unknown field"
 			if strings.HasPrefix(e.Error(), "duplicate field") {
 				what = "duplicate field"
 			}
 			if n > 0 {
-				what += " in " + renderPath(elems[:n])
+				field = renderPath(elems[:n])
+				what += " in " + field
 			} else {
 				what += " at the top level"
 			}
-			return locatePath(doc, elems), what
+			return locatePath(doc, elems), field, what
 		}
-		return doc.startLine, "strict decoding failed"
+		return doc.startLine, "", "strict decoding failed"
 	}
 	if m := typeErrorRE.FindStringSubmatch(err.Error()); m != nil {
-		elems := parseFieldPath(m[2])
+		elems := schemaPath(t, parseFieldPath(m[2]))
 		n, ft := walkSchema(t, elems)
+		// encoding/json names no list index: find the item whose value is
+		// of the kind it reported (within the schema's part of the path;
+		// the rest is map keys, which are never shown).
+		kind := m[1]
+		if n < len(elems) {
+			kind = ""
+		}
+		elems = append(withIndices(raw, elems[:n], kind), elems[n:]...)
+		n, _ = walkSchema(t, elems)
 		got := jsonKind(m[1])
 		want := goTypeKind(m[3])
 		if n == len(elems) && ft == reflect.TypeFor[intstr.IntOrString]() {
 			want = "a number or a string"
 		}
-		msg := "wrong type"
+		msg = "wrong type"
 		if n > 0 {
-			msg += " in " + renderPath(elems[:n])
+			field = renderPath(elems[:n])
+			msg += " in " + field
 		}
 		switch {
 		case got == "a number" && want == "a number":
@@ -125,17 +140,135 @@ func decodeErrorMessage(doc document, t reflect.Type, err error) (int, string) {
 		default:
 			msg += ": got " + got
 		}
-		return locatePath(doc, elems), msg
+		return locatePath(doc, elems), field, msg
 	}
 	var b64 base64.CorruptInputError
 	if errors.As(err, &b64) || strings.HasPrefix(err.Error(), "illegal base64 data at input byte ") {
-		field := "data"
+		field = "data"
 		if t == reflect.TypeFor[corev1.ConfigMap]() {
 			field = "binaryData"
 		}
-		return locatePath(doc, parseFieldPath(field)), "a value in " + field + " is not valid base64"
+		return locatePath(doc, parseFieldPath(field)), field, "a value in " + field + " is not valid base64"
 	}
-	return doc.startLine, "a value does not match the " + t.Name() + " schema"
+	return doc.startLine, "", "a value does not match the " + t.Name() + " schema"
+}
+
+// schemaPath drops from a decoder's field path the Go names of embedded
+// structs that JSON inlines: encoding/json reports an Ingress rule's field
+// as "spec.rules.IngressRuleValue.http", the document says "spec.rules.http".
+func schemaPath(t reflect.Type, elems []pathElem) []pathElem {
+	out := make([]pathElem, 0, len(elems))
+	for _, e := range elems {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			t = t.Elem()
+		}
+		if e.index >= 0 {
+			out = append(out, e)
+			continue
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if _, ok := jsonField(t, e.name); !ok {
+				if inline, ok := inlineField(t, e.name); ok {
+					t = inline
+					continue
+				}
+			}
+		}
+		out = append(out, e)
+		if t != nil && t.Kind() == reflect.Struct {
+			t, _ = jsonField(t, e.name)
+		} else {
+			t = nil
+		}
+	}
+	return out
+}
+
+// inlineField returns the struct type of t's embedded, JSON-inlined field
+// whose Go type is named name.
+func inlineField(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.Anonymous || tag != "" || f.Name != name {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			return ft, true
+		}
+	}
+	return nil, false
+}
+
+// withIndices puts list indices into a field path reported without them
+// ("spec.rules.http.paths"): it follows the path through the document
+// (raw, as JSON), trying each item of a list in turn, and takes the first
+// where the path's end exists and, when kind is set ("string", "number",
+// "bool", "array", "object"), holds a value of that kind. Without such an
+// item it returns elems unchanged.
+func withIndices(raw []byte, elems []pathElem, kind string) []pathElem {
+	dec := stdjson.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if dec.Decode(&doc) != nil {
+		return elems
+	}
+	var walk func(v any, rest, out []pathElem) []pathElem
+	walk = func(v any, rest, out []pathElem) []pathElem {
+		if len(rest) == 0 && (kind == "" || jsonKindOf(v) == kind) {
+			return out
+		}
+		list, isList := v.([]any)
+		if isList && (len(rest) == 0 || rest[0].index < 0) {
+			for i, item := range list {
+				if p := walk(item, rest, append(slices.Clip(out), pathElem{index: i})); p != nil {
+					return p
+				}
+			}
+			return nil
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		e := rest[0]
+		switch x := v.(type) {
+		case map[string]any:
+			if child, ok := x[e.name]; ok && e.index < 0 {
+				return walk(child, rest[1:], append(slices.Clip(out), e))
+			}
+		case []any:
+			if e.index < len(x) {
+				return walk(x[e.index], rest[1:], append(slices.Clip(out), e))
+			}
+		}
+		return nil
+	}
+	if p := walk(doc, elems, nil); p != nil {
+		return p
+	}
+	return elems
+}
+
+// jsonKindOf names a decoded JSON value's kind as encoding/json's type
+// errors do.
+func jsonKindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case stdjson.Number, float64:
+		return "number"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "null"
 }
 
 // jsonKind names the kind of JSON value in a type error.

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestParseFieldPath(t *testing.T) {
@@ -120,6 +121,10 @@ func TestFindKeyAndListItem(t *testing.T) {
 
 func TestDecodeErrorMessage(t *testing.T) {
 	doc := document{text: []byte(locateDoc), firstLine: 10, startLine: 10}
+	raw, err := yaml.YAMLToJSON(doc.text)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ingress := reflect.TypeFor[networkingv1.Ingress]()
 	for _, tc := range []struct {
 		name string
@@ -128,6 +133,9 @@ func TestDecodeErrorMessage(t *testing.T) {
 		line int
 		msg  string
 	}{
+		{"inline struct names dropped, list index found", ingress,
+			errors.New("json: cannot unmarshal string into Go struct field HTTPIngressPath.spec.rules.IngressRuleValue.http.paths.path of type int"),
+			19, "wrong type in spec.rules[0].http.paths[0].path: got a string, want a number"},
 		{"type error in a list item", ingress,
 			errors.New("json: cannot unmarshal number into Go struct field IngressRule.spec.rules.host of type string"),
 			16, "wrong type in spec.rules.host: got a number, want a string"},
@@ -144,11 +152,50 @@ func TestDecodeErrorMessage(t *testing.T) {
 		{"anything else", ingress, errors.New("Sup3rS3cret"), 10, "a value does not match the Ingress schema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			line, msg := decodeErrorMessage(doc, tc.t, tc.err)
+			line, _, msg := decodeErrorMessage(doc, raw, tc.t, tc.err)
 			if line != tc.line || msg != tc.msg {
 				t.Errorf("got line %d %q, want line %d %q", line, msg, tc.line, tc.msg)
 			}
 		})
+	}
+}
+
+func TestSchemaPathAndIndices(t *testing.T) {
+	ingress := reflect.TypeFor[networkingv1.Ingress]()
+	raw, err := yaml.YAMLToJSON([]byte(`spec:
+  rules:
+  - host: a.example
+  - host: b.example
+    http:
+      paths:
+      - path: /
+        backend: {service: {name: a, port: {number: 80}}}
+      - path: /x
+        backend: {service: {name: b, port: {number: eighty}}}
+  tls:
+  - hosts: [a, 7]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		reported, kind, want string
+	}{
+		{"spec.rules.IngressRuleValue.http.paths.backend.service.port.number", "string",
+			"spec.rules[1].http.paths[1].backend.service.port.number"},
+		{"spec.rules.IngressRuleValue.http.paths.backend.service.port.number", "number",
+			"spec.rules[1].http.paths[0].backend.service.port.number"},
+		{"spec.rules.IngressRuleValue.http", "", "spec.rules[1].http"},
+		{"spec.tls.hosts", "number", "spec.tls[0].hosts[1]"},                                   // a list's item
+		{"spec.rules.host", "bool", "spec.rules.host"},                                         // no such value: as reported
+		{"spec.rules[0].http", "", "spec.rules[0].http"},                                       // indices kept
+		{"spec.IngressRuleValue", "", "spec.IngressRuleValue"},                                 // not embedded there
+		{"metadata.annotations.IngressRuleValue", "", "metadata.annotations.IngressRuleValue"}, // map keys kept
+	} {
+		elems := schemaPath(ingress, parseFieldPath(tc.reported))
+		if got := renderPath(withIndices(raw, elems, tc.kind)); got != tc.want {
+			t.Errorf("%s (%s): got %s, want %s", tc.reported, tc.kind, got, tc.want)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package manifest
 import (
 	"bytes"
 	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -97,7 +98,9 @@ type Skipped struct {
 }
 
 // Parse reads one multi-document YAML file, returning its objects and the
-// documents it skipped. An error names the file and the line.
+// documents it skipped. A file with a document that does not parse yields
+// no objects and an error holding a *DocumentError for each such document
+// (DocumentErrors lists them), so that every one is reported at once.
 //
 // Each document is decoded strictly into its k8s.io/api type, so a misspelled
 // field is an error. Documents of other kinds are skipped; empty and
@@ -112,6 +115,7 @@ func Parse(name string, data []byte) ([]Object, []Skipped, error) {
 	var (
 		objs    []Object
 		skipped []Skipped
+		errs    []error
 	)
 	for _, doc := range splitDocuments(data) {
 		if doc.startLine == 0 {
@@ -119,7 +123,8 @@ func Parse(name string, data []byte) ([]Object, []Skipped, error) {
 		}
 		obj, skip, err := parseDocument(name, doc)
 		if err != nil {
-			return nil, nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if skip != nil {
 			skipped = append(skipped, *skip)
@@ -127,6 +132,9 @@ func Parse(name string, data []byte) ([]Object, []Skipped, error) {
 		if obj != nil {
 			objs = append(objs, *obj)
 		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
 	}
 	return objs, skipped, nil
 }
@@ -214,10 +222,111 @@ func hasContent(line []byte) bool {
 	return len(t) > 0 && t[0] != '#'
 }
 
-// docError formats an error at a document line. msg must never hold text
-// from the document.
+// DocumentError is a document Parse could not read. Every field is safe
+// to print: the object's identity is given only when it passes the API
+// server's name rules, and nothing else comes from the document's values
+// (it may hold Secret data).
+type DocumentError struct {
+	File string
+	Line int // 1-based
+	// Kind is the object's kind when it is one the manifests source
+	// handles; Namespace (namespaced kinds) and Name when they could be
+	// read and are valid names; "" otherwise.
+	Kind      string
+	Namespace string
+	Name      string
+	// Field is the schema path the error is about
+	// ("spec.rules[0].http.paths[0].backend.service.port.number"), "" when
+	// it is about the whole document.
+	Field   string
+	Message string // what is wrong, with Field in it when there is one
+}
+
+func (e *DocumentError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	if e.Kind != "" {
+		b.WriteString(e.Kind)
+		if e.Name != "" {
+			b.WriteByte(' ')
+			if e.Namespace != "" {
+				b.WriteString(e.Namespace + "/")
+			}
+			b.WriteString(e.Name)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// DocumentErrors lists the *DocumentError values an error from Parse
+// holds.
+func DocumentErrors(err error) []*DocumentError {
+	var out []*DocumentError
+	var walk func(error)
+	walk = func(err error) {
+		if de, ok := err.(*DocumentError); ok {
+			out = append(out, de)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// docError is an error at a document line, before its kind is known. msg
+// must never hold text from the document.
 func docError(file string, line int, msg string) error {
-	return fmt.Errorf("%s:%d: %s", file, line, msg)
+	return &DocumentError{File: file, Line: line, Message: msg}
+}
+
+// objectError is an error in a document of a known kind: it names the
+// object when its metadata can be read.
+func objectError(file string, line int, spec kindSpec, raw []byte, field, msg string) error {
+	e := &DocumentError{File: file, Line: line, Kind: spec.kind, Field: field, Message: msg}
+	e.Namespace, e.Name = identity(spec, raw)
+	return e
+}
+
+// identity reads metadata.namespace and metadata.name loosely (the strict
+// decode failed), keeping each only when it is a valid name for its place:
+// anything else could be any text of the document.
+func identity(spec kindSpec, raw []byte) (namespace, name string) {
+	var doc struct {
+		Metadata struct {
+			Name      any `json:"name"`
+			Namespace any `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if stdjson.Unmarshal(raw, &doc) != nil {
+		return "", ""
+	}
+	n, _ := doc.Metadata.Name.(string)
+	if n == "" || len(spec.validName(n)) > 0 {
+		return "", ""
+	}
+	if !spec.namespaced {
+		return "", n
+	}
+	ns, isString := doc.Metadata.Namespace.(string)
+	switch {
+	case doc.Metadata.Namespace == nil:
+		ns = metav1.NamespaceDefault
+	case !isString || len(validation.IsDNS1123Label(ns)) > 0:
+		return "", ""
+	}
+	return ns, n
 }
 
 func parseDocument(file string, doc document) (*Object, *Skipped, error) {
@@ -260,16 +369,19 @@ func parseDocument(file string, doc document) (*Object, *Skipped, error) {
 	// Duplicate keys are dropped silently by the plain conversion above;
 	// the strict one reports them with their line.
 	if _, err := yaml.YAMLToJSONStrict(doc.text); err != nil {
-		return nil, nil, yamlError(file, doc, err)
+		e := yamlError(file, doc, err).(*DocumentError)
+		e.Kind = spec.kind
+		e.Namespace, e.Name = identity(spec, raw)
+		return nil, nil, e
 	}
 	obj := spec.newObject()
 	if _, _, err := strictDecoder.Decode(raw, nil, obj); err != nil {
-		line, msg := decodeErrorMessage(doc, reflect.TypeOf(obj).Elem(), err)
-		return nil, nil, docError(file, line, spec.kind+": "+msg)
+		line, field, msg := decodeErrorMessage(doc, raw, reflect.TypeOf(obj).Elem(), err)
+		return nil, nil, objectError(file, line, spec, raw, field, msg)
 	}
 
 	if ferr := normalize(spec, obj); ferr != nil {
-		return nil, nil, docError(file, locatePath(doc, parseFieldPath(ferr.path)), spec.kind+": "+ferr.msg)
+		return nil, nil, objectError(file, locatePath(doc, parseFieldPath(ferr.path)), spec, raw, ferr.path, ferr.msg)
 	}
 	meta := obj.(metav1.Object)
 	ns := meta.GetNamespace()

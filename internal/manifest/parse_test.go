@@ -248,19 +248,19 @@ func TestParseManifestErrors(t *testing.T) {
 		{"tab indentation", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: a\n",
 			[]string{"file.yaml:4:", "invalid YAML"}},
 		{"unknown field", svc + "spec:\n  ports:\n  - port: 80\n    targetPrt: 8080\n",
-			[]string{"file.yaml:8:", "Service: unknown field in spec.ports[0]"}},
+			[]string{"file.yaml:8:", "Service default/web: unknown field in spec.ports[0]"}},
 		{"unknown top-level field", svc + "spce: {}\n", []string{"file.yaml:5:", "unknown field at the top level"}},
 		{"field names are case-sensitive", "apiVersion: v1\nkind: ConfigMap\nMetadata:\n  name: a\n",
 			[]string{"file.yaml:3:", "unknown field"}},
 		{"unknown field in the second list item", svc + "spec:\n  ports:\n  - port: 80\n  - port: 81\n    nme: x\n",
 			[]string{"file.yaml:9:", "unknown field in spec.ports[1]"}},
-		{"wrong type", svc + "spec:\n  ports:\n  - port: eighty\n", []string{"file.yaml:7:", "wrong type in spec.ports.port: got a string, want a number"}},
+		{"wrong type", svc + "spec:\n  ports:\n  - port: eighty\n", []string{"file.yaml:7:", "Service default/web: wrong type in spec.ports[0].port: got a string, want a number"}},
 		{"duplicate key", svc + "metadata:\n  name: other\n", []string{"file.yaml:5:", "duplicate key"}},
 		{"duplicate scalar key", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: '1'\n  y: '2'\n  x: '3'\n", []string{"file.yaml:8:", "duplicate key"}},
 		{"missing name", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n", []string{"file.yaml:3:", "metadata.name is missing"}},
 		{"missing metadata", "\n\napiVersion: v1\nkind: ConfigMap\n", []string{"file.yaml:3:", "metadata.name is missing"}},
 		{"generateName only", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x-\n", []string{"file.yaml:4:", "generateName"}},
-		{"invalid name", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_Valid\n", []string{"file.yaml:4:", "metadata.name is invalid", "RFC 1123"}},
+		{"invalid name", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_Valid\n", []string{"file.yaml:4: ConfigMap: metadata.name is invalid", "RFC 1123"}},
 		{"service name must be a DNS label", "apiVersion: v1\nkind: Service\nmetadata:\n  name: a.b\n", []string{"file.yaml:4:", "metadata.name is invalid", "DNS-1035"}},
 		{"invalid namespace", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: -bad\n", []string{"file.yaml:5:", "metadata.namespace is invalid"}},
 		{"name too long", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + strings.Repeat("a", 254) + "\n", []string{"file.yaml:4:", "no more than 253"}},
@@ -288,6 +288,70 @@ func TestParseManifestErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseManifestDocumentErrors: every document that does not parse is
+// reported, each with the object's kind and namespace/name when they can be
+// read, and the whole field path.
+func TestParseManifestDocumentErrors(t *testing.T) {
+	in := `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: shop
+spec:
+  rules:
+  - host: a.example
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: web
+            port:
+              number: eighty
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ok
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: Not_A_Name
+spec:
+  ports:
+  - port: 80
+    targetPrt: 8080
+---
+kind: ConfigMap
+`
+	objs, err := parseObjects("ing.yaml", []byte(in))
+	if objs != nil {
+		t.Errorf("objects returned with an error: %q", objKeys(objs))
+	}
+	got := DocumentErrors(err)
+	want := []DocumentError{
+		{File: "ing.yaml", Line: 17, Kind: "Ingress", Namespace: "shop", Name: "web",
+			Field:   "spec.rules[0].http.paths[0].backend.service.port.number",
+			Message: "wrong type in spec.rules[0].http.paths[0].backend.service.port.number: got a string, want a number"},
+		// An invalid name could be any text: not shown.
+		{File: "ing.yaml", Line: 31, Kind: "Service", Field: "spec.ports[0]", Message: "unknown field in spec.ports[0]"},
+		{File: "ing.yaml", Line: 33, Message: "apiVersion is missing"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d document errors (%v), want %d", len(got), err, len(want))
+	}
+	for i := range want {
+		if *got[i] != want[i] {
+			t.Errorf("error %d:\n got %+v\nwant %+v", i, *got[i], want[i])
+		}
+	}
+	if s := got[0].Error(); s != "ing.yaml:17: Ingress shop/web: wrong type in spec.rules[0].http.paths[0].backend.service.port.number: got a string, want a number" {
+		t.Errorf("Error() = %q", s)
 	}
 }
 

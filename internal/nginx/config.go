@@ -2,24 +2,51 @@ package nginx
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
+
+// TestTimeout bounds one nginx -t. At 10,000 server blocks a test
+// legitimately takes about 15 s on two cores, more under load; one that
+// takes minutes is hung (a stuck resolver, a blocked file system), and the
+// applier must get on with keeping the last good configuration.
+const TestTimeout = 2 * time.Minute
+
+// ErrTestTimeout is the error of an nginx -t that did not finish within
+// TestTimeout.
+var ErrTestTimeout = errors.New("nginx -t did not finish in time")
 
 // TestConfig runs nginx -t on the configuration in dir (relative to the
 // prefix) and returns NGINX's complaint when it fails: the error, and the
-// whole output to trace it to its source.
-func TestConfig(bin, prefix, dir string) (string, error) {
-	cmd := exec.Command(bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, MainFile), "-e", "stderr")
+// whole output to trace it to its source. It gives up when ctx ends or
+// after TestTimeout (ErrTestTimeout).
+func TestConfig(ctx context.Context, bin, prefix, dir string) (string, error) {
+	return testConfig(ctx, bin, prefix, dir, TestTimeout)
+}
+
+func testConfig(ctx context.Context, bin, prefix, dir string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-t", "-q", "-p", prefix+"/", "-c", filepath.Join(dir, MainFile), "-e", "stderr")
 	cmd.Dir = prefix
+	// Once killed, wait no longer for a child that holds the output pipe.
+	cmd.WaitDelay = time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		text := strings.TrimSpace(out.String())
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return text, fmt.Errorf("%w (%s): %s", ErrTestTimeout, timeout, text)
+		}
+		if ctx.Err() != nil {
+			return text, fmt.Errorf("nginx -t: %w", ctx.Err())
+		}
 		return text, fmt.Errorf("nginx -t: %w: %s", err, text)
 	}
 	return "", nil

@@ -1,10 +1,13 @@
 package nginx
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestPreparePrefix(t *testing.T) {
@@ -62,5 +65,23 @@ func TestWriteAndSwapConfig(t *testing.T) {
 	}
 	if err := WriteConfig(prefix, NextConfDir, map[string]string{"../escape.conf": "x"}, nil); err == nil {
 		t.Error("a file outside the configuration directory was written")
+	}
+}
+
+// TestConfigTimesOut: an nginx -t that hangs is killed after the bound and
+// reported as ErrTestTimeout, with its output so far.
+func TestConfigTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	hung := filepath.Join(dir, "nginx")
+	if err := os.WriteFile(hung, []byte("#!/bin/sh\necho testing\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := testConfig(context.Background(), hung, dir, ConfDir, 300*time.Millisecond)
+	if !errors.Is(err, ErrTestTimeout) || out != "testing" {
+		t.Fatalf("got %q, %v; want the output and ErrTestTimeout", out, err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s", took)
 	}
 }

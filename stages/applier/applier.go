@@ -419,7 +419,15 @@ func (s *Stage) prepareConfig(ctx context.Context, files map[string]string, meta
 	if err := nginx.WriteConfig(s.cfg.Prefix, nginx.NextConfDir, files, s.liveFiles); err != nil {
 		return fmt.Errorf("write configuration: %w", err)
 	}
-	if output, err := nginx.TestConfig(s.cfg.NginxBinary, s.cfg.Prefix, nginx.NextConfDir); err != nil {
+	if output, err := nginx.TestConfig(ctx, s.cfg.NginxBinary, s.cfg.Prefix, nginx.NextConfDir); err != nil {
+		if errors.Is(err, nginx.ErrTestTimeout) {
+			s.log.Error("nginx -t did not finish in time; keeping the last good configuration",
+				zap.Uint64("generation", meta.Generation), zap.Duration("timeout", nginx.TestTimeout), zap.String("nginx", output))
+			return fmt.Errorf("test the configuration: %w", err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("test the configuration: %w", err)
+		}
 		if ref, ok := attribute(output, s.cfg.Prefix, nginx.NextConfDir, files); ok {
 			s.refused(ctx, ref, meta)
 			return fmt.Errorf("configuration refused because of %s %s, rendering again without it: %s", ref.Kind, ref.Name, ref.Message)

@@ -1,6 +1,7 @@
 package applier_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,7 +124,7 @@ func writeConf(t *testing.T, prefix, name, content string) {
 func nginxT(t *testing.T, bin, prefix, name, content string) string {
 	t.Helper()
 	writeConf(t, prefix, name, content)
-	out, err := nginx.TestConfig(bin, prefix, nginx.ConfDir)
+	out, err := nginx.TestConfig(context.Background(), bin, prefix, nginx.ConfDir)
 	if err == nil {
 		t.Fatalf("nginx -t accepted %s with the injected directive", name)
 	}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"switchyard.dev/switchyard/internal/manifest"
 )
 
@@ -334,8 +336,7 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 	if err != nil {
 		// Logged once per content change: an unchanged file is not reparsed.
 		f.err = err.Error()
-		s.log.Error("manifest file does not parse; keeping its last good objects",
-			zap.String("file", name), zap.Error(err), zap.Int("kept_objects", len(f.objects)))
+		logParseError(s.log, name, err, len(f.objects))
 		return false, true
 	}
 	if f.err != "" {
@@ -357,6 +358,32 @@ func (st *scanState) read(name, path string) (changed, present bool) {
 	st.markDirty(name, f.objects)
 	f.objects = objs
 	return true, true
+}
+
+// logParseError logs each document of a file that does not parse, naming
+// the object and the field. The mistake is in the user's file, not in
+// Switchyard: no stack trace.
+func logParseError(log *zap.Logger, file string, err error, kept int) {
+	log = log.WithOptions(zap.AddStacktrace(zapcore.FatalLevel))
+	docs := manifest.DocumentErrors(err)
+	if len(docs) == 0 {
+		log.Error("manifest file does not parse; keeping its last good objects",
+			zap.String("file", file), zap.Error(err), zap.Int("kept_objects", kept))
+		return
+	}
+	for _, d := range docs {
+		fields := []zap.Field{zap.String("file", file), zap.Int("line", d.Line), zap.Error(d), zap.Int("kept_objects", kept)}
+		if d.Kind != "" {
+			fields = append(fields, zap.String("kind", d.Kind))
+		}
+		if d.Name != "" {
+			fields = append(fields, zap.String("object", path.Join(d.Namespace, d.Name)))
+		}
+		if d.Field != "" {
+			fields = append(fields, zap.String("field", d.Field))
+		}
+		log.Error("manifest file does not parse; keeping its last good objects", fields...)
+	}
 }
 
 // failIO records that a file could not be read, logging each distinct error
@@ -531,4 +558,44 @@ func clip(s string) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// ManifestErrors reads dir once as the manifests source does (the same
+// files, the same size limit) and returns every document that does not
+// parse, and every file that cannot be read (Line 0), for switchyard check:
+// the source itself only logs them, and run leaves such a file's objects
+// out.
+func ManifestErrors(dir string) ([]*manifest.DocumentError, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("manifest directory: %w", err)
+	}
+	limit := newManifestSource(dir, nil).maxBytes
+	var out []*manifest.DocumentError
+	for _, e := range entries {
+		name := e.Name()
+		if !isManifestName(name) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+			continue
+		}
+		data, _, err := readLimited(path, limit)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a dangling symlink, as in scan
+		}
+		if err != nil {
+			out = append(out, &manifest.DocumentError{File: name, Message: "cannot read the file: " + err.Error()})
+			continue
+		}
+		if _, _, err := manifest.Parse(name, data); err != nil {
+			docs := manifest.DocumentErrors(err)
+			if len(docs) == 0 {
+				docs = []*manifest.DocumentError{{File: name, Message: err.Error()}}
+			}
+			out = append(out, docs...)
+		}
+	}
+	return out, nil
 }

@@ -74,11 +74,16 @@ app.kubernetes.io/component: applier
 
 {{/* The pod and container security settings every controller pod keeps. */}}
 {{- define "switchyard.podSecurity" -}}
+{{- with .Values.controller.podSecurityContext -}}
+{{- /* controller.podSecurityContext, over these defaults. */ -}}
+{{- toYaml (merge (deepCopy .) (dict "runAsNonRoot" true "runAsUser" 101 "runAsGroup" 101 "fsGroup" 101 "seccompProfile" (dict "type" "RuntimeDefault"))) }}
+{{- else -}}
 runAsNonRoot: true
 runAsUser: 101
 runAsGroup: 101
 fsGroup: 101
 seccompProfile: {type: RuntimeDefault}
+{{- end }}
 {{- end -}}
 {{- define "switchyard.containerSecurity" -}}
 allowPrivilegeEscalation: false
@@ -86,8 +91,20 @@ readOnlyRootFilesystem: true
 capabilities: {drop: ["ALL"]}
 {{- end -}}
 
-{{/* Where the pods may run: nodeSelector, tolerations. */}}
+{{/* Where and how the pods run: nodeSelector, tolerations, priority,
+topology spread, image pull Secrets. */}}
 {{- define "switchyard.placement" -}}
+{{- with .Values.controller.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.controller.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- with .Values.controller.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -95,5 +112,34 @@ nodeSelector:
 {{- with .Values.controller.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* ingress-nginx values that would change how traffic is served and that
+this chart does not implement: rendering fails, naming the key, rather than
+installing something other than what the values file asks for. README, "In a
+cluster", lists every ingress-nginx key that does not carry over. */}}
+{{- define "switchyard.refuseUnsupported" -}}
+{{- $c := .Values.controller }}
+{{- $refused := list
+  (list (ne (default "Deployment" $c.kind) "Deployment") "controller.kind" "only a Deployment is supported; remove it")
+  (list (dig "hostNetwork" false $c) "controller.hostNetwork" "NGINX is reached through the Service; remove it")
+  (list (dig "hostPort" "enabled" false $c) "controller.hostPort.enabled" "NGINX is reached through the Service (type NodePort with controller.service.nodePorts); remove it")
+  (list (dig "scope" "enabled" false $c) "controller.scope.enabled" "set controller.extraArgs.watch-namespace instead")
+  (list (ne (dig "scope" "namespaceSelector" "" $c) "") "controller.scope.namespaceSelector" "set controller.extraArgs.watch-namespace-selector instead")
+  (list (ne (dig "customTemplate" "configMapName" "" $c) "") "controller.customTemplate" "Switchyard renders its own configuration and takes no NGINX template; remove it")
+  (list (dig "ingressClassByName" false $c) "controller.ingressClassByName" "Ingresses are matched by the IngressClass's controller; remove it")
+  (list (dig "service" "internal" "enabled" false $c) "controller.service.internal.enabled" "a second, internal Service is not made; create it yourself")
+  (list (not (dig "service" "enableHttp" true $c)) "controller.service.enableHttp" "the Service always has the http port; remove it")
+  (list (not (dig "service" "enableHttps" true $c)) "controller.service.enableHttps" "the Service always has the https port; remove it")
+  (list (ne (dig "publishService" "pathOverride" "" $c) "") "controller.publishService.pathOverride" "set controller.extraArgs.publish-service instead, with controller.publishService.enabled false")
+  (list (dig "defaultBackend" "enabled" false (.Values | toYaml | fromYaml)) "defaultBackend.enabled" "deploy the backend yourself and set controller.extraArgs.default-backend-service: NAMESPACE/NAME")
+  (list (dig "autoscaling" "enabled" false $c) "controller.autoscaling.enabled" "no HorizontalPodAutoscaler is made; set controller.replicaCount")
+  (list (dig "keda" "enabled" false $c) "controller.keda.enabled" "no ScaledObject is made; set controller.replicaCount")
+}}
+{{- range $refused }}
+{{- if index . 0 }}
+{{- fail (printf "%s is not supported by Switchyard's chart: %s" (index . 1) (index . 2)) }}
+{{- end }}
 {{- end }}
 {{- end -}}
