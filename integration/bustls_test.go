@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -63,28 +64,41 @@ func TestSplitModeOnATLSBus(t *testing.T) {
 		t.Errorf("trace's connection is not TLS: %v", err)
 	}
 	nc.Close()
-	// In clear, a node's first words say TLS is required, to stages and to
-	// routes alike.
-	for _, addr := range []string{strings.TrimPrefix(node, "nats://"), cluster.Nodes[0].Cluster} {
-		if info := firstLine(t, addr); !strings.Contains(info, `"tls_required":true`) {
-			t.Errorf("the node's INFO on %s to a client in clear: %q; want tls_required", addr, info)
-		}
+	// In clear, the client port's first words say TLS is required; the
+	// route port says nothing in clear (it waits for a TLS handshake) and
+	// completes one with a certificate of the CA.
+	if info := firstLine(t, strings.TrimPrefix(node, "nats://"), 5*time.Second); !strings.Contains(info, `"tls_required":true`) {
+		t.Errorf("the client port's INFO in clear: %q; want tls_required", info)
 	}
+	route := cluster.Nodes[0].Cluster
+	if info := firstLine(t, route, 2*time.Second); info != "" && !strings.Contains(info, `"tls_required":true`) {
+		t.Errorf("the route port's INFO in clear: %q; want none, or tls_required", info)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(pair.Leaf)
+	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", route,
+		&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("a TLS handshake with the route port: %v", err)
+	}
+	_ = tc.Close()
 }
 
-// firstLine is what a server says first to a client that connects to addr.
-func firstLine(t *testing.T, addr string) string {
+// firstLine is what a server says first, within wait, to a client that
+// connects to addr in clear; "" when it says nothing.
+func firstLine(t *testing.T, addr string, wait time.Duration) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Errorf("reading from %s: %v", addr, err)
-	}
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	line, _ := bufio.NewReader(conn).ReadString('\n')
 	return line
 }
 
