@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/internal/telemetry"
 )
@@ -339,6 +340,10 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 // values) and deleted since the previous snapshot. Follow keeps no values
 // itself, so each consumer holds one copy of what it needs, not a second
 // copy of the whole table.
+//
+// A snapshot always ends at a commit, and only at one whose generation is
+// whole: the table then holds as many keys as the commit says
+// (Commit.Keys). A consumer never sees part of a generation.
 type Snapshot struct {
 	Meta Meta
 	// Full says Puts is the whole table: the follower starts over.
@@ -355,7 +360,9 @@ type Snapshot struct {
 // Follow calls handle with what changed in stage's table after each commit,
 // starting with the whole current table (see Snapshot). Commits that arrive
 // while more messages are already waiting are folded into the next call,
-// so a burst of generations costs one call. It returns when ctx ends.
+// so a burst of generations costs one call. When the table's stream is
+// found deleted and created again, the next call is Full again. It
+// returns when ctx ends.
 func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.Context, Snapshot) error) error {
 	msgs, stop, err := subscribeTable(ctx, conn, stage)
 	if err != nil {
@@ -363,15 +370,15 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 	}
 	defer stop()
 
-	pending := newTableChanges()
-	delivered := false
-	var meta Meta
+	log := conn.Health().logger().With(zap.String("stage", stage))
+	t := newFollowedTable()
 	var flush <-chan time.Time
 	deliver := func() error {
 		flush = nil
-		snap := pending.snapshot(meta, !delivered)
-		pending, delivered = newTableChanges(), true
-		return handle(ctx, snap)
+		if !t.complete {
+			return nil
+		}
+		return handle(ctx, t.take())
 	}
 	for {
 		select {
@@ -382,11 +389,22 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 				return err
 			}
 		case m := <-msgs:
-			if m.key != CommitToken {
-				pending.add(m, !delivered)
+			switch {
+			case m.reset:
+				log.Warn("table stream was created again; reading the whole table")
+				t, flush = newFollowedTable(), nil
+				continue
+			case m.key != CommitToken:
+				// Part of a generation whose commit has not come: it
+				// goes on with that commit, never before.
+				t.uncommitted = append(t.uncommitted, m)
 				continue
 			}
-			meta = m.meta
+			if keys, want := t.commit(m); keys != want {
+				log.Info("table incomplete at its commit; keeping it back until a whole generation",
+					zap.Uint64("generation", m.meta.Generation), zap.Int("keys", keys), zap.Int("commitKeys", want))
+				continue
+			}
 			if m.numPending == 0 {
 				if err := deliver(); err != nil {
 					return err
@@ -398,6 +416,57 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 			}
 		}
 	}
+}
+
+// followedTable is what Follow knows of a table between two snapshots.
+type followedTable struct {
+	// pending are the committed changes not handed on yet.
+	pending *tableChanges
+	// uncommitted are the messages after the last commit, in stream order.
+	uncommitted []tableMsg
+	// keys are the keys the table holds at the last commit (no values):
+	// what tells a whole generation from part of one.
+	keys map[string]struct{}
+	// meta is the last commit's; complete says its generation is whole.
+	meta     Meta
+	complete bool
+	// delivered says a snapshot went out: the next one is not Full.
+	delivered bool
+}
+
+func newFollowedTable() *followedTable {
+	return &followedTable{pending: newTableChanges(), keys: map[string]struct{}{}}
+}
+
+// commit folds the messages before commit message m into the pending
+// changes and returns how many keys the table holds and how many m says
+// it holds; the generation is complete when the two agree. A commit
+// whose payload does not decode says nothing, and is taken as complete.
+func (t *followedTable) commit(m tableMsg) (keys, want int) {
+	for _, u := range t.uncommitted {
+		t.pending.add(u, !t.delivered)
+		if u.deleted {
+			delete(t.keys, u.key)
+		} else {
+			t.keys[u.key] = struct{}{}
+		}
+	}
+	t.uncommitted, t.meta = nil, m.meta
+	want = len(t.keys)
+	var c Commit
+	if err := json.Unmarshal(m.data, &c); err == nil {
+		want = c.Keys
+	}
+	t.complete = len(t.keys) == want
+	return len(t.keys), want
+}
+
+// take returns the pending changes as a snapshot and starts collecting
+// the next.
+func (t *followedTable) take() Snapshot {
+	snap := t.pending.snapshot(t.meta, !t.delivered)
+	t.pending, t.delivered = newTableChanges(), true
+	return snap
 }
 
 // tableChanges collects the messages between two snapshots: the last value
@@ -430,6 +499,9 @@ func (c *tableChanges) snapshot(meta Meta, full bool) Snapshot {
 }
 
 type tableMsg struct {
+	// reset says the stream was created again: what came before is gone,
+	// and the stream is read again from its start.
+	reset      bool
 	key        string
 	data       []byte
 	deleted    bool
