@@ -39,6 +39,14 @@ type Writer struct {
 	published map[string]digest // what the table holds, by key
 	loaded    bool
 	lastGen   uint64
+	// created is when the stream was created and lastSeq the sequence of
+	// the last message this writer stored there: what tells that the
+	// stream lost the table (checkStream).
+	created time.Time
+	lastSeq uint64
+	// needFull says the stream lost the table: only a whole output can
+	// make it whole again.
+	needFull bool
 }
 
 // digest identifies a published value: the first 128 bits of its SHA-256,
@@ -69,6 +77,13 @@ type Output struct {
 	Full    bool
 }
 
+// ErrTableLost is what Apply returns for an output of changes only when
+// the table's stream lost what was published before (it was deleted and
+// created again, or emptied): the changes alone would make a table that
+// looks whole and is not. Nothing is published; the caller sends its whole
+// table instead (Output.Full), which goes out key by key.
+var ErrTableLost = errors.New("the table's stream lost what was published; a whole table is needed")
+
 // ErrTooLarge marks a value over the bus limit. Apply leaves such a key as
 // it was (its last value stays published), still publishes every other key
 // and commits, and returns an error naming the stage and the key.
@@ -87,6 +102,14 @@ var ErrTooLarge = errors.New("over the bus limit")
 // names the keys left out (ErrTooLarge, or a value that does not encode),
 // whose batch was still published and committed.
 func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
+	if err := w.checkStream(ctx, out.Full); err != nil {
+		if errors.Is(err, ErrTableLost) && out.empty() {
+			// Nothing to publish, and no table to commit: the stream
+			// waits for the whole table as it is.
+			return 0, nil
+		}
+		return 0, err
+	}
 	type result struct {
 		changed int
 		skipped []error
@@ -103,6 +126,65 @@ func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) 
 		return r.changed, err
 	}
 	return r.changed, errors.Join(r.skipped...)
+}
+
+// checkStream notices that the table's stream lost what this writer
+// published: deleted (and perhaps created again by a reader), emptied, or
+// its sequence gone back. The writer then forgets what it published, so
+// that its next whole output is sent whole rather than as the keys that
+// changed; until that output comes, one of changes only gets ErrTableLost.
+func (w *Writer) checkStream(ctx context.Context, full bool) error {
+	if w.loaded {
+		info, err := retry(ctx, w.conn, "check stream "+StreamName(w.stage), w.streamInfo)
+		if err != nil {
+			return err
+		}
+		if reason := w.lost(info); reason != "" {
+			w.conn.Health().logger().Warn("table's stream lost what was published; publishing the whole table again",
+				zap.String("stage", w.stage), zap.String("why", reason), zap.Int("keys", len(w.published)))
+			w.loaded, w.needFull = false, true
+		}
+	}
+	if w.needFull && !full {
+		return fmt.Errorf("publish %s: %w", w.stage, ErrTableLost)
+	}
+	return nil
+}
+
+// empty says out changes nothing.
+func (out Output) empty() bool {
+	return !out.Full && len(out.Puts) == 0 && len(out.Values) == 0 && len(out.Deletes) == 0
+}
+
+// streamInfo asks the bus about the table's stream; nil when there is none.
+func (w *Writer) streamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	stream, err := w.conn.JS.Stream(ctx, StreamName(w.stage))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check stream %s: %w", StreamName(w.stage), err)
+	}
+	return stream.CachedInfo(), nil
+}
+
+// lost says why the stream no longer holds what this writer published, or
+// "" when it does. Each key is one subject, of which the stream keeps the
+// last message, so it holds at least as many messages as the table keys.
+func (w *Writer) lost(info *jetstream.StreamInfo) string {
+	switch {
+	case info == nil:
+		return "deleted"
+	case !info.Created.Equal(w.created):
+		return "created again"
+	case info.State.LastSeq < w.lastSeq:
+		return "sequence went back"
+	case info.State.Msgs < uint64(len(w.published)):
+		return "emptied"
+	}
+	return ""
 }
 
 // applyOnce is one attempt of Apply. Its error is the bus's; skipped says
@@ -133,6 +215,9 @@ func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed 
 	}
 	committed := b.changed > 0 || first
 	changed, err = b.commit(first, len(w.published))
+	if err == nil && out.Full {
+		w.needFull = false
+	}
 	if err == nil {
 		telemetry.Get().StageHandled(w.stage, meta.Generation, meta.Ingest, committed)
 	}
@@ -219,10 +304,9 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
 	}
 	if len(b.futures) >= maxInFlight {
-		if err := waitAcks(b.ctx, b.futures); err != nil {
+		if err := b.wait(); err != nil {
 			return err
 		}
-		b.futures = b.futures[:0]
 	}
 	subject := b.w.subject(key)
 	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h})
@@ -285,29 +369,42 @@ func (b *batch) commit(first bool, keys int) (int, error) {
 	// The commit goes out once every put of the generation is stored: a
 	// put lost in a cluster's failover must never sit behind its commit,
 	// where a follower would take the generation for complete without it.
-	if err := waitAcks(b.ctx, b.futures); err != nil {
+	if err := b.wait(); err != nil {
 		return b.changed, err
 	}
-	b.futures = b.futures[:0]
 	commit, _ := json.Marshal(Commit{Generation: b.meta.Generation, Keys: keys})
 	if err := b.send(CommitToken, commit, b.header); err != nil {
 		return b.changed, err
 	}
 	b.w.lastGen = b.meta.Generation
-	return b.changed, waitAcks(b.ctx, b.futures)
+	return b.changed, b.wait()
 }
 
-func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
+// wait waits for the acks of the messages sent, and notes the sequence of
+// the last one stored.
+func (b *batch) wait() error {
+	seq, err := waitAcks(b.ctx, b.futures)
+	b.w.lastSeq = max(b.w.lastSeq, seq)
+	if err == nil {
+		b.futures = b.futures[:0]
+	}
+	return err
+}
+
+// waitAcks waits for every future's ack and returns the highest stream
+// sequence among them.
+func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) (last uint64, err error) {
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			last = max(last, ack.Sequence)
 		case err := <-f.Err():
-			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+			return last, fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
-			return ctx.Err()
+			return last, ctx.Err()
 		}
 	}
-	return nil
+	return last, nil
 }
 
 func (w *Writer) subject(key string) string { return StageSubject(w.stage) + "." + key }
@@ -319,9 +416,13 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if w.loaded {
 		return w.lastGen, nil
 	}
-	if _, err := w.conn.ensureOwnStream(ctx, w.stage); err != nil {
+	stream, err := w.conn.ensureOwnStream(ctx, w.stage)
+	if err != nil {
 		return 0, err
 	}
+	// Only this writer adds to the stream: what it holds now is what the
+	// table is read from.
+	info := stream.CachedInfo()
 	entries, meta, err := ReadTable(ctx, w.conn, w.stage)
 	if err != nil {
 		return 0, err
@@ -331,6 +432,7 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 		w.published[key] = digestOf(data)
 	}
 	w.loaded, w.lastGen = true, meta.Generation
+	w.created, w.lastSeq = info.Created, info.State.LastSeq
 	return w.lastGen, nil
 }
 
