@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -42,6 +43,11 @@ type pipe struct {
 
 	mu   sync.Mutex // the transform and the redos take turns
 	last Meta
+	// refollow, under mu, ends the current follow of the input after the
+	// output's stream lost the table (ErrTableLost): the input, followed
+	// again, arrives whole, and so does the output then.
+	refollow context.CancelFunc
+	lost     bool
 }
 
 // Pipe follows the table of stage `from` and publishes stage `to`'s table
@@ -56,6 +62,25 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 	if p.redos != nil {
 		go p.runRedos(ctx)
 	}
+	for {
+		err := p.follow(ctx, conn, from, transform)
+		if ctx.Err() != nil || !p.takeLost() {
+			return err
+		}
+		log.Warn("the table's stream lost it; following the input again to publish the whole table",
+			zap.String("stage", to), zap.String("input", from))
+	}
+}
+
+// follow runs the transform on every input snapshot until ctx ends or the
+// output's stream lost the table.
+func (p *pipe) follow(ctx context.Context, conn *Conn, from string, transform Transform) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.mu.Lock()
+	p.refollow = cancel
+	p.mu.Unlock()
+	log := p.log
 	return Follow(ctx, conn, from, func(ctx context.Context, in Snapshot) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -65,13 +90,23 @@ func Pipe(ctx context.Context, conn *Conn, from, to string, log *zap.Logger, tra
 			log.Error("transform failed; keeping the last published state",
 				zap.Uint64("generation", in.Meta.Generation), zap.Error(err))
 			// Nothing goes on the bus, but the trace shows where the change stopped.
-			RecordStageSpan(ctx, to, in.Meta, in.Meta.Trace.Child(), start, err)
+			RecordStageSpan(ctx, p.to, in.Meta, in.Meta.Trace.Child(), start, err)
 			return nil
 		}
 		p.last = in.Meta
 		p.publish(ctx, out, start)
 		return nil
 	})
+}
+
+// takeLost says whether the output's stream lost the table since the last
+// call.
+func (p *pipe) takeLost() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lost := p.lost
+	p.lost = false
+	return lost
 }
 
 func (p *pipe) runRedos(ctx context.Context) {
@@ -101,6 +136,13 @@ func (p *pipe) publish(ctx context.Context, out Output, start time.Time) {
 	// transform's changes are never lost), or ctx ends.
 	changed, err := p.writer.Apply(ctx, meta, out)
 	if ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, ErrTableLost) {
+		// Only a whole output makes the table whole: the input, followed
+		// again, comes whole, and the transform's output with it.
+		p.lost = true
+		p.refollow()
 		return
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/internal/telemetry"
 )
@@ -43,6 +44,14 @@ type Writer struct {
 	// a Load beforehand (the watcher reads its last generation) must not
 	// turn an empty first set into no commit at all.
 	committed bool
+	// created is when the stream was created and lastSeq the sequence of
+	// the last message this writer stored there: what tells that the
+	// stream lost the table (checkStream).
+	created time.Time
+	lastSeq uint64
+	// needFull says the stream lost the table: only a whole output can
+	// make it whole again.
+	needFull bool
 }
 
 // digest identifies a published value: the first 128 bits of its SHA-256,
@@ -73,6 +82,13 @@ type Output struct {
 	Full    bool
 }
 
+// ErrTableLost is what Apply returns for an output of changes only when
+// the table's stream lost what was published before (it was deleted and
+// created again, or emptied): the changes alone would make a table that
+// looks whole and is not. Nothing is published; the caller sends its whole
+// table instead (Output.Full), which goes out key by key.
+var ErrTableLost = errors.New("the table's stream lost what was published; a whole table is needed")
+
 // ErrTooLarge marks a value over the bus limit. Apply leaves such a key as
 // it was (its last value stays published), still publishes every other key
 // and commits, and returns an error naming the stage and the key.
@@ -91,6 +107,14 @@ var ErrTooLarge = errors.New("over the bus limit")
 // names the keys left out (ErrTooLarge, or a value that does not encode),
 // whose batch was still published and committed.
 func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) {
+	if err := w.checkStream(ctx, out.Full); err != nil {
+		if errors.Is(err, ErrTableLost) && out.empty() {
+			// Nothing to publish, and no table to commit: the stream
+			// waits for the whole table as it is.
+			return 0, nil
+		}
+		return 0, err
+	}
 	type result struct {
 		changed int
 		skipped []error
@@ -107,6 +131,65 @@ func (w *Writer) Apply(ctx context.Context, meta Meta, out Output) (int, error) 
 		return r.changed, err
 	}
 	return r.changed, errors.Join(r.skipped...)
+}
+
+// checkStream notices that the table's stream lost what this writer
+// published: deleted (and perhaps created again by a reader), emptied, or
+// its sequence gone back. The writer then forgets what it published, so
+// that its next whole output is sent whole rather than as the keys that
+// changed; until that output comes, one of changes only gets ErrTableLost.
+func (w *Writer) checkStream(ctx context.Context, full bool) error {
+	if w.loaded {
+		info, err := retry(ctx, w.conn, "check stream "+StreamName(w.stage), w.streamInfo)
+		if err != nil {
+			return err
+		}
+		if reason := w.lost(info); reason != "" {
+			w.conn.Health().logger().Warn("table's stream lost what was published; publishing the whole table again",
+				zap.String("stage", w.stage), zap.String("why", reason), zap.Int("keys", len(w.published)))
+			w.loaded, w.needFull = false, true
+		}
+	}
+	if w.needFull && !full {
+		return fmt.Errorf("publish %s: %w", w.stage, ErrTableLost)
+	}
+	return nil
+}
+
+// empty says out changes nothing.
+func (out Output) empty() bool {
+	return !out.Full && len(out.Puts) == 0 && len(out.Values) == 0 && len(out.Deletes) == 0
+}
+
+// streamInfo asks the bus about the table's stream; nil when there is none.
+func (w *Writer) streamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	stream, err := w.conn.JS.Stream(ctx, StreamName(w.stage))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check stream %s: %w", StreamName(w.stage), err)
+	}
+	return stream.CachedInfo(), nil
+}
+
+// lost says why the stream no longer holds what this writer published, or
+// "" when it does. Each key is one subject, of which the stream keeps the
+// last message, so it holds at least as many messages as the table keys.
+func (w *Writer) lost(info *jetstream.StreamInfo) string {
+	switch {
+	case info == nil:
+		return "deleted"
+	case !info.Created.Equal(w.created):
+		return "created again"
+	case info.State.LastSeq < w.lastSeq:
+		return "sequence went back"
+	case info.State.Msgs < uint64(len(w.published)):
+		return "emptied"
+	}
+	return ""
 }
 
 // applyOnce is one attempt of Apply. Its error is the bus's; skipped says
@@ -137,6 +220,9 @@ func (w *Writer) applyOnce(ctx context.Context, meta Meta, out Output) (changed 
 	}
 	committed := b.changed > 0 || first
 	changed, err = b.commit(first, len(w.published))
+	if err == nil && out.Full {
+		w.needFull = false
+	}
 	if err == nil {
 		telemetry.Get().StageHandled(w.stage, meta.Generation, meta.Ingest, committed)
 	}
@@ -223,10 +309,9 @@ func (b *batch) send(key string, data []byte, h nats.Header) error {
 		return fmt.Errorf("publish %s %s: %w", b.w.stage, key, err)
 	}
 	if len(b.futures) >= maxInFlight {
-		if err := waitAcks(b.ctx, b.futures); err != nil {
+		if err := b.wait(); err != nil {
 			return err
 		}
-		b.futures = b.futures[:0]
 	}
 	subject := b.w.subject(key)
 	f, err := b.w.conn.JS.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data, Header: h})
@@ -289,33 +374,46 @@ func (b *batch) commit(first bool, keys int) (int, error) {
 	// The commit goes out once every put of the generation is stored: a
 	// put lost in a cluster's failover must never sit behind its commit,
 	// where a follower would take the generation for complete without it.
-	if err := waitAcks(b.ctx, b.futures); err != nil {
+	if err := b.wait(); err != nil {
 		return b.changed, err
 	}
-	b.futures = b.futures[:0]
 	commit, _ := json.Marshal(Commit{Generation: b.meta.Generation, Keys: keys})
 	if err := b.send(CommitToken, commit, b.header); err != nil {
 		return b.changed, err
 	}
 	b.w.lastGen = b.meta.Generation
-	if err := waitAcks(b.ctx, b.futures); err != nil {
+	if err := b.wait(); err != nil {
 		return b.changed, err
 	}
 	b.w.committed = true
 	return b.changed, nil
 }
 
-func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
+// wait waits for the acks of the messages sent, and notes the sequence of
+// the last one stored.
+func (b *batch) wait() error {
+	seq, err := waitAcks(b.ctx, b.futures)
+	b.w.lastSeq = max(b.w.lastSeq, seq)
+	if err == nil {
+		b.futures = b.futures[:0]
+	}
+	return err
+}
+
+// waitAcks waits for every future's ack and returns the highest stream
+// sequence among them.
+func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) (last uint64, err error) {
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			last = max(last, ack.Sequence)
 		case err := <-f.Err():
-			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+			return last, fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
-			return ctx.Err()
+			return last, ctx.Err()
 		}
 	}
-	return nil
+	return last, nil
 }
 
 func (w *Writer) subject(key string) string { return StageSubject(w.stage) + "." + key }
@@ -327,9 +425,13 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 	if w.loaded {
 		return w.lastGen, nil
 	}
-	if _, err := w.conn.ensureOwnStream(ctx, w.stage); err != nil {
+	stream, err := w.conn.ensureOwnStream(ctx, w.stage)
+	if err != nil {
 		return 0, err
 	}
+	// Only this writer adds to the stream: what it holds now is what the
+	// table is read from.
+	info := stream.CachedInfo()
 	entries, meta, err := ReadTable(ctx, w.conn, w.stage)
 	if err != nil {
 		return 0, err
@@ -339,6 +441,7 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 		w.published[key] = digestOf(data)
 	}
 	w.loaded, w.lastGen = true, meta.Generation
+	w.created, w.lastSeq = info.Created, info.State.LastSeq
 	return w.lastGen, nil
 }
 
@@ -348,6 +451,10 @@ func (w *Writer) Load(ctx context.Context) (lastGeneration uint64, err error) {
 // values) and deleted since the previous snapshot. Follow keeps no values
 // itself, so each consumer holds one copy of what it needs, not a second
 // copy of the whole table.
+//
+// A snapshot always ends at a commit, and only at one whose generation is
+// whole: the table then holds as many keys as the commit says
+// (Commit.Keys). A consumer never sees part of a generation.
 type Snapshot struct {
 	Meta Meta
 	// Full says Puts is the whole table: the follower starts over.
@@ -364,7 +471,9 @@ type Snapshot struct {
 // Follow calls handle with what changed in stage's table after each commit,
 // starting with the whole current table (see Snapshot). Commits that arrive
 // while more messages are already waiting are folded into the next call,
-// so a burst of generations costs one call. It returns when ctx ends.
+// so a burst of generations costs one call. When the table's stream is
+// found deleted and created again, the next call is Full again. It
+// returns when ctx ends.
 func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.Context, Snapshot) error) error {
 	msgs, stop, err := subscribeTable(ctx, conn, stage)
 	if err != nil {
@@ -372,15 +481,15 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 	}
 	defer stop()
 
-	pending := newTableChanges()
-	delivered := false
-	var meta Meta
+	log := conn.Health().logger().With(zap.String("stage", stage))
+	t := newFollowedTable()
 	var flush <-chan time.Time
 	deliver := func() error {
 		flush = nil
-		snap := pending.snapshot(meta, !delivered)
-		pending, delivered = newTableChanges(), true
-		return handle(ctx, snap)
+		if !t.complete {
+			return nil
+		}
+		return handle(ctx, t.take())
 	}
 	for {
 		select {
@@ -391,11 +500,22 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 				return err
 			}
 		case m := <-msgs:
-			if m.key != CommitToken {
-				pending.add(m, !delivered)
+			switch {
+			case m.reset:
+				log.Warn("table stream was created again; reading the whole table")
+				t, flush = newFollowedTable(), nil
+				continue
+			case m.key != CommitToken:
+				// Part of a generation whose commit has not come: it
+				// goes on with that commit, never before.
+				t.uncommitted = append(t.uncommitted, m)
 				continue
 			}
-			meta = m.meta
+			if keys, want := t.commit(m); keys != want {
+				log.Info("table incomplete at its commit; keeping it back until a whole generation",
+					zap.Uint64("generation", m.meta.Generation), zap.Int("keys", keys), zap.Int("commitKeys", want))
+				continue
+			}
 			if m.numPending == 0 {
 				if err := deliver(); err != nil {
 					return err
@@ -407,6 +527,57 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 			}
 		}
 	}
+}
+
+// followedTable is what Follow knows of a table between two snapshots.
+type followedTable struct {
+	// pending are the committed changes not handed on yet.
+	pending *tableChanges
+	// uncommitted are the messages after the last commit, in stream order.
+	uncommitted []tableMsg
+	// keys are the keys the table holds at the last commit (no values):
+	// what tells a whole generation from part of one.
+	keys map[string]struct{}
+	// meta is the last commit's; complete says its generation is whole.
+	meta     Meta
+	complete bool
+	// delivered says a snapshot went out: the next one is not Full.
+	delivered bool
+}
+
+func newFollowedTable() *followedTable {
+	return &followedTable{pending: newTableChanges(), keys: map[string]struct{}{}}
+}
+
+// commit folds the messages before commit message m into the pending
+// changes and returns how many keys the table holds and how many m says
+// it holds; the generation is complete when the two agree. A commit
+// whose payload does not decode says nothing, and is taken as complete.
+func (t *followedTable) commit(m tableMsg) (keys, want int) {
+	for _, u := range t.uncommitted {
+		t.pending.add(u, !t.delivered)
+		if u.deleted {
+			delete(t.keys, u.key)
+		} else {
+			t.keys[u.key] = struct{}{}
+		}
+	}
+	t.uncommitted, t.meta = nil, m.meta
+	want = len(t.keys)
+	var c Commit
+	if err := json.Unmarshal(m.data, &c); err == nil {
+		want = c.Keys
+	}
+	t.complete = len(t.keys) == want
+	return len(t.keys), want
+}
+
+// take returns the pending changes as a snapshot and starts collecting
+// the next.
+func (t *followedTable) take() Snapshot {
+	snap := t.pending.snapshot(t.meta, !t.delivered)
+	t.pending, t.delivered = newTableChanges(), true
+	return snap
 }
 
 // tableChanges collects the messages between two snapshots: the last value
@@ -439,6 +610,9 @@ func (c *tableChanges) snapshot(meta Meta, full bool) Snapshot {
 }
 
 type tableMsg struct {
+	// reset says the stream was created again: what came before is gone,
+	// and the stream is read again from its start.
+	reset      bool
 	key        string
 	data       []byte
 	deleted    bool

@@ -125,7 +125,15 @@ func New(conn *bus.Conn, cfg Config, log *zap.Logger) *Stage {
 type target struct {
 	desired desiredState
 	meta    bus.Meta
+	// refused says why the state is not applied (the last good one keeps
+	// running); the result reports it.
+	refused error
 }
+
+// errNoMainFile refuses a renderer table without nginx.conf: NGINX cannot
+// run without it, and what else the table holds may belong to another
+// configuration than the one running.
+var errNoMainFile = fmt.Errorf("the renderer's table has no %s; keeping the last good configuration", nginx.MainFile)
 
 // Run applies every rendered generation until ctx ends, then stops NGINX
 // gracefully.
@@ -169,7 +177,12 @@ func (s *Stage) Run(ctx context.Context) error {
 					zap.Uint64("generation", snap.Meta.Generation), zap.Error(err))
 				return nil
 			}
-			inbox.put(target{desired: table.snapshot(), meta: snap.Meta})
+			d := table.snapshot()
+			if _, ok := d.Files[nginx.MainFile]; !ok {
+				inbox.put(target{meta: snap.Meta, refused: errNoMainFile})
+				return nil
+			}
+			inbox.put(target{desired: d, meta: snap.Meta})
 			return nil
 		})
 	}()
@@ -197,6 +210,10 @@ func (s *Stage) Run(ctx context.Context) error {
 			return nil
 		case <-inbox.ready:
 			t := inbox.take()
+			if t.refused != nil {
+				s.refuse(t)
+				continue
+			}
 			current = &t
 		case <-nginxDone:
 			s.log.Error("nginx exited unexpectedly; restarting it", zap.Error(s.nginx.Err()))
@@ -515,6 +532,14 @@ func (s *Stage) stopNginx() {
 	s.log.Info("stopping nginx gracefully", zap.Int("pid", s.nginx.PID()))
 	s.nginx.Stop(s.cfg.ShutdownGrace)
 	s.nginx = nil
+}
+
+// refuse reports a state that is not applied: the running configuration
+// and dynamic part stay as they are.
+func (s *Stage) refuse(t target) {
+	s.log.Error("renderer's table not applied", zap.Uint64("generation", t.meta.Generation), zap.Error(t.refused))
+	res := bus.ApplyResult{Generation: t.meta.Generation, Error: t.refused.Error(), ConfigHash: filesHash(s.running.files)}
+	s.publishResult(t.meta, t.meta.Trace.Child(), res)
 }
 
 // resultError is the error an apply result reports, or nil.

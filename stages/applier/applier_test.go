@@ -419,3 +419,43 @@ func TestLeftoverNginxIsReplaced(t *testing.T) {
 		t.Fatalf("served %q, want fresh", got)
 	}
 }
+
+// TestTableWithoutMainFileIsRefused: a renderer table without nginx.conf
+// (a stream that came back with only some of the renderer's keys) is not
+// applied at all: the result says why, NGINX keeps serving the last good
+// configuration, and the backends that came with it are not pushed. The
+// next whole table is applied.
+func TestTableWithoutMainFileIsRefused(t *testing.T) {
+	r := newRig(t, -1)
+	backend := bus.Backend{Name: "ns-web-80", Endpoints: []bus.Endpoint{{Address: "127.0.0.1", Port: "9"}}}
+	r.publish(map[string]string{"nginx.conf": r.config("one")}, backend)
+	first := r.result()
+	if first.Error != "" {
+		t.Fatalf("first apply: %+v", first)
+	}
+
+	moved := backend
+	moved.Endpoints = []bus.Endpoint{{Address: "127.0.0.2", Port: "9"}}
+	r.publish(map[string]string{"servers/a.conf": "# a\n"}, moved)
+	res := r.result()
+	if !strings.Contains(res.Error, "has no nginx.conf") || res.Reloaded || res.DynamicUpdated || res.ConfigHash != first.ConfigHash {
+		t.Fatalf("apply of a table without nginx.conf: %+v (running hash %d)", res, first.ConfigHash)
+	}
+	if got := r.get(); got != "one" {
+		t.Fatalf("served %q, want the last good configuration", got)
+	}
+	if got := r.storedBackends(); strings.Contains(got, "127.0.0.2") || !strings.Contains(got, "127.0.0.1") {
+		t.Fatalf("backends of the refused table pushed: %s", got)
+	}
+
+	r.publish(map[string]string{"nginx.conf": r.config("two")}, moved)
+	if res := r.result(); res.Error != "" || !res.Reloaded {
+		t.Fatalf("apply after the refused table: %+v", res)
+	}
+	harness.WaitFor(t, 10*time.Second, "the next whole configuration", func() error {
+		if got := r.get(); got != "two" {
+			return fmt.Errorf("served %q", got)
+		}
+		return nil
+	})
+}

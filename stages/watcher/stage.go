@@ -6,6 +6,7 @@ package watcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -178,7 +179,13 @@ func publishObjects(ctx context.Context, w *bus.Writer, meta bus.Meta, last, obj
 		}
 	}
 	slices.Sort(deletes)
-	return w.PublishDelta(ctx, meta, puts, deletes)
+	changed, err := w.PublishDelta(ctx, meta, puts, deletes)
+	if errors.Is(err, bus.ErrTableLost) {
+		// The stream lost the table: the changes alone would not make it
+		// whole again.
+		return w.Publish(ctx, meta, objects)
+	}
+	return changed, err
 }
 
 // merge unions object sets; a later set wins a key both hold. With one
