@@ -193,17 +193,7 @@ func TestSplitModeOnABusCluster(t *testing.T) {
 	// The node comes back on its store and catches up (its /healthz
 	// reports every stream and consumer it keeps current).
 	killed.Process = harness.Start(t, killed.Cmd.Path, killed.Cmd.Args[1:]...)
-	harness.WaitFor(t, 60*time.Second, "the restarted node "+killed.Name+" healthy", func() error {
-		resp, err := http.Get("http://" + killed.Monitor + "/healthz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/healthz %d", resp.StatusCode)
-		}
-		return nil
-	})
+	killed.WaitHealthy(t)
 
 	// Two changes after it came back.
 	if err := os.Remove(filepath.Join(procs.dir, "two.yaml")); err != nil {

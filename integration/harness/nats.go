@@ -103,19 +103,26 @@ func StartBusClusterWith(t testing.TB, n int, extra ...string) *BusCluster {
 		c.Nodes = append(c.Nodes, node)
 	}
 	for _, node := range c.Nodes {
-		WaitFor(t, 60*time.Second, "bus node "+node.Name+" healthy", func() error {
-			resp, err := http.Get("http://" + node.Monitor + "/healthz")
-			if err != nil {
-				return err
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("/healthz %d", resp.StatusCode)
-			}
-			return nil
-		})
+		node.WaitHealthy(t)
 	}
 	return c
+}
+
+// WaitHealthy waits until the node's /healthz answers 200: JetStream is up
+// and every stream and consumer it keeps is current.
+func (n *BusNode) WaitHealthy(t testing.TB) {
+	t.Helper()
+	WaitFor(t, 60*time.Second, "bus node "+n.Name+" healthy", func() error {
+		resp, err := http.Get("http://" + n.Monitor + "/healthz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 // ClientURLs are every node's URL, comma-separated, for --nats.

@@ -33,16 +33,35 @@ func SelfSigned(t testing.TB, host string) (certPEM, keyPEM []byte) {
 // authenticates with (extended key usage clientAuth), named cn.
 func ClientCertificate(t testing.TB, cn string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return selfSigned(t, &x509.Certificate{
+		Subject: pkix.Name{CommonName: cn}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// LoopbackCertificate makes a self-signed certificate and key (PEM) for
+// 127.0.0.1 and localhost, for servers and their clients alike, that is
+// its own CA: the nodes of a cluster on loopback verify each other with it.
+func LoopbackCertificate(t testing.TB, cn string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return selfSigned(t, &x509.Certificate{
+		Subject: pkix.Name{CommonName: cn}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}, IsCA: true,
+	})
+}
+
+// selfSigned signs tmpl (valid for a day from an hour ago) with a new P-256
+// key.
+func selfSigned(t testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-	}
+	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.BasicConstraintsValid = true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
