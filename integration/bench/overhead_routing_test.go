@@ -61,8 +61,8 @@ func TestBenchOverheadRouting(t *testing.T) {
 			fmt.Fprintf(&rep, "%-36s %s\n", targets[i].name, r)
 		}
 		throughput := runs[0].rps() / runs[1].rps()
-		fmt.Fprintf(&rep, "%d hosts (all served after %s): throughput ratio lua-routed / plain %.2f (target >= 0.9: %s); p99 ratio %.2f; NGINX CPU per request plain / lua-routed %.2f\n",
-			hosts, ready.Round(100*time.Millisecond), throughput, met(throughput >= 0.9), ratio(runs[0].quantile(0.99), runs[1].quantile(0.99)),
+		fmt.Fprintf(&rep, "%d hosts (all served after %s): throughput ratio lua-routed / plain %.2f (target >= 0.9: %s; by round: %s); p99 ratio %.2f; NGINX CPU per request plain / lua-routed %.2f\n",
+			hosts, ready.Round(100*time.Millisecond), throughput, met(throughput >= 0.9), roundRatios(runs[0], runs[1]), ratio(runs[0].quantile(0.99), runs[1].quantile(0.99)),
 			ratio(runs[1].cpuPerRequest(), runs[0].cpuPerRequest()))
 		for i, r := range runs {
 			if r.failed > 0 {
