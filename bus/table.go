@@ -468,6 +468,10 @@ type Snapshot struct {
 	Deletes []string
 }
 
+// incompleteWarnAfter is how many commits in a row may find their table
+// incomplete before Follow warns that its stage is held up.
+const incompleteWarnAfter = 3
+
 // Follow calls handle with what changed in stage's table after each commit,
 // starting with the whole current table (see Snapshot). Commits that arrive
 // while more messages are already waiting are folded into the next call,
@@ -484,6 +488,10 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 	log := conn.Health().logger().With(zap.String("stage", stage))
 	t := newFollowedTable()
 	var flush <-chan time.Time
+	// incomplete counts the commits in a row whose table was not whole:
+	// one is a catch-up in progress, several mean a stage downstream
+	// waits, which must not go unseen.
+	incomplete := 0
 	deliver := func() error {
 		flush = nil
 		if !t.complete {
@@ -512,10 +520,17 @@ func Follow(ctx context.Context, conn *Conn, stage string, handle func(context.C
 				continue
 			}
 			if keys, want := t.commit(m); keys != want {
-				log.Info("table incomplete at its commit; keeping it back until a whole generation",
-					zap.Uint64("generation", m.meta.Generation), zap.Int("keys", keys), zap.Int("commitKeys", want))
+				incomplete++
+				level := zap.InfoLevel
+				if incomplete >= incompleteWarnAfter {
+					level = zap.WarnLevel
+				}
+				log.Log(level, "table incomplete at its commit; keeping it back until a whole generation",
+					zap.Uint64("generation", m.meta.Generation), zap.Int("keys", keys), zap.Int("commitKeys", want),
+					zap.Int("incompleteCommitsInARow", incomplete))
 				continue
 			}
+			incomplete = 0
 			if m.numPending == 0 {
 				if err := deliver(); err != nil {
 					return err
