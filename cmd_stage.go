@@ -26,13 +26,14 @@ func stageCommand(args []string) error {
 	o.register(fs)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "URL of the NATS server the stages share")
 	replicas := fs.Int("nats-replicas", 1, "servers of the NATS cluster that keep each stream this stage creates or writes, on disk (3 on a three-node cluster: a lost node loses nothing); 1 keeps them in one server's memory")
+	natsCA := fs.String("nats-ca", "", "PEM CA of the bus nodes' certificates (switchyard bus --tls-cert): connect with TLS only and verify the node")
 	insecure := fs.Bool("nats-insecure", false, "connect without a bus identity (--nats-keys), to a NATS server that admits anyone: for development only")
 	instance := fs.String("instance", defaultInstance(), "name of this process on the bus, in its messages and leases (default: $POD_NAME, else HOST-PID)")
 	leaseDuration := fs.Duration("lease-duration", bus.DefaultLeaseDuration, "replicas of the watcher, translator, annotations and renderer stages take turns: one leads and publishes, the others stand by and take over after this long without a renewal")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	auth, err := busIdentity(name, o.natsKeys, o.natsCA, *insecure)
+	auth, err := busIdentity(name, o.natsKeys, *natsCA, *insecure)
 	if err != nil {
 		return err
 	}

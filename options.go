@@ -72,7 +72,6 @@ type options struct {
 	nginxUser         string
 	natsListen        string
 	natsKeys          string
-	natsCA            string
 	logLevel          string
 	logFormat         string
 	workerProcesses   string
@@ -120,7 +119,6 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.nginxBinary, "nginx-binary", "nginx", "NGINX binary (with the Lua module) to run")
 	fs.StringVar(&o.nginxUser, "nginx-user", "nobody", "user NGINX workers run as when switchyard runs as root")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "expose the embedded bus on this address (e.g. 127.0.0.1:4222) for trace and remote stages; needs --nats-keys")
-	fs.StringVar(&o.natsCA, "nats-ca", "", "PEM CA of the bus nodes' certificates (switchyard bus --tls-cert): a stage then connects with TLS only and verifies the node")
 	fs.StringVar(&o.natsKeys, "nats-keys", "", "directory of the bus identities' NKey seeds (switchyard buskeys DIR): run's listening bus admits only them, a stage authenticates with DIR/<stage>.nk")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics (/metrics, ingress-nginx's nginx_ingress_controller_* names), /healthz and /readyz on this address (e.g. :10254); off by default")
 	fs.BoolVar(&o.enableMetrics, "enable-metrics", true, "with --metrics-addr, have NGINX count every request for the per-request metrics (nginx_ingress_controller_requests, ...)")
