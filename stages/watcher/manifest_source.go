@@ -271,20 +271,14 @@ func (st *scanState) scan(force map[string]bool, readAll bool) (changed, ok bool
 	seen := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		name := e.Name()
-		if !isManifestName(name) {
-			continue
-		}
-		path := filepath.Join(s.dir, name)
-		fi, err := os.Stat(path) // follows symlinks
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // gone, or a dangling symlink
-		case err != nil:
+		path, fi, read, err := statManifest(s.dir, name)
+		if err != nil {
 			// Unreadable for now: keep what the file had.
 			seen[name] = true
 			st.failIO(name, err)
 			continue
-		case !fi.Mode().IsRegular():
+		}
+		if !read {
 			continue
 		}
 		f := st.files[name]
@@ -522,6 +516,25 @@ func readLimited(path string, limit int64) ([]byte, os.FileInfo, error) {
 	return data, info, nil
 }
 
+// statManifest says whether the directory entry name of dir is a file the
+// source reads (read): a manifest name that, symlinks followed, exists
+// and is a regular file. A gone file or a dangling symlink is not read; a
+// stat that fails otherwise is err, for the caller to report.
+func statManifest(dir, name string) (path string, info os.FileInfo, read bool, err error) {
+	if !isManifestName(name) {
+		return "", nil, false, nil
+	}
+	path = filepath.Join(dir, name)
+	info, err = os.Stat(path) // follows symlinks
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return path, nil, false, nil
+	case err != nil:
+		return path, nil, false, err
+	}
+	return path, info, info.Mode().IsRegular(), nil
+}
+
 // isManifestName tells the files the source reads: *.yaml and *.yml, not
 // hidden, not an editor's temporary file.
 func isManifestName(name string) bool {
@@ -574,16 +587,13 @@ func ManifestErrors(dir string) ([]*manifest.DocumentError, error) {
 	var out []*manifest.DocumentError
 	for _, e := range entries {
 		name := e.Name()
-		if !isManifestName(name) {
+		path, _, read, err := statManifest(dir, name)
+		if err == nil && !read {
 			continue
 		}
-		path := filepath.Join(dir, name)
-		if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-			continue
-		}
-		data, _, err := readLimited(path, limit)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a dangling symlink, as in scan
+		var data []byte
+		if err == nil {
+			data, _, err = readLimited(path, limit)
 		}
 		if err != nil {
 			out = append(out, &manifest.DocumentError{File: name, Message: "cannot read the file: " + err.Error()})
