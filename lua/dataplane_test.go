@@ -171,6 +171,24 @@ http {
             proxy_pass http://upstream_balancer;
         }
 
+        # A rendered location passes its labels to the rewrite hook as
+        # literals; the metrics take those. Its variables hold other values
+        # here, so the test sees which were used.
+        location /metrics-literal/ {
+            set $namespace "vars";
+            set $ingress_name "vars";
+            set $service_name "vars";
+            set $location_path "/vars";
+            set $proxy_upstream_name $http_x_test_backend;
+            rewrite_by_lua_block {
+                require("switchyard.balancer").rewrite(ngx.var.http_x_test_backend, nil, nil, nil, nil, nil,
+                    "/lit\001shop\0011web\001web", "lit.example.com")
+            }
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://upstream_balancer;
+        }
+
         # A traced location: $switchyard_otel from a header, as the
         # renderer sets it from the annotations.
         location /trace-test/ {
@@ -364,6 +382,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("CIDRs parse and match as Go's netip does", dp.testCIDRAgreesWithNetip)
 	t.Run("router.lua's source ranges decide as NGINX's allow and deny", dp.testAccessAgreesWithNginx)
 	t.Run("per-request metrics in the shared dict", dp.testMetrics)
+	t.Run("per-request metrics with the location's literal labels", dp.testMetricsLiteralLabels)
 	t.Run("request duration is the request's time", dp.testMetricsRequestTime)
 	t.Run("per-request metrics kept over a reload", dp.testMetricsKeptOverReload)
 	t.Run("a full metrics dict drops, counted", dp.testMetricsDictFull)

@@ -138,6 +138,28 @@ func (dp *dataPlane) testMetrics(t *testing.T) {
 	}
 }
 
+// A location that passes its labels to balancer.rewrite (as every
+// rendered one does) is counted under them, the host label included;
+// nothing is counted under its variables.
+func (dp *dataPlane) testMetricsLiteralLabels(t *testing.T) {
+	eps, _ := startBackends(t, "metrics-literal", 1)
+	dp.postBackends(backend{Name: "metrics-literal", Service: svc("web"), Endpoints: eps})
+	hdr := map[string]string{"X-Test-Backend": "metrics-literal"}
+	const n = 3
+	for range n {
+		if s := dp.request(t, "GET", "/metrics-literal/a", hdr); s != 200 {
+			t.Fatalf("GET: %d", s)
+		}
+	}
+	labels := strings.Join([]string{"200", "GET", "/lit", "shop", "1web", "web", "", "lit.example.com"}, "\x01")
+	d := dp.waitMetrics(t, "3 GET under the literal labels", func(d metricsDump) bool { return d.count("rd", labels) == n })
+	for key := range d.Values {
+		if strings.Contains(key, "vars") {
+			t.Errorf("counted under the location's variables: %q", key)
+		}
+	}
+}
+
 // request_duration observes $request_time (metrics.lua computes it from
 // the request's start and NGINX's clock instead of reading the variable):
 // a backend that answers after 300 ms puts the request in the bucket of

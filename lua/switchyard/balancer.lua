@@ -454,7 +454,13 @@ end
 -- proxy-*-timeout in seconds ({connect=, send=, read=}, each nil for the
 -- http block's): the balancer phase sets them, where a server block's
 -- location has proxy_*_timeout directives.
-function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_service, timeouts)
+--
+-- labels and host are the location's per-request metrics labels (path,
+-- namespace, Ingress and Service joined by byte 1; the host label), which
+-- the renderer and router.lua pass as literals: the log phase takes them
+-- from the state kept here instead of reading five variables
+-- (switchyard.metrics). Without them it reads the variables.
+function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_service, timeouts, labels, host)
     sync()
     if loaded_version == nil then
         wait_for_first_configuration()
@@ -472,11 +478,12 @@ function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_servic
     elseif not from_renderer then
         alt, alt_name = canary_for(backend)
     end
+    local canary
     if alt then
         -- As in ingress-nginx, $proxy_upstream_name stays the primary and
         -- $proxy_alternative_upstream_name names the canary.
         ngx_var.proxy_alternative_upstream_name = alt_name
-        backend, name = alt, alt_name
+        backend, name, canary = alt, alt_name, alt_name
     end
     if tag_service then
         tag(backend)
@@ -491,7 +498,8 @@ function _M.rewrite(name, canary_name, canary_ingress, fallback_name, tag_servic
         ngx_log(INFO, "switchyard: backend ", name, " has no endpoints")
         return ngx_exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local state = { backend = backend, name = name, tries = 0, timeouts = timeouts }
+    local state = { backend = backend, name = name, tries = 0, timeouts = timeouts, labels = labels, host = host,
+                    canary = canary }
     ngx.ctx.switchyard = state
     -- Algorithms that answer with a header (sticky cookies) choose here.
     if backend.rewrite then

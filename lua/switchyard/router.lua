@@ -40,6 +40,7 @@ local str_sub = string.sub
 local str_find = string.find
 local str_gsub = string.gsub
 local tbl_sort = table.sort
+local tbl_concat = table.concat
 local ipairs = ipairs
 local pairs = pairs
 local type = type
@@ -189,6 +190,10 @@ local function string_or_nil(v)
     return nil
 end
 
+local function string_or_empty(v)
+    return type(v) == "string" and v or ""
+end
+
 -- compile turns a decoded route into the lookup NGINX's location matching
 -- does: exact paths in a table, prefixes longest first, regexes in order.
 local function compile(route)
@@ -217,6 +222,14 @@ local function compile(route)
             -- validate accepted the lines; should they fail anyway, the
             -- location denies everyone rather than no one.
             l.access = compile_access(l.access) or { rules = { { deny = true, all = true } }, v4 = true }
+        end
+        -- The metrics' labels of a proxied request (balancer.rewrite): the
+        -- values rewrite() sets the location's variables to.
+        if l.ingress_name then
+            l.labels = tbl_concat({ string_or_empty(l.location_path), string_or_empty(l.namespace),
+                                    string_or_empty(l.ingress_name), string_or_empty(l.service) }, "\1")
+        else
+            l.labels = "\1\1\1"
         end
         if l.connect_timeout or l.send_timeout or l.read_timeout then
             -- Seconds, as ngx.balancer.set_timeouts takes them; nil keeps
@@ -481,7 +494,7 @@ function _M.rewrite(max_body)
     if l.kind ~= "proxy" then
         return ngx_exit(404)
     end
-    balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts)
+    balancer.rewrite(l.backend, l.canary_backend, l.canary_ingress, l.fallback, l.tag_service, l.timeouts, l.labels, c.host)
     -- The source ranges: a server block's allow and deny run in the access
     -- phase, after everything above (its rewrite phase), before the body
     -- is read.

@@ -71,21 +71,23 @@ func TestErrorPageRefusesBadBackends(t *testing.T) {
 
 func TestBalancerArgsWithFallback(t *testing.T) {
 	fb := &bus.Features{Errors: &bus.Errors{DefaultBackend: "pages"}}
+	// The metrics' labels: no path nor Service here, Ingress ns/a, host h.
+	const labels = `, "\001ns\001a\001", "h"`
 	for _, tc := range []struct {
 		name string
 		l    location
 		tag  bool
 		want string
 	}{
-		{"plain", location{Backend: "ns-web-80", Ingress: "ns/a"}, false, `"ns-web-80"`},
-		{"tag only", location{Backend: "ns-web-80", Ingress: "ns/a"}, true, `"ns-web-80", nil, nil, nil, true`},
-		{"fallback", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb}, false, `"ns-web-80", nil, nil, "custom-default-backend-ns-pages"`},
+		{"plain", location{Backend: "ns-web-80", Ingress: "ns/a"}, false, `"ns-web-80", nil, nil, nil, nil, nil`+labels},
+		{"tag only", location{Backend: "ns-web-80", Ingress: "ns/a"}, true, `"ns-web-80", nil, nil, nil, true, nil`+labels},
+		{"fallback", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb}, false, `"ns-web-80", nil, nil, "custom-default-backend-ns-pages", nil, nil`+labels},
 		{"canary, fallback and tag", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb,
 			Canary: &bus.LocationCanary{Ingress: "ns/beta", Backend: "ns-beta-80"}}, true,
-			`"ns-web-80", "ns-beta-80", "ns/beta", "custom-default-backend-ns-pages", true`},
+			`"ns-web-80", "ns-beta-80", "ns/beta", "custom-default-backend-ns-pages", true, nil`+labels},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := balancerArgs(tc.l, tc.tag)
+			got, err := balancerArgs(tc.l, tc.tag, "h")
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}

@@ -68,6 +68,34 @@ func newLabelsView(ingress string, l metricLabels) (labelsView, error) {
 	return v, err
 }
 
+// luaLabels are a location's labels as Lua literals for balancer.rewrite:
+// path, namespace, Ingress and Service joined by metrics.lua's separator
+// (byte 1, written "\001": a digit after "\1" would extend the escape),
+// then the host label (the server's host; "_" for the catch-all). The
+// log phase takes them from the request's balancer state instead of
+// reading the variables newLabelsView sets, five reads a request. They are
+// the same values: checked here as there.
+func luaLabels(ingress string, l metricLabels, host string) (labels, hostArg string, err error) {
+	var ns, name string
+	if ingress != "" {
+		if !ingressIDPattern.MatchString(ingress) {
+			return "", "", fmt.Errorf("invalid Ingress %q", ingress)
+		}
+		ns, name, _ = strings.Cut(ingress, "/")
+	}
+	if l.service != "" && !serviceLabelPattern.MatchString(l.service) {
+		return "", "", fmt.Errorf("invalid Service name %q", l.service)
+	}
+	if strings.ContainsFunc(l.path, func(r rune) bool { return r == '"' || r < 0x20 || r == 0x7f }) {
+		return "", "", fmt.Errorf("refusing to write path %q into a Lua literal", l.path)
+	}
+	path := strings.ReplaceAll(l.path, `\`, `\\`)
+	if hostArg, err = luaString(host); err != nil {
+		return "", "", err
+	}
+	return `"` + strings.Join([]string{path, ns, name, l.service}, `\001`) + `"`, hostArg, nil
+}
+
 // serviceLabelPattern: a Service name (a DNS label) or a port, by name or
 // number; the same characters a backend name (namespace-service-port) has.
 var serviceLabelPattern = regexp.MustCompile(`^[a-z0-9][-a-z0-9.]{0,252}$`)

@@ -38,6 +38,44 @@ func TestLabelsView(t *testing.T) {
 	}
 }
 
+// TestLuaLabels: the labels balancer.rewrite hands to the metrics are the
+// values the location's variables hold (TestLabelsView), as Lua literals:
+// byte 1 between them, written so that no digit can extend the escape,
+// and a regex path's "\" escaped. What could end the literal is refused.
+func TestLuaLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name, ingress, host string
+		labels              metricLabels
+		want, wantHost      string
+		wantErr             bool
+	}{
+		{name: "catch-all without an Ingress", host: "_", want: `"\001\001\001"`, wantHost: `"_"`},
+		{name: "prefix path", ingress: "shop/web", host: "shop.example.com",
+			labels: metricLabels{path: "/shop", service: "web", servicePort: "80"},
+			want:   `"/shop\001shop\001web\001web"`, wantHost: `"shop.example.com"`},
+		{name: "digits after a separator stay digits", ingress: "1/2", host: "*.example.com",
+			labels: metricLabels{path: "/3", service: "4"},
+			want:   `"/3\0011\0012\0014"`, wantHost: `"*.example.com"`},
+		{name: "regex path", ingress: "ns/rx", host: "h",
+			labels: metricLabels{path: `/api/v[0-9]+\.json$`, service: "api"},
+			want:   `"/api/v[0-9]+\\.json$\001ns\001rx\001api"`, wantHost: `"h"`},
+		{name: "a quote in the path", ingress: "ns/q", host: "h", labels: metricLabels{path: `/a"b`}, wantErr: true},
+		{name: "a newline in the path", ingress: "ns/q", host: "h", labels: metricLabels{path: "/a\nb"}, wantErr: true},
+		{name: "an invalid Service", ingress: "ns/q", host: "h", labels: metricLabels{path: "/", service: `a"`}, wantErr: true},
+		{name: "an invalid Ingress", ingress: `ns/"q`, host: "h", labels: metricLabels{path: "/"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, host, err := luaLabels(tc.ingress, tc.labels, tc.host)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if got != tc.want || host != tc.wantHost {
+				t.Errorf("got %s, %s; want %s, %s", got, host, tc.want, tc.wantHost)
+			}
+		})
+	}
+}
+
 // TestLabelsOf: the model's location gives its labels; the Ingress path,
 // not the NGINX location's, so Prefix /shop is "/shop" in both of its
 // locations.

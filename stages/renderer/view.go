@@ -437,7 +437,7 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 		if v.Errors, err = errorsOf(l, c.serverWideErrors, c.settings, c.backends, c.pages); err != nil {
 			return err
 		}
-		if v.BalancerArg, err = balancerArgs(l, v.Errors != nil); err != nil {
+		if v.BalancerArg, err = balancerArgs(l, v.Errors != nil, c.host); err != nil {
 			return err
 		}
 	}
@@ -455,9 +455,11 @@ func (v *locationView) resolveKind(l location, external string, c locationContex
 // to a canary, whatever other hosts declared for the same Service. Then,
 // when set, the default-backend annotation's backend (it serves while the
 // location's has no endpoint), and true when custom errors need
-// $service_name and $service_port. Trailing nils are left out.
-func balancerArgs(l location, tagService bool) (string, error) {
-	args := []string{"nil", "nil", "nil", "nil", "nil"}
+// $service_name and $service_port. Then the timeouts, which only a
+// Lua-routed location has (nil here), and the metrics' labels (luaLabels)
+// of a location on host. Trailing nils are left out.
+func balancerArgs(l location, tagService bool, host string) (string, error) {
+	args := []string{"nil", "nil", "nil", "nil", "nil", "nil", "nil", "nil"}
 	var err error
 	if args[0], err = luaString(l.Backend); err != nil {
 		return "", err
@@ -476,6 +478,9 @@ func balancerArgs(l location, tagService bool) (string, error) {
 	}
 	if tagService {
 		args[4] = "true"
+	}
+	if args[6], args[7], err = luaLabels(l.Ingress, l.labels, host); err != nil {
+		return "", err
 	}
 	for len(args) > 1 && args[len(args)-1] == "nil" {
 		args = args[:len(args)-1]
