@@ -79,12 +79,12 @@ func TestBalancerArgsWithFallback(t *testing.T) {
 		tag  bool
 		want string
 	}{
-		{"plain", location{Backend: "ns-web-80", Ingress: "ns/a"}, false, `"ns-web-80", nil, nil, nil, nil, nil`+labels},
-		{"tag only", location{Backend: "ns-web-80", Ingress: "ns/a"}, true, `"ns-web-80", nil, nil, nil, true, nil`+labels},
-		{"fallback", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb}, false, `"ns-web-80", nil, nil, "custom-default-backend-ns-pages", nil, nil`+labels},
+		{"plain", location{Backend: "ns-web-80", Ingress: "ns/a"}, false, `"ns-web-80", nil, nil, nil, nil, nil` + labels},
+		{"tag only", location{Backend: "ns-web-80", Ingress: "ns/a"}, true, `"ns-web-80", nil, nil, nil, true, nil` + labels},
+		{"fallback", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb}, false, `"ns-web-80", nil, nil, "custom-default-backend-ns-pages", nil, nil` + labels},
 		{"canary, fallback and tag", location{Backend: "ns-web-80", Ingress: "ns/a", Features: fb,
 			Canary: &bus.LocationCanary{Ingress: "ns/beta", Backend: "ns-beta-80"}}, true,
-			`"ns-web-80", "ns-beta-80", "ns/beta", "custom-default-backend-ns-pages", true, nil`+labels},
+			`"ns-web-80", "ns-beta-80", "ns/beta", "custom-default-backend-ns-pages", true, nil` + labels},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := balancerArgs(tc.l, tc.tag, "h")
