@@ -57,6 +57,7 @@ http {
     lua_package_path "$prefix/lua/?.lua;;";
     lua_shared_dict switchyard_config {{.ConfigDict}};
     lua_shared_dict switchyard_certs 1m;
+    lua_shared_dict switchyard_versions 256k;
     lua_shared_dict switchyard_metrics 256k;
     lua_shared_dict switchyard_traces 256k;
 
@@ -187,6 +188,18 @@ http {
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_pass http://upstream_balancer;
+        }
+
+        # The versions requests read (switchyard_versions) next to the ones
+        # publishes keep with the values.
+        location = /versions-test {
+            content_by_lua_block {
+                local copies = ngx.shared.switchyard_versions
+                for _, k in ipairs({ "backends_version", "certificates_version" }) do
+                    local dict = k == "backends_version" and ngx.shared.switchyard_config or ngx.shared.switchyard_certs
+                    ngx.say(k, " ", tostring(dict:get(k)), " ", tostring(copies:get(k)))
+                end
+            }
         }
 
         # A traced location: $switchyard_otel from a header, as the
@@ -362,6 +375,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("malformed delta is refused whole", dp.testDeltaInvalid)
 	t.Run("delta too big for the dict answers 507", dp.testDeltaDictFull)
 	t.Run("workers load while deltas keep coming", dp.testLoadWhileDeltasKeepComing)
+	t.Run("versions are copied where requests read them", dp.testVersionCopies)
 	t.Run("balancer without rewrite hook", dp.testNoRewrite)
 	t.Run("backend name passed to the rewrite hook", dp.testNamedRewrite)
 	t.Run("config endpoint not reachable via proxy", dp.testConfigNotProxied)

@@ -3,6 +3,7 @@ package lua_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -312,5 +313,40 @@ func (dp *dataPlane) testLoadWhileDeltasKeepComing(t *testing.T) {
 	}
 	if n := stopSpam(); n == 0 {
 		t.Errorf("no delta was taken meanwhile")
+	}
+}
+
+// testVersionCopies: every publish, full or delta, of backends or
+// certificates, leaves in switchyard_versions (where each request reads
+// it) the version it stored with the values; and a request right after
+// the answer is served with what was published.
+func (dp *dataPlane) testVersionCopies(t *testing.T) {
+	versions := func() string {
+		t.Helper()
+		resp, err := dp.proxy.Get("http://" + dp.httpAddr + "/versions-test")
+		must(t, err)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return string(data)
+	}
+	eps, ids := startBackends(t, "copies", 2)
+	a := backend{Name: "copies-a", Endpoints: eps[0:1]}
+	v := dp.postFull(a)
+	dp.expect("/", "copies-a", ids[0], 200)
+	if want := fmt.Sprintf("backends_version %d %d\n", v, v); !strings.Contains(versions(), want) {
+		t.Errorf("after a full post of version %d:\n%s", v, versions())
+	}
+	a.Endpoints = eps[1:2]
+	next := dp.version(dp.postDelta(delta{Base: v, Backends: []backend{a}}))
+	dp.expect("/", "copies-a", ids[1], 200)
+	if want := fmt.Sprintf("backends_version %d %d\n", next, next); !strings.Contains(versions(), want) {
+		t.Errorf("after a delta to version %d:\n%s", next, versions())
+	}
+	if status, text := dp.postCertificates(certConfig{Certificates: map[string]string{}, Servers: map[string]string{}}); status != 201 {
+		t.Fatalf("POST certificates: %d %s", status, text)
+	}
+	m := regexp.MustCompile(`certificates_version (\d+) (\d+)\n`).FindStringSubmatch(versions())
+	if m == nil || m[1] != m[2] || m[1] == "nil" {
+		t.Errorf("after a certificates post:\n%s", versions())
 	}
 }

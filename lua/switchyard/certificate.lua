@@ -204,7 +204,7 @@ local function select_certificate()
     end
 
     local dict = ngx_shared.switchyard_certs
-    local version = dict:get(VERSION_KEY)
+    local version = snapshot.read_version(dict, VERSION_KEY)
     if not version then
         return nil -- nothing published yet
     end
@@ -278,7 +278,7 @@ function _M.configured_for_lower(host)
         return false
     end
     local dict = ngx_shared.switchyard_certs
-    local version = dict:get(VERSION_KEY)
+    local version = snapshot.read_version(dict, VERSION_KEY)
     if not version then
         return false
     end

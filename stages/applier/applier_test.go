@@ -104,6 +104,7 @@ http {
     lua_package_path "$prefix/lua/?.lua;;";
     lua_shared_dict switchyard_config %s;
     lua_shared_dict switchyard_certs 1m;
+    lua_shared_dict switchyard_versions 256k;
     init_worker_by_lua_block { require("switchyard.balancer").init_worker() }
     client_body_temp_path tmp/client_body;
     proxy_temp_path tmp/proxy;

@@ -69,9 +69,10 @@ local function new(kind)
         return KIND .. ":" .. version .. ":changes"
     end
 
-    -- Current version, or nil when nothing was published yet.
+    -- Current version, or nil when nothing was published yet; read where
+    -- snapshot.read_version says, as every request does.
     function _M.version(dict)
-        return dict:get(VERSION_KEY)
+        return snapshot.read_version(dict, VERSION_KEY)
     end
 
     -- Every backend name with its current revision, from the pointers in
@@ -157,6 +158,7 @@ local function new(kind)
             end
         end
         dict:set(VERSION_KEY, p.version)
+        snapshot.copy_version(VERSION_KEY, p.version)
         for _, key in ipairs(old) do
             dict:delete(key)
         end

@@ -34,13 +34,49 @@ function _M.version_key(kind)
     return kind .. "_version"
 end
 
+-- Every request reads the versions (has anything changed since this
+-- worker loaded it?). The dicts that hold the values grow with the
+-- cluster, to tens of thousands of keys at 10,000 Ingresses, and a lookup
+-- there costs more the more keys there are; so each publish also writes
+-- its version to switchyard_versions, which holds only these few keys, and
+-- the per-request reads go there. The value dict's key stays the one
+-- publishes compare with; the copy is written after it, so a reader that
+-- sees a version finds its values. Without that dict (a configuration
+-- that does not declare it), or before a first publish copied anything,
+-- reads go to the value dict.
+local versions = ngx.shared.switchyard_versions
+
+-- read_version is the version under key, for a per-request check.
+function _M.read_version(dict, key)
+    if versions then
+        local version = versions:get(key)
+        if version then
+            return version
+        end
+    end
+    return dict:get(key)
+end
+
+-- copy_version writes version to switchyard_versions after the value
+-- dict's key was set to it. A failure only leaves reads one publish
+-- behind until the next: logged.
+function _M.copy_version(key, version)
+    if not versions then
+        return
+    end
+    local ok, err = versions:safe_set(key, version)
+    if not ok then
+        ngx_log(ERR, "switchyard: copying ", key, " to switchyard_versions: ", err)
+    end
+end
+
 function _M.key(kind, version, part)
     return kind .. ":" .. version .. ":" .. part
 end
 
 -- Current version of kind, or nil when nothing was published yet.
 function _M.version(dict, kind)
-    return dict:get(kind .. "_version")
+    return _M.read_version(dict, kind .. "_version")
 end
 
 -- Deletes every key of kind that does not belong to version `keep`, including
@@ -86,6 +122,7 @@ local function publish_locked(dict, kind, parts)
         delete_parts(dict, kind, version, written)
         return nil, err
     end
+    _M.copy_version(kind .. "_version", version)
     return version
 end
 
