@@ -73,7 +73,7 @@ func runCommand(args []string) error {
 		return err
 	}
 	go func() {
-		releaseMemoryAfterStartup(ctx, memConn, log)
+		releaseMemory(ctx, memConn, log)
 		memConn.Close()
 	}()
 	stages := bus.Stages

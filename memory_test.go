@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,21 +54,21 @@ func TestLimitFor(t *testing.T) {
 	}
 }
 
-// TestReleaseMemoryAfterStartupIsNoSlowConsumer: a burst of apply results
-// (start-up at 10,000 Ingresses sends them back to back) ends the wait
-// without the client dropping messages, which it reports as a "slow
-// consumer" warning in the controller's log.
-func TestReleaseMemoryAfterStartupIsNoSlowConsumer(t *testing.T) {
+// TestReleaseMemoryIsNoSlowConsumer: bursts of apply results (start-up
+// at 10,000 Ingresses sends them back to back) never make the client drop
+// messages, which it reports as a "slow consumer" warning in the
+// controller's log.
+func TestReleaseMemoryIsNoSlowConsumer(t *testing.T) {
 	conn := harness.Bus(t, "test")
 	slow := bustest.SlowConsumers(conn.NC)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		releaseMemoryAfterStartup(ctx, conn, zap.NewNop())
+		releaseMemory(ctx, conn, zap.NewNop())
 	}()
-	for waiting := true; waiting; {
+	for range 50 {
 		for range 200 {
 			if err := conn.NC.Publish(bus.ApplyResultSubject, []byte("{}")); err != nil {
 				t.Fatal(err)
@@ -75,15 +77,77 @@ func TestReleaseMemoryAfterStartupIsNoSlowConsumer(t *testing.T) {
 		if err := conn.NC.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-done:
-			waiting = false
-		case <-ctx.Done():
-			t.Fatal("the first apply result never ended the wait")
-		case <-time.After(10 * time.Millisecond):
-		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("releaseMemory did not return when its context ended")
 	}
 	if n := slow.Load(); n > 0 {
-		t.Errorf("the client dropped apply results %d times (slow consumer) while waiting for the first one", n)
+		t.Errorf("the client dropped apply results %d times (slow consumer)", n)
+	}
+}
+
+// TestReleaseWhenQuiet: memory is released after a quiet period that
+// follows the last apply, and never twice without an apply in between.
+// On a stalled machine a burst may be split in two; the rules still hold.
+func TestReleaseWhenQuiet(t *testing.T) {
+	const quiet = 200 * time.Millisecond
+	applied := make(chan struct{})
+	var mu sync.Mutex
+	var events []string // "apply" and "release", in order
+	var last time.Time  // of the last apply
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go releaseWhenQuiet(ctx, applied, quiet, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(events) > 0 && time.Since(last) < quiet {
+			t.Errorf("released %s after the last apply, before the quiet period of %s", time.Since(last), quiet)
+		}
+		events = append(events, "release")
+	})
+	apply := func() {
+		applied <- struct{}{}
+		mu.Lock()
+		defer mu.Unlock()
+		last = time.Now()
+		events = append(events, "apply")
+	}
+	releases := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(strings.Join(events, " "), "release")
+	}
+	waitReleases := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); releases() < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d releases, want %d: %v", releases(), n, events)
+			}
+		}
+	}
+
+	// The first quiet period counts from the start.
+	waitReleases(1)
+	time.Sleep(3 * quiet)
+	for range 5 {
+		apply()
+		time.Sleep(quiet / 4)
+	}
+	waitReleases(2)
+	time.Sleep(3 * quiet)
+	before := releases()
+	apply()
+	waitReleases(before + 1)
+	time.Sleep(3 * quiet)
+	cancel()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(events, " "); strings.Contains(got, "release release") {
+		t.Errorf("released twice without an apply in between: %s", got)
 	}
 }
