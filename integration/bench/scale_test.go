@@ -36,6 +36,11 @@ const (
 // one-Ingress change and a one-endpoint change to traffic, memory and the
 // configuration on disk. Timings are reported, never asserted; the test
 // fails only when a request is never answered.
+// settleTime is how long the scale benchmark waits without changes before
+// it measures memory a last time: longer than the controller's quiet
+// period before it returns memory.
+const settleTime = 20 * time.Second
+
 func TestBenchScale(t *testing.T) {
 	requireBench(t)
 	nginx := harness.Nginx(t)
@@ -258,6 +263,11 @@ func TestBenchScale(t *testing.T) {
 					round(ingressChange.samples), round(endpointChange.samples))
 			}
 			reportMemory("at the end")
+			// The steady state: the controller returns its memory once
+			// nothing was applied for a while (memory.go:
+			// quietBeforeRelease, 15 s).
+			time.Sleep(settleTime)
+			reportMemory(fmt.Sprintf("%s after the last change", settleTime))
 		}
 
 		section("design targets (reported, not asserted)")
