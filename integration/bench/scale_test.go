@@ -195,12 +195,22 @@ func TestBenchScale(t *testing.T) {
 		}
 		line("NGINX worker PIDs seen during start-up", "%d (%d per generation: a reload starts a new one)", len(startupWorkers), harness.Workers)
 		reportMemory := func(when string) {
+			master, masterErr := readMasterPID(sy)
 			if rss, peak, err := procStatus(pid); err == nil {
 				line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
+				// Its other children are the annotation plugins.
+				plugins, count := int64(0), 0
+				for _, p := range harness.ChildPIDs(t, pid) {
+					if prss, _, err := procStatus(p); err == nil && (masterErr != nil || p != master) {
+						plugins += prss
+						count++
+					}
+				}
+				line("  with its plugins "+when, "%s (%d plugin processes, %s)", mib(rss+plugins), count, mib(plugins))
 			} else {
 				line("switchyard RSS "+when, "unreadable: %v", err)
 			}
-			if master, err := readMasterPID(sy); err == nil {
+			if masterErr == nil {
 				var sum int64
 				var each []string
 				for _, p := range append([]int{master}, harness.ChildPIDs(t, master)...) {
