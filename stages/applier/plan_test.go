@@ -281,3 +281,22 @@ func TestSnapshotKeepsItsState(t *testing.T) {
 		t.Errorf("files and routes: second %v %v, third %v %v", second.Files, second.Routes, third.Files, third.Routes)
 	}
 }
+
+// TestSameMap: one map is the same map, however it is passed; an equal
+// copy is not, nor a nil map next to an empty one.
+func TestSameMap(t *testing.T) {
+	a := map[string]json.RawMessage{"h": json.RawMessage(`{}`)}
+	b := a
+	if !sameMap(a, b) {
+		t.Error("a map is not the same as itself")
+	}
+	if sameMap(a, maps.Clone(a)) {
+		t.Error("a copy is the same map")
+	}
+	if !sameMap[json.RawMessage](nil, nil) {
+		t.Error("nil is not the same as nil")
+	}
+	if sameMap(nil, map[string]json.RawMessage{}) {
+		t.Error("nil is the same as an empty map")
+	}
+}
