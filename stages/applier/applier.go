@@ -96,7 +96,7 @@ type Stage struct {
 	routesVersion uint64
 	running       struct {
 		files        map[string]string
-		backends     map[string]json.RawMessage
+		backends     namedValues
 		certificates map[string]luaCertificate
 		routes       map[string]json.RawMessage
 	}

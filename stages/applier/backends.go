@@ -37,17 +37,19 @@ type backendsPush struct {
 	bytes int    // the bodies posted, a refused delta included
 }
 
-// pushNamed brings the data plane's values of kind from running to next.
-// When the applier knows which version the data plane stores (*version,
-// the answer to its last successful post) it sends only what changed
-// since, on top of that version; otherwise, or when the data plane refuses
-// the delta as stale, it sends them all. Any failure forgets the version,
-// so the next push is a full one: after a failed post nobody knows what
-// the dicts hold.
-func (s *Stage) pushNamed(ctx context.Context, kind namedKind, next, running map[string]json.RawMessage, version *uint64, dicts string) (backendsPush, error) {
+// pushNamed brings the data plane's values of kind to the desired ones:
+// full is the body of a post of them all, delta the body of a post of
+// what changed since the running ones on top of a stored version (nil
+// when nothing did). When the applier knows which version the data plane
+// stores (*version, the answer to its last successful post) it sends only
+// what changed since; otherwise, or when the data plane refuses the delta
+// as stale, it sends them all. Any failure forgets the version, so the
+// next push is a full one: after a failed post nobody knows what the dicts
+// hold.
+func (s *Stage) pushNamed(ctx context.Context, kind namedKind, full func() []byte, delta func(base uint64) []byte, version *uint64, dicts string) (backendsPush, error) {
 	var push backendsPush
 	if *version != 0 && !s.cfg.FullBackendPosts {
-		body := namedDelta(kind.field, next, running, *version)
+		body := delta(*version)
 		if body == nil {
 			return backendsPush{mode: postDelta}, nil
 		}
@@ -64,7 +66,7 @@ func (s *Stage) pushNamed(ctx context.Context, kind namedKind, next, running map
 		s.log.Warn("the data plane does not hold what the applier last posted; posting everything",
 			zap.String("kind", kind.field), zap.Error(err))
 	}
-	body := namedPayload(next)
+	body := full()
 	push = backendsPush{mode: postFull, bytes: push.bytes + len(body)}
 	v, err := s.control.postTo(ctx, kind.path, body, dicts)
 	if err != nil {
@@ -76,7 +78,9 @@ func (s *Stage) pushNamed(ctx context.Context, kind namedKind, next, running map
 
 // pushBackends brings the data plane's backends to d's.
 func (s *Stage) pushBackends(ctx context.Context, d desiredState, dicts string) (backendsPush, error) {
-	return s.pushNamed(ctx, backendsKind, d.Backends, s.running.backends, &s.backendsVersion, dicts)
+	return s.pushNamed(ctx, backendsKind, d.backendsPayload, func(base uint64) []byte {
+		return d.backendsDelta(&s.running.backends, base)
+	}, &s.backendsVersion, dicts)
 }
 
 // pushRoutes brings the data plane's routes to routes, unless they are
@@ -88,7 +92,9 @@ func (s *Stage) pushRoutes(ctx context.Context, routes map[string]json.RawMessag
 	if fresh {
 		s.routesVersion = 0
 	}
-	if _, err := s.pushNamed(ctx, routesKind, routes, s.running.routes, &s.routesVersion, dicts); err != nil {
+	full := func() []byte { return namedPayload(routes) }
+	delta := func(base uint64) []byte { return namedDelta(routesKind.field, routes, s.running.routes, base) }
+	if _, err := s.pushNamed(ctx, routesKind, full, delta, &s.routesVersion, dicts); err != nil {
 		return false, err
 	}
 	s.running.routes = routes

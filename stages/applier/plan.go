@@ -16,7 +16,7 @@ import (
 // passthrough endpoint files, never reload).
 type desiredState struct {
 	Files        map[string]string          // path below conf/ → content
-	Backends     map[string]json.RawMessage // backend name → JSON
+	Backends     namedValues                // backend name → JSON
 	Certificates map[string]luaCertificate  // "namespace/name" → PEM and hosts
 	Routes       map[string]json.RawMessage // Lua-routed host → its route
 	Passthrough  map[string]string          // TLS passthrough host → its endpoints file
@@ -47,7 +47,7 @@ func decide(running *desiredState, next desiredState, freshNginx bool) applyPlan
 	}
 	return applyPlan{
 		WriteConfig:      !maps.Equal(running.Files, next.Files),
-		PushBackends:     freshNginx || !maps.EqualFunc(running.Backends, next.Backends, jsonEqual),
+		PushBackends:     freshNginx || !namedEqual(&running.Backends, &next.Backends),
 		PushCertificates: freshNginx || !maps.EqualFunc(running.Certificates, next.Certificates, certEqual),
 	}
 }
@@ -67,7 +67,7 @@ func certEqual(a, b luaCertificate) bool {
 }
 
 func newDesired() desiredState {
-	return desiredState{Files: map[string]string{}, Backends: map[string]json.RawMessage{}, Certificates: map[string]luaCertificate{},
+	return desiredState{Files: map[string]string{}, Certificates: map[string]luaCertificate{},
 		Routes: map[string]json.RawMessage{}, Passthrough: map[string]string{}}
 }
 
@@ -87,19 +87,33 @@ type desiredTable struct {
 	// out (snapshot) holds too: update copies such a map before its
 	// first write, so a change copies only the maps it touches.
 	shared map[string]bool
+	// sharedBackends are the same for the backends' shards: a write
+	// copies its shard only (namedValues).
+	sharedBackends [namedShards]bool
 }
 
 // snapshot is the desired state for the apply loop, which keeps it while
 // the next one is built: its maps are shared until update writes them.
 func (t *desiredTable) snapshot() desiredState {
-	t.shared = map[string]bool{bus.KindFile: true, bus.KindBackend: true, bus.KindCertificate: true, bus.KindRoute: true,
-		bus.KindPassthrough: true}
+	t.shared = map[string]bool{bus.KindFile: true, bus.KindCertificate: true, bus.KindRoute: true, bus.KindPassthrough: true}
+	for i := range t.sharedBackends {
+		t.sharedBackends[i] = true
+	}
 	return t.desired
 }
 
 // own makes desired's map for the kind of key its own before a write.
 func (t *desiredTable) own(key string) {
 	kind, _, _ := strings.Cut(key, ".")
+	if kind == bus.KindBackend {
+		if _, parts, err := bus.SplitKey(key); err == nil && len(parts) == 1 {
+			if i := shardOf(parts[0]); t.sharedBackends[i] {
+				t.desired.Backends.own(parts[0])
+				t.sharedBackends[i] = false
+			}
+		}
+		return
+	}
 	if !t.shared[kind] {
 		return
 	}
@@ -108,8 +122,6 @@ func (t *desiredTable) own(key string) {
 	switch kind {
 	case bus.KindFile:
 		d.Files = maps.Clone(d.Files)
-	case bus.KindBackend:
-		d.Backends = maps.Clone(d.Backends)
 	case bus.KindCertificate:
 		d.Certificates = maps.Clone(d.Certificates)
 	case bus.KindRoute:
@@ -128,6 +140,7 @@ func newDesiredTable(localize func(string) string) *desiredTable {
 func (t *desiredTable) update(snap bus.Snapshot) error {
 	if snap.Full {
 		t.desired, t.broken, t.parts, t.shared = newDesired(), map[string]error{}, bus.NewFileAssembler(), nil
+		t.sharedBackends = [namedShards]bool{}
 	}
 	for _, key := range snap.Deletes {
 		// A deleted key that does not parse was never in the desired
@@ -189,9 +202,9 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 		}
 	case kind == bus.KindBackend && len(parts) == 1:
 		if !present {
-			delete(d.Backends, parts[0])
+			d.Backends.remove(parts[0])
 		} else {
-			d.Backends[parts[0]] = json.RawMessage(data)
+			d.Backends.set(parts[0], json.RawMessage(data))
 		}
 	case kind == bus.KindRoute && len(parts) == 1:
 		if !present {
@@ -224,22 +237,36 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 }
 
 // backendsPayload is the body of POST /configuration/backends.
-func (d desiredState) backendsPayload() []byte { return namedPayload(d.Backends) }
+func (d desiredState) backendsPayload() []byte {
+	return namedBody(d.Backends.sortedNames(), func(name string) json.RawMessage {
+		data, _ := d.Backends.get(name)
+		return data
+	})
+}
 
 // backendsDelta is the body of POST /configuration/backends/delta.
-func (d desiredState) backendsDelta(running map[string]json.RawMessage, base uint64) []byte {
-	return namedDelta(backendsKind.field, d.Backends, running, base)
+func (d desiredState) backendsDelta(running *namedValues, base uint64) []byte {
+	changed, removed := namedChanges(&d.Backends, running)
+	return deltaBody(backendsKind.field, changed, removed, func(name string) json.RawMessage {
+		data, _ := d.Backends.get(name)
+		return data
+	}, base)
 }
 
 // namedPayload is the body of a full post: every value, sorted by key so
 // equal states give equal bodies.
 func namedPayload(values map[string]json.RawMessage) []byte {
+	return namedBody(slices.Sorted(maps.Keys(values)), func(name string) json.RawMessage { return values[name] })
+}
+
+// namedBody is a full post's body: the values of names, in that order.
+func namedBody(names []string, value func(string) json.RawMessage) []byte {
 	buf := []byte{'['}
-	for i, n := range slices.Sorted(maps.Keys(values)) {
+	for i, n := range names {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, values[n]...)
+		buf = append(buf, value(n)...)
 	}
 	return append(buf, ']')
 }
@@ -249,8 +276,6 @@ func namedPayload(values map[string]json.RawMessage) []byte {
 // no longer has, on top of the stored version base. Sorted by key, so
 // equal changes give equal bodies; nil when nothing changed.
 func namedDelta(field string, next, running map[string]json.RawMessage, base uint64) []byte {
-	// Only what changed is sorted: an endpoint change among 10,000
-	// backends must not cost a sorted copy of every name.
 	var changed, removed []string
 	for name, value := range next {
 		if old, ok := running[name]; !ok || !jsonEqual(old, value) {
@@ -262,6 +287,14 @@ func namedDelta(field string, next, running map[string]json.RawMessage, base uin
 			removed = append(removed, name)
 		}
 	}
+	return deltaBody(field, changed, removed, func(name string) json.RawMessage { return next[name] }, base)
+}
+
+// deltaBody is a delta post's body: under field the values of the changed
+// names, and the removed names, both sorted; nil when both are empty.
+// Only what changed is sorted: an endpoint change among 10,000 backends
+// must not cost a sorted copy of every name.
+func deltaBody(field string, changed, removed []string, value func(string) json.RawMessage, base uint64) []byte {
 	if len(changed) == 0 && len(removed) == 0 {
 		return nil
 	}
@@ -272,7 +305,7 @@ func namedDelta(field string, next, running map[string]json.RawMessage, base uin
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, next[name]...)
+		buf = append(buf, value(name)...)
 	}
 	buf = append(buf, `],"removed":`...)
 	names, _ := json.Marshal(removed) // strings: cannot fail

@@ -16,7 +16,7 @@ func TestDecide(t *testing.T) {
 	base := func() desiredState {
 		return desiredState{
 			Files:        map[string]string{"nginx.conf": "main", "servers/a.conf": "server a"},
-			Backends:     map[string]json.RawMessage{"ns-a-80": json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.1","port":"80"}]}`)},
+			Backends:     newNamedValues(map[string]json.RawMessage{"ns-a-80": json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.1","port":"80"}]}`)}),
 			Certificates: map[string]luaCertificate{"ns/a": {PEM: "pem-1", Hosts: []string{"a.example.com"}}},
 		}
 	}
@@ -30,10 +30,10 @@ func TestDecide(t *testing.T) {
 		{"first apply does everything", nil, func(*desiredState) {}, true, applyPlan{true, true, true}},
 		{"nothing changed", ptr(base()), func(*desiredState) {}, false, applyPlan{}},
 		{"endpoint change is dynamic", ptr(base()), func(d *desiredState) {
-			d.Backends["ns-a-80"] = json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.2","port":"80"}]}`)
+			d.Backends.set("ns-a-80", json.RawMessage(`{"name":"ns-a-80","endpoints":[{"address":"10.0.0.2","port":"80"}]}`))
 		}, false, applyPlan{PushBackends: true}},
 		{"new backend is dynamic", ptr(base()), func(d *desiredState) {
-			d.Backends["ns-b-80"] = json.RawMessage(`{"name":"ns-b-80","endpoints":[]}`)
+			d.Backends.set("ns-b-80", json.RawMessage(`{"name":"ns-b-80","endpoints":[]}`))
 		}, false, applyPlan{PushBackends: true}},
 		{"certificate renewal is dynamic", ptr(base()), func(d *desiredState) {
 			d.Certificates["ns/a"] = luaCertificate{PEM: "pem-2", Hosts: []string{"a.example.com"}}
@@ -64,7 +64,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestPayloads(t *testing.T) {
 	d := desiredState{
-		Backends: map[string]json.RawMessage{"b": json.RawMessage(`{"name":"b"}`), "a": json.RawMessage(`{"name":"a"}`)},
+		Backends: newNamedValues(map[string]json.RawMessage{"b": json.RawMessage(`{"name":"b"}`), "a": json.RawMessage(`{"name":"a"}`)}),
 		Certificates: map[string]luaCertificate{
 			"ns/x": {PEM: "X", Hosts: []string{"x.example.com", "*.x.example.com"}},
 		},
@@ -96,7 +96,7 @@ func TestDesiredTable(t *testing.T) {
 	if err := table.update(full); err != nil {
 		t.Fatal(err)
 	}
-	if len(table.desired.Files) != 2 || len(table.desired.Backends) != 1 || table.desired.Certificates["ns/a"].PEM != "P" {
+	if len(table.desired.Files) != 2 || table.desired.Backends.len() != 1 || table.desired.Certificates["ns/a"].PEM != "P" {
 		t.Fatalf("after the whole table: %+v", table.desired)
 	}
 
@@ -112,7 +112,8 @@ func TestDesiredTable(t *testing.T) {
 	if err := table.update(fixed); err != nil {
 		t.Fatalf("a replaced value still holds the table back: %v", err)
 	}
-	if _, ok := table.desired.Backends["ns-a-80"]; ok || table.desired.Backends["ns-b-80"] == nil || table.desired.Certificates["ns/a"].PEM != "Q" {
+	_, hasA := table.desired.Backends.get("ns-a-80")
+	if b, _ := table.desired.Backends.get("ns-b-80"); hasA || b == nil || table.desired.Certificates["ns/a"].PEM != "Q" {
 		t.Fatalf("after the changes: %+v", table.desired)
 	}
 
@@ -120,7 +121,7 @@ func TestDesiredTable(t *testing.T) {
 	if err := table.update(restart); err != nil {
 		t.Fatal(err)
 	}
-	if len(table.desired.Files) != 0 || len(table.desired.Backends) != 1 || len(table.desired.Certificates) != 0 {
+	if len(table.desired.Files) != 0 || table.desired.Backends.len() != 1 || len(table.desired.Certificates) != 0 {
 		t.Fatalf("a whole table did not replace the state: %+v", table.desired)
 	}
 }
@@ -197,7 +198,7 @@ func TestBackendsDelta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := desiredState{Backends: tt.next}.backendsDelta(running, 7)
+			got := desiredState{Backends: newNamedValues(tt.next)}.backendsDelta(ptr(newNamedValues(running)), 7)
 			if string(got) != tt.want {
 				t.Errorf("delta %s, want %s", got, tt.want)
 			}
@@ -262,11 +263,21 @@ func TestSnapshotKeepsItsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := table.snapshot()
-	if got := string(first.Backends["ns-a-80"]); got != `{"name":"ns-a-80","v":1}` || len(first.Backends) != 2 {
-		t.Errorf("the first state's backends changed: %v", first.Backends)
+	if got, _ := first.Backends.get("ns-a-80"); string(got) != `{"name":"ns-a-80","v":1}` || first.Backends.len() != 2 {
+		t.Errorf("the first state's backends changed: %v", first.Backends.all())
 	}
-	if got := string(second.Backends["ns-a-80"]); got != `{"name":"ns-a-80","v":2}` || len(second.Backends) != 1 {
-		t.Errorf("the second state's backends: %v", second.Backends)
+	if got, _ := second.Backends.get("ns-a-80"); string(got) != `{"name":"ns-a-80","v":2}` || second.Backends.len() != 1 {
+		t.Errorf("the second state's backends: %v", second.Backends.all())
+	}
+	// Only the shards of the two backends written were copied.
+	copied := 0
+	for i := range first.Backends.shards {
+		if !sameMap(first.Backends.shards[i], second.Backends.shards[i]) {
+			copied++
+		}
+	}
+	if want := len(map[int]bool{shardOf("ns-a-80"): true, shardOf("ns-b-80"): true}); copied != want {
+		t.Errorf("%d backend shards copied, want %d", copied, want)
 	}
 	if reflect.ValueOf(first.Routes).UnsafePointer() != reflect.ValueOf(second.Routes).UnsafePointer() ||
 		reflect.ValueOf(first.Files).UnsafePointer() != reflect.ValueOf(second.Files).UnsafePointer() {
@@ -298,5 +309,44 @@ func TestSameMap(t *testing.T) {
 	}
 	if sameMap(nil, map[string]json.RawMessage{}) {
 		t.Error("nil is the same as an empty map")
+	}
+}
+
+// TestNamedValues: a copy shares every shard until one is owned; a write
+// to an owned shard leaves the other copy as it was, and comparing or
+// diffing the two looks only at the shards they do not share.
+func TestNamedValues(t *testing.T) {
+	values := map[string]json.RawMessage{}
+	for i := range 1000 {
+		name := fmt.Sprintf("ns-web%d-80", i)
+		values[name] = json.RawMessage(fmt.Sprintf(`{"name":%q}`, name))
+	}
+	v := newNamedValues(values)
+	if v.len() != 1000 || len(v.sortedNames()) != 1000 || !maps.EqualFunc(v.all(), values, jsonEqual) {
+		t.Fatalf("holds %d values, not the 1000 put in", v.len())
+	}
+	w := v
+	if !namedEqual(&v, &w) {
+		t.Error("a copy is not equal")
+	}
+	w.own("ns-web7-80")
+	w.set("ns-web7-80", json.RawMessage(`{"name":"ns-web7-80","v":2}`))
+	w.own("ns-new-80")
+	w.set("ns-new-80", json.RawMessage(`{"name":"ns-new-80"}`))
+	w.own("ns-web9-80")
+	w.remove("ns-web9-80")
+	if got, _ := v.get("ns-web7-80"); string(got) != `{"name":"ns-web7-80"}` || v.len() != 1000 {
+		t.Errorf("the copy's writes changed the original: %s, %d values", got, v.len())
+	}
+	if namedEqual(&v, &w) {
+		t.Error("changed copies are equal")
+	}
+	changed, removed := namedChanges(&w, &v)
+	slices.Sort(changed)
+	if !slices.Equal(changed, []string{"ns-new-80", "ns-web7-80"}) || !slices.Equal(removed, []string{"ns-web9-80"}) {
+		t.Errorf("changes %v, removed %v", changed, removed)
+	}
+	if c, r := namedChanges(&v, &v); c != nil || r != nil {
+		t.Errorf("a state differs from itself: %v %v", c, r)
 	}
 }
