@@ -107,19 +107,24 @@ func namedEqual(a, b *namedValues) bool {
 // unsorted; shards the two share are skipped.
 func namedChanges(next, running *namedValues) (changed, removed []string) {
 	for i := range next.shards {
-		n, r := next.shards[i], running.shards[i]
-		if sameMap(n, r) {
-			continue
+		if !sameMap(next.shards[i], running.shards[i]) {
+			changed, removed = diffNamed(next.shards[i], running.shards[i], changed, removed)
 		}
-		for name, value := range n {
-			if old, ok := r[name]; !ok || !jsonEqual(old, value) {
-				changed = append(changed, name)
-			}
+	}
+	return changed, removed
+}
+
+// diffNamed appends to changed the names whose value next has new or
+// different from running's, and to removed the names only running has.
+func diffNamed(next, running map[string]json.RawMessage, changed, removed []string) ([]string, []string) {
+	for name, value := range next {
+		if old, ok := running[name]; !ok || !jsonEqual(old, value) {
+			changed = append(changed, name)
 		}
-		for name := range r {
-			if _, ok := n[name]; !ok {
-				removed = append(removed, name)
-			}
+	}
+	for name := range running {
+		if _, ok := next[name]; !ok {
+			removed = append(removed, name)
 		}
 	}
 	return changed, removed

@@ -276,17 +276,7 @@ func namedBody(names []string, value func(string) json.RawMessage) []byte {
 // no longer has, on top of the stored version base. Sorted by key, so
 // equal changes give equal bodies; nil when nothing changed.
 func namedDelta(field string, next, running map[string]json.RawMessage, base uint64) []byte {
-	var changed, removed []string
-	for name, value := range next {
-		if old, ok := running[name]; !ok || !jsonEqual(old, value) {
-			changed = append(changed, name)
-		}
-	}
-	for name := range running {
-		if _, ok := next[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
+	changed, removed := diffNamed(next, running, nil, nil)
 	return deltaBody(field, changed, removed, func(name string) json.RawMessage { return next[name] }, base)
 }
 
