@@ -124,7 +124,7 @@ var (
 // and again after every change (debounced), until ctx ends. When the API
 // server goes away, the informers retry and resync; the last set sent stays
 // what the pipeline serves.
-func (s *kubeSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+func (s *kubeSource) Run(ctx context.Context, out chan<- objectSet) error {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
 		informers.WithNamespace(s.namespace), informers.WithTransform(s.encodeForCache))
 	clusterFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(s.encodeForCache))
@@ -195,7 +195,9 @@ func (s *kubeSource) configMapFactory() informers.SharedInformerFactory {
 
 func (s *kubeSource) startConfigMapFactory(ctx context.Context) { s.cmFactory.Start(ctx.Done()) }
 
-func (s *kubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte) error {
+// sendLoop sends the desired set after every change. It does not say which
+// keys changed: desired builds the set anew from the informers' objects.
+func (s *kubeSource) sendLoop(ctx context.Context, out chan<- objectSet) error {
 	const debounce = 15 * time.Millisecond
 	var last map[string][]byte
 	send := func() {
@@ -206,7 +208,7 @@ func (s *kubeSource) sendLoop(ctx context.Context, out chan<- map[string][]byte)
 		}
 		last = set
 		select {
-		case out <- set:
+		case out <- objectSet{objects: set}:
 		case <-ctx.Done():
 		}
 	}

@@ -74,7 +74,7 @@ func (s *manifestSource) Release(set map[string][]byte) { s.spare.put(set) }
 // exist or cannot be watched, and nil when ctx ends. While the directory is
 // missing (being replaced), the last set is kept. Run must not be called
 // twice at once on one manifestSource.
-func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) error {
+func (s *manifestSource) Run(ctx context.Context, out chan<- objectSet) error {
 	info, err := os.Stat(s.dir)
 	if err != nil {
 		return fmt.Errorf("manifest directory: %w", err)
@@ -106,10 +106,15 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 	}
 	// Every set merge returns is new and never written afterwards, so the
 	// receiver and this loop share it.
-	current := st.merge()
+	current, _ := st.merge()
 	var (
 		sent    map[string][]byte // last set delivered
 		pending = current
+		// since are the keys that may differ from sent, when sinceKnown
+		// (objectSet.changed); a full merge makes them unknown until the
+		// next delivery.
+		since      []string
+		sinceKnown bool
 	)
 	s.log.Info("watching manifest directory",
 		zap.String("dir", s.dir), zap.Int("files", len(st.files)), zap.Int("objects", len(current)))
@@ -132,27 +137,43 @@ func (s *manifestSource) Run(ctx context.Context, out chan<- map[string][]byte) 
 		if !changed {
 			return
 		}
-		next := st.merge()
+		next, keys := st.merge()
+		if keys == nil {
+			since, sinceKnown = nil, false
+		} else if sinceKnown {
+			since = append(since, keys...)
+		}
 		switch {
-		case sent != nil && equalSets(next, sent):
+		case sent != nil && equalOn(next, sent, since, sinceKnown):
 			pending = nil // back to what the receiver already has
-		case pending == nil || !equalSets(next, current):
+			since, sinceKnown = nil, true
+		case pending == nil || !equalOn(next, current, keys, keys != nil):
 			pending = next
 		}
 		current = next
 	}
 
 	for {
-		var outC chan<- map[string][]byte
+		var outC chan<- objectSet
+		var changed []string
 		if pending != nil {
 			outC = out
+			if sent != nil && sinceKnown {
+				// Never nil: "nothing changed" is not "unknown".
+				changed = since
+				if changed == nil {
+					changed = []string{}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case outC <- pending:
+		case outC <- objectSet{objects: pending, changed: changed}:
 			sent = current
 			pending = nil
+			// The receiver holds changed now: a new slice from here on.
+			since, sinceKnown = nil, true
 		case ev, ok := <-w.Events:
 			if !ok {
 				return errors.New("manifest directory watch closed")
@@ -404,17 +425,37 @@ func (st *scanState) failIO(name string, err error) {
 // object's bytes are shared with the file's parse (never written after),
 // since at 10,000 Ingresses copies would be most of what a change costs,
 // in garbage collection.
-func (st *scanState) merge() map[string][]byte {
+//
+// changed are the keys whose values may differ from the last set merge
+// returned (repeats allowed), or nil after mergeAll, which cannot say.
+func (st *scanState) merge() (set map[string][]byte, changed []string) {
 	dirty := st.dirty
 	st.dirty = nil
 	if st.set != nil && !st.dups {
 		if next, ok := st.mergeChanged(dirty); ok {
 			st.set = next
-			return next
+			return next, dirtyKeys(dirty, st.files)
 		}
 	}
 	st.set, st.dups = st.mergeAll()
-	return st.set
+	return st.set, nil
+}
+
+// dirtyKeys are the keys the dirty files defined before (dirty's values)
+// and define now: every key whose value a merge from them can change.
+func dirtyKeys(dirty map[string][]manifest.Object, files map[string]*manifestFile) []string {
+	keys := []string{}
+	for name, old := range dirty {
+		for _, o := range old {
+			keys = append(keys, o.Key)
+		}
+		if f := files[name]; f != nil {
+			for _, o := range f.objects {
+				keys = append(keys, o.Key)
+			}
+		}
+	}
+	return keys
 }
 
 // mergeChanged is merge from the last set and the files that changed
@@ -558,6 +599,22 @@ func equalObjects(a, b []manifest.Object) bool {
 	return slices.EqualFunc(a, b, func(x, y manifest.Object) bool {
 		return x.Key == y.Key && x.Source == y.Source && bytes.Equal(x.JSON, y.JSON)
 	})
+}
+
+// equalOn says whether a and b hold the same values: comparing only keys
+// when known (every other key holds the same bytes in both), else all.
+func equalOn(a, b map[string][]byte, keys []string, known bool) bool {
+	if !known {
+		return equalSets(a, b)
+	}
+	for _, key := range keys {
+		x, inA := a[key]
+		y, inB := b[key]
+		if inA != inB || !bytes.Equal(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 func equalSets(a, b map[string][]byte) bool {

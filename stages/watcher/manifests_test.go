@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ import (
 type harness struct {
 	t    *testing.T
 	dir  string
-	out  chan map[string][]byte
+	out  chan objectSet
 	logs *observer.ObservedLogs
 	last map[string][]byte
 }
@@ -40,7 +41,7 @@ func startSource(t *testing.T, dir string, tune ...func(*manifestSource)) *harne
 	for _, f := range tune {
 		f(src)
 	}
-	h := &harness{t: t, dir: dir, out: make(chan map[string][]byte), logs: logs}
+	h := &harness{t: t, dir: dir, out: make(chan objectSet), logs: logs}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, h.out) }()
@@ -68,12 +69,36 @@ func (h *harness) next() map[string][]byte {
 	h.t.Helper()
 	select {
 	case set := <-h.out:
-		h.last = set
-		return set
+		return h.receive(set)
 	case <-time.After(5 * time.Second):
 		h.t.Fatalf("no object set within 5s; last %q", sortedKeys(h.last))
 		return nil
 	}
+}
+
+// receive checks what the source says changed against the set before:
+// every key it does not name holds what it held (the watcher compares only
+// the keys named). The first set names none: it cannot say.
+func (h *harness) receive(set objectSet) map[string][]byte {
+	h.t.Helper()
+	if h.last == nil && set.changed != nil {
+		h.t.Errorf("the first set says which keys changed: %q", set.changed)
+	}
+	if h.last != nil && set.changed != nil {
+		said := map[string]bool{}
+		for _, k := range set.changed {
+			said[k] = true
+		}
+		for _, k := range slices.Concat(sortedKeys(set.objects), sortedKeys(h.last)) {
+			a, inNew := set.objects[k]
+			b, inLast := h.last[k]
+			if !said[k] && (inNew != inLast || !bytes.Equal(a, b)) {
+				h.t.Errorf("%s changed, and the source did not say so (it said %q)", k, set.changed)
+			}
+		}
+	}
+	h.last = set.objects
+	return set.objects
 }
 
 // waitFor reads sets until one satisfies ok, failing after 5 s. Editors and
@@ -84,9 +109,8 @@ func (h *harness) waitFor(what string, ok func(map[string][]byte) bool) map[stri
 	for {
 		select {
 		case set := <-h.out:
-			h.last = set
-			if ok(set) {
-				return set
+			if ok(h.receive(set)) {
+				return set.objects
 			}
 		case <-deadline:
 			h.t.Fatalf("no object set with %s within 5s; last %q", what, sortedKeys(h.last))
@@ -100,7 +124,7 @@ func (h *harness) quiet(d time.Duration) {
 	h.t.Helper()
 	select {
 	case set := <-h.out:
-		h.t.Fatalf("unexpected object set %q", sortedKeys(set))
+		h.t.Fatalf("unexpected object set %q", sortedKeys(set.objects))
 	case <-time.After(d):
 	}
 }
@@ -383,14 +407,14 @@ func TestManifestSourceMissingDirectory(t *testing.T) {
 	src := newManifestSource(filepath.Join(t.TempDir(), "nope"), zap.NewNop())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := src.Run(ctx, make(chan map[string][]byte))
+	err := src.Run(ctx, make(chan objectSet))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Run = %v, want a not-exist error", err)
 	}
 
 	file := filepath.Join(t.TempDir(), "file.yaml")
 	mustDo(t, os.WriteFile(file, nil, 0o644))
-	if err := newManifestSource(file, nil).Run(ctx, make(chan map[string][]byte)); err == nil {
+	if err := newManifestSource(file, nil).Run(ctx, make(chan objectSet)); err == nil {
 		t.Fatal("Run on a file: no error")
 	}
 }
