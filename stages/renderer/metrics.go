@@ -41,21 +41,11 @@ type labelsView struct {
 // newLabelsView resolves the variables of a location owned by ingress
 // ("namespace/name", or "" for none).
 func newLabelsView(ingress string, l metricLabels) (labelsView, error) {
-	var ns, name string
-	if ingress != "" {
-		if !ingressIDPattern.MatchString(ingress) {
-			return labelsView{}, fmt.Errorf("invalid Ingress %q", ingress)
-		}
-		ns, name, _ = strings.Cut(ingress, "/")
-	}
-	if l.service != "" && !serviceLabelPattern.MatchString(l.service) {
-		return labelsView{}, fmt.Errorf("invalid Service name %q", l.service)
-	}
-	if l.servicePort != "" && !serviceLabelPattern.MatchString(l.servicePort) {
-		return labelsView{}, fmt.Errorf("invalid Service port %q", l.servicePort)
+	ns, name, err := checkLabels(ingress, l)
+	if err != nil {
+		return labelsView{}, err
 	}
 	var v labelsView
-	var err error
 	for _, f := range []struct {
 		dst *string
 		val string
@@ -68,15 +58,10 @@ func newLabelsView(ingress string, l metricLabels) (labelsView, error) {
 	return v, err
 }
 
-// luaLabels are a location's labels as Lua literals for balancer.rewrite:
-// path, namespace, Ingress and Service joined by metrics.lua's separator
-// (byte 1, written "\001": a digit after "\1" would extend the escape),
-// then the host label (the server's host; "_" for the catch-all). The
-// log phase takes them from the request's balancer state instead of
-// reading the variables newLabelsView sets, five reads a request. They are
-// the same values: checked here as there.
-func luaLabels(ingress string, l metricLabels, host string) (labels, hostArg string, err error) {
-	var ns, name string
+// checkLabels checks the labels of a location owned by ingress
+// ("namespace/name", or "" for none) other than its path, and splits the
+// Ingress: the values both newLabelsView and luaLabels write.
+func checkLabels(ingress string, l metricLabels) (ns, name string, err error) {
 	if ingress != "" {
 		if !ingressIDPattern.MatchString(ingress) {
 			return "", "", fmt.Errorf("invalid Ingress %q", ingress)
@@ -85,6 +70,24 @@ func luaLabels(ingress string, l metricLabels, host string) (labels, hostArg str
 	}
 	if l.service != "" && !serviceLabelPattern.MatchString(l.service) {
 		return "", "", fmt.Errorf("invalid Service name %q", l.service)
+	}
+	if l.servicePort != "" && !serviceLabelPattern.MatchString(l.servicePort) {
+		return "", "", fmt.Errorf("invalid Service port %q", l.servicePort)
+	}
+	return ns, name, nil
+}
+
+// luaLabels are a location's labels as Lua literals for balancer.rewrite:
+// path, namespace, Ingress and Service joined by metrics.lua's separator
+// (byte 1, written "\001": a digit after "\1" would extend the escape),
+// then the host label (the server's host; "_" for the catch-all). The
+// log phase takes them from the request's balancer state instead of
+// reading the variables newLabelsView sets, five reads a request. They are
+// the same values: checked here as there.
+func luaLabels(ingress string, l metricLabels, host string) (labels, hostArg string, err error) {
+	ns, name, err := checkLabels(ingress, l)
+	if err != nil {
+		return "", "", err
 	}
 	if strings.ContainsFunc(l.path, func(r rune) bool { return r == '"' || r < 0x20 || r == 0x7f }) {
 		return "", "", fmt.Errorf("refusing to write path %q into a Lua literal", l.path)
