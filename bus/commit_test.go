@@ -69,8 +69,7 @@ func TestFollowWaitsForTheCommit(t *testing.T) {
 // looks whole and is not. A follower that was following gets a Full
 // snapshot of the new stream with every key.
 func TestLostStreamGetsTheWholeTable(t *testing.T) {
-	defer func(d time.Duration) { stallCheck = d }(stallCheck)
-	stallCheck = 100 * time.Millisecond
+	checkStallsEvery(t, 100*time.Millisecond)
 	conn := startBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -139,8 +138,7 @@ func TestLostStreamGetsTheWholeTable(t *testing.T) {
 // incremental transform starts over and the whole table is published, not
 // the one key that changed.
 func TestPipeRepublishesALostTable(t *testing.T) {
-	defer func(d time.Duration) { stallCheck = d }(stallCheck)
-	stallCheck = 100 * time.Millisecond
+	checkStallsEvery(t, 100*time.Millisecond)
 	conn := startBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

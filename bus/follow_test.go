@@ -12,8 +12,7 @@ import (
 // is replaced once the stream is seen ahead of the follower twice, and
 // the follower goes on from the message after the last it delivered.
 func TestFollowerReplacesAStalledConsumer(t *testing.T) {
-	defer func(d time.Duration) { stallCheck = d }(stallCheck)
-	stallCheck = 200 * time.Millisecond
+	checkStallsEvery(t, 200*time.Millisecond)
 	conn := startBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -45,4 +44,12 @@ func TestFollowerReplacesAStalledConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, states, map[string]string{"object.a": "11", "object.b": "2"})
+}
+
+// checkStallsEvery makes followers check for a stalled consumer every d
+// for the rest of the test.
+func checkStallsEvery(t *testing.T, d time.Duration) {
+	old := stallCheck
+	stallCheck = d
+	t.Cleanup(func() { stallCheck = old })
 }
