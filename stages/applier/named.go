@@ -28,15 +28,6 @@ func shardOf(name string) int {
 	return int(maphash.String(namedSeed, name) % namedShards)
 }
 
-// newNamedValues holds values, copied in.
-func newNamedValues(values map[string]json.RawMessage) namedValues {
-	var v namedValues
-	for name, data := range values {
-		v.set(name, data)
-	}
-	return v
-}
-
 func (v *namedValues) get(name string) (json.RawMessage, bool) {
 	data, ok := v.shards[shardOf(name)][name]
 	return data, ok
@@ -68,15 +59,6 @@ func (v *namedValues) len() int {
 		n += len(s)
 	}
 	return n
-}
-
-// all is every value by name, in one map (tests, small states).
-func (v *namedValues) all() map[string]json.RawMessage {
-	out := map[string]json.RawMessage{}
-	for _, s := range v.shards {
-		maps.Copy(out, s)
-	}
-	return out
 }
 
 // sortedNames are every name, sorted.

@@ -350,3 +350,21 @@ func TestNamedValues(t *testing.T) {
 		t.Errorf("a state differs from itself: %v %v", c, r)
 	}
 }
+
+// newNamedValues holds values, copied in.
+func newNamedValues(values map[string]json.RawMessage) namedValues {
+	var v namedValues
+	for name, data := range values {
+		v.set(name, data)
+	}
+	return v
+}
+
+// all is every value of v by name, in one map.
+func (v *namedValues) all() map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, s := range v.shards {
+		maps.Copy(out, s)
+	}
+	return out
+}
