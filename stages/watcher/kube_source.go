@@ -202,7 +202,7 @@ func (s *kubeSource) sendLoop(ctx context.Context, out chan<- objectSet) error {
 	var last map[string][]byte
 	send := func() {
 		set := s.desired()
-		if last != nil && maps.EqualFunc(last, set, func(a, b []byte) bool { return string(a) == string(b) }) {
+		if last != nil && equalSets(last, set) {
 			s.spare.put(set) // never sent: the next set may be built in it
 			return
 		}
