@@ -83,7 +83,7 @@ func TestKubeSourceForwardsHeaderConfigMaps(t *testing.T) {
 		kind, _ := watchedKind(obj)
 		s.set(kind, cached)
 	}
-	got := s.desired()
+	got, _ := s.desired()
 	for _, want := range []string{"app/headers", "ingress/controller", "ingress/add"} {
 		ns, name, _ := strings.Cut(want, "/")
 		if _, ok := got[bus.ObjectKey(bus.ObjectConfigMap, ns, name)]; !ok {
@@ -124,7 +124,7 @@ func TestKubeSourceForwardsCrossNamespaceRefs(t *testing.T) {
 	}{{"", false}, {"true", true}, {"false", false}} {
 		put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ingress", Name: "controller"},
 			Data: map[string]string{"allow-cross-namespace-resources": c.setting}})
-		got := s.desired()
+		got, _ := s.desired()
 		for _, key := range foreign {
 			if _, ok := got[key]; ok != c.wantForeign {
 				t.Errorf("allow-cross-namespace-resources %q: %s published %v, want %v", c.setting, key, ok, c.wantForeign)

@@ -59,6 +59,13 @@ type kubeSource struct {
 	// annotations name (custom-headers).
 	configRefs map[string][]string
 	nsMatch    map[string]bool // namespace → its labels match nsSelector
+	// touched are the keys of the set desired builds that may differ
+	// from the set it built last; touchedAll says any key may (the first
+	// set, the controller ConfigMap, a namespace's labels: changes that
+	// can move many keys at once). The watcher then compares only the
+	// touched keys (objectSet.changed) instead of every key.
+	touched    map[string]struct{}
+	touchedAll bool
 	dirty      chan struct{}
 	spare      setPool // a set the watcher released, reused by desired
 }
@@ -70,7 +77,7 @@ func newKubeSource(client kubernetes.Interface, namespace, configMap string, log
 		client: client, namespace: namespace, configMap: configMap, log: log,
 		objects: map[string][]byte{}, secrets: map[string][]byte{}, configs: map[string][]byte{},
 		secretRefs: map[string][]string{}, configRefs: map[string][]string{}, nsMatch: map[string]bool{}, dirty: make(chan struct{}, 1),
-		spare: newSetPool(),
+		spare: newSetPool(), touched: map[string]struct{}{}, touchedAll: true,
 	}
 }
 
@@ -195,20 +202,24 @@ func (s *kubeSource) configMapFactory() informers.SharedInformerFactory {
 
 func (s *kubeSource) startConfigMapFactory(ctx context.Context) { s.cmFactory.Start(ctx.Done()) }
 
-// sendLoop sends the desired set after every change. It does not say which
-// keys changed: desired builds the set anew from the informers' objects.
+// sendLoop sends the desired set after every change, with the keys that
+// may differ from the set sent before. A set equal to that one is not
+// sent; the keys it touched are then equal too, so the next set's touched
+// keys are again all that can differ from the one sent.
 func (s *kubeSource) sendLoop(ctx context.Context, out chan<- objectSet) error {
 	const debounce = 15 * time.Millisecond
 	var last map[string][]byte
 	send := func() {
-		set := s.desired()
-		if last != nil && equalSets(last, set) {
+		set, changed := s.desired()
+		if last == nil {
+			changed = nil // the first set: the receiver compares it whole
+		} else if equalOn(set, last, changed, changed != nil) {
 			s.spare.put(set) // never sent: the next set may be built in it
 			return
 		}
 		last = set
 		select {
-		case out <- objectSet{objects: set}:
+		case out <- objectSet{objects: set, changed: changed}:
 		case <-ctx.Done():
 		}
 	}
@@ -324,12 +335,19 @@ func (s *kubeSource) set(kind kubeKind, obj any) {
 	switch kind {
 	case kindSecret:
 		s.secrets[o.namespace+"/"+o.name] = o.data
+		s.touch(bus.ObjectKey(bus.ObjectSecret, o.namespace, o.name))
 	case kindConfigMap:
 		s.configs[o.namespace+"/"+o.name] = o.data
+		s.touchConfigMap(o.namespace, o.name)
 	default:
 		key := bus.ObjectKey(kind.token, o.namespace, o.name)
 		s.objects[key] = o.data
+		s.touch(key)
 		if kind == kindIngress {
+			// The Secrets and ConfigMaps it named and names: each may
+			// join or leave the set.
+			s.touchRefs(bus.ObjectSecret, s.secretRefs[key], o.secretRefs)
+			s.touchRefs(bus.ObjectConfigMap, s.configRefs[key], o.configRefs)
 			s.secretRefs[key] = o.secretRefs
 			s.configRefs[key] = o.configRefs
 		}
@@ -368,14 +386,20 @@ func (s *kubeSource) remove(kind kubeKind, obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ns, name := meta.GetNamespace(), meta.GetName()
 	switch kind {
 	case kindSecret:
-		delete(s.secrets, meta.GetNamespace()+"/"+meta.GetName())
+		delete(s.secrets, ns+"/"+name)
+		s.touch(bus.ObjectKey(bus.ObjectSecret, ns, name))
 	case kindConfigMap:
-		delete(s.configs, meta.GetNamespace()+"/"+meta.GetName())
+		delete(s.configs, ns+"/"+name)
+		s.touchConfigMap(ns, name)
 	default:
-		key := bus.ObjectKey(kind.token, meta.GetNamespace(), meta.GetName())
+		key := bus.ObjectKey(kind.token, ns, name)
 		delete(s.objects, key)
+		s.touch(key)
+		s.touchRefs(bus.ObjectSecret, s.secretRefs[key])
+		s.touchRefs(bus.ObjectConfigMap, s.configRefs[key])
 		delete(s.secretRefs, key)
 		delete(s.configRefs, key)
 	}
@@ -395,7 +419,40 @@ func (s *kubeSource) setNamespace(obj any, deleted bool) {
 	} else {
 		s.nsMatch[ns.Name] = s.nsSelector.Matches(labels.Set(ns.Labels))
 	}
+	// Every object of the namespace may join or leave the set.
+	s.touchedAll = true
 	s.markDirty()
+}
+
+// touch notes that key may differ from the set desired built last.
+// Callers hold s.mu.
+func (s *kubeSource) touch(key string) {
+	if !s.touchedAll {
+		s.touched[key] = struct{}{}
+	}
+}
+
+// touchConfigMap touches a ConfigMap's key, and every key for the
+// controller ConfigMap, which decides which other objects the set holds
+// (the ConfigMaps and Secret it names, allow-cross-namespace-resources).
+func (s *kubeSource) touchConfigMap(namespace, name string) {
+	if namespace+"/"+name == s.configMap {
+		s.touchedAll = true
+		return
+	}
+	s.touch(bus.ObjectKey(bus.ObjectConfigMap, namespace, name))
+}
+
+// touchRefs touches the keys of the objects of kind an Ingress names
+// ("namespace/name"), in each of lists.
+func (s *kubeSource) touchRefs(kind string, lists ...[]string) {
+	for _, refs := range lists {
+		for _, ref := range refs {
+			if ns, name, ok := cutNamespacedName(ref); ok {
+				s.touch(bus.ObjectKey(kind, ns, name))
+			}
+		}
+	}
 }
 
 // inScope says whether objects of namespace ns are served.
@@ -412,11 +469,20 @@ func (s *kubeSource) markDirty() {
 
 // desired is the set to publish: every object, plus the Secrets the
 // Ingresses name for TLS, the controller ConfigMap and the ConfigMaps of
-// headers it names.
-func (s *kubeSource) desired() map[string][]byte {
+// headers it names. changed are the keys that may differ from the set it
+// built last (nil: any key may).
+func (s *kubeSource) desired() (set map[string][]byte, changed []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	set := s.spare.get(len(s.objects) + 16)
+	if !s.touchedAll {
+		changed = make([]string, 0, len(s.touched))
+		for key := range s.touched {
+			changed = append(changed, key)
+		}
+	}
+	clear(s.touched)
+	s.touchedAll = false
+	set = s.spare.get(len(s.objects) + 16)
 	maps.Copy(set, s.objects)
 	if s.nsSelector != nil {
 		for key := range set {
@@ -447,7 +513,7 @@ func (s *kubeSource) desired() map[string][]byte {
 		putRefs(set, bus.ObjectConfigMap, cfg.configMaps, s.configs)
 		putRefs(set, bus.ObjectSecret, cfg.secrets, s.secrets)
 	}
-	return set
+	return set, changed
 }
 
 // putIngressRefs adds to set the objects of kind that objects holds and
