@@ -42,7 +42,8 @@ func runCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go keepHeadroom(ctx, log)
+	started := make(chan struct{})
+	go keepHeadroom(ctx, started, log)
 	if o.profilingAddr != "" {
 		go serveProfiling(ctx, o.profilingAddr, log)
 	}
@@ -73,7 +74,7 @@ func runCommand(args []string) error {
 		return err
 	}
 	go func() {
-		releaseMemory(ctx, memConn, log)
+		releaseMemory(ctx, memConn, started, log)
 		memConn.Close()
 	}()
 	stages := bus.Stages

@@ -71,7 +71,8 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go keepHeadroom(ctx, log)
+	// A stage of its own sees no apply: the steady headroom from the start.
+	go keepHeadroom(ctx, nil, log)
 	if name == bus.StageApplier {
 		if err := startRequestSpans(ctx, &o, log); err != nil {
 			return err

@@ -37,19 +37,24 @@ func TestParseMemoryLimit(t *testing.T) {
 
 // TestLimitFor: the limit is the configured one while the live heap leaves
 // headroom under it, and follows the heap up otherwise (a quarter of it,
-// at least 32 MiB); off stays off.
+// at least 32 MiB, and at start-up as much as is live); off stays off.
 func TestLimitFor(t *testing.T) {
 	const mib = 1 << 20
-	for _, c := range []struct{ floor, live, want int64 }{
-		{220 * mib, 50 * mib, 220 * mib},
-		{220 * mib, 176 * mib, 220 * mib},   // 176 + 44 = 220
-		{220 * mib, 190 * mib, 237.5 * mib}, // a quarter of 190
-		{220 * mib, 400 * mib, 500 * mib},
-		{64 * mib, 40 * mib, 72 * mib}, // at least 32 MiB
-		{math.MaxInt64, 400 * mib, math.MaxInt64},
+	for _, c := range []struct{ floor, live, share, want int64 }{
+		{220 * mib, 50 * mib, headroomShare, 220 * mib},
+		{220 * mib, 176 * mib, headroomShare, 220 * mib},   // 176 + 44 = 220
+		{220 * mib, 190 * mib, headroomShare, 237.5 * mib}, // a quarter of 190
+		{220 * mib, 400 * mib, headroomShare, 500 * mib},
+		{64 * mib, 40 * mib, headroomShare, 72 * mib}, // at least 32 MiB
+		{math.MaxInt64, 400 * mib, headroomShare, math.MaxInt64},
+		// Until the first apply: as much headroom as is live.
+		{220 * mib, 50 * mib, startupHeadroomShare, 220 * mib},
+		{220 * mib, 400 * mib, startupHeadroomShare, 800 * mib},
+		{math.MaxInt64, 400 * mib, startupHeadroomShare, math.MaxInt64},
 	} {
-		if got := limitFor(c.floor, c.live); got != c.want {
-			t.Errorf("limitFor(%d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, float64(got)/mib, float64(c.want)/mib)
+		if got := limitFor(c.floor, c.live, c.share); got != c.want {
+			t.Errorf("limitFor(%d MiB, %d MiB, 1/%d) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.share,
+				float64(got)/mib, float64(c.want)/mib)
 		}
 	}
 }
@@ -63,10 +68,10 @@ func TestReleaseMemoryIsNoSlowConsumer(t *testing.T) {
 	slow := bustest.SlowConsumers(conn.NC)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan struct{})
+	done, started := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		releaseMemory(ctx, conn, zap.NewNop())
+		releaseMemory(ctx, conn, started, zap.NewNop())
 	}()
 	for range 50 {
 		for range 200 {
@@ -78,6 +83,11 @@ func TestReleaseMemoryIsNoSlowConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-started:
+	default:
+		t.Error("the first apply did not end the start-up headroom")
 	}
 	cancel()
 	select {
