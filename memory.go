@@ -9,6 +9,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,9 +39,9 @@ const defaultMemoryLimit = "220MiB"
 // is decoded, translated, rendered and published at once while the live
 // heap grows to its steady size, and with a quarter of headroom the
 // collector took half of start-up's CPU (20,000 Ingresses: 37 s to the
-// last host, against 23 s without a limit). Until the first apply the
+// last host, against 23 s without a limit). Until start-up is over the
 // headroom is as large as the live heap, the collector's own default
-// (GOGC=100); the first apply then returns the pages (releaseMemory).
+// (GOGC=100); releaseMemory says when it is over, and returns the pages.
 const (
 	headroomShare        = 4
 	startupHeadroomShare = 1
@@ -153,19 +154,26 @@ func (o *options) setMemoryLimit(log *zap.Logger) error {
 // back to its pool, free for a collection to take.
 const quietBeforeRelease = 15 * time.Second
 
+// startupHeadroomFor bounds the start-up headroom of a pipeline that is
+// never quiet for quietBeforeRelease after its first apply.
+const startupHeadroomFor = time.Minute
+
 // releaseMemory returns the heap's free pages to the operating system
-// right after the first apply, and again each time the pipeline has been
-// quiet for quietBeforeRelease after applying something. A burst of
-// changes, start-up above all (every object decoded, translated, rendered
-// and published at once), needs far more heap than the steady state, and
-// the runtime hands the pages back only slowly. After a burst, the file
-// store's block caches (4 to 8 MiB a stream) wait in sync.Pools, which keep
-// what they hold over one collection: two collections free them (at
-// 10,000 Ingresses, 52 MiB of 226). A pipeline busy all the time never
-// waits for these: its own collections empty the pools.
+// each time the pipeline has been quiet for quietBeforeRelease after
+// applying something. A burst of changes, start-up above all (every
+// object decoded, translated, rendered and published at once), needs far
+// more heap than the steady state, and the runtime hands the pages back
+// only slowly. After a burst, the file store's block caches (4 to 8 MiB a
+// stream) wait in sync.Pools, which keep what they hold over one
+// collection: two collections free them (at 10,000 Ingresses, 52 MiB of
+// 226). A pipeline busy all the time never waits for these: its own
+// collections empty the pools.
 //
-// started is closed at the first apply (or when that cannot be watched),
-// which ends keepHeadroom's start-up headroom.
+// started is closed at the first release, or startupHeadroomFor after the
+// first apply, whichever comes first: that ends keepHeadroom's start-up
+// headroom. Not at the first apply itself: returning a start-up peak's
+// pages stalls allocation (at 50,000 Ingresses the first change after
+// start-up took 1.9 s instead of 0.1), so that waits for a quiet moment.
 func releaseMemory(ctx context.Context, conn *bus.Conn, started chan<- struct{}, log *zap.Logger) {
 	// A callback that only signals, never a channel of the messages: the
 	// results that arrive before this goroutine reads one (at start-up
@@ -184,18 +192,28 @@ func releaseMemory(ctx context.Context, conn *bus.Conn, started chan<- struct{},
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	releaseAfterStartup(ctx, applied, started, quietBeforeRelease, startupHeadroomFor, func() {
+		debug.FreeOSMemory()
+		debug.FreeOSMemory()
+		log.Debug("memory released after a quiet period")
+	})
+}
+
+// releaseAfterStartup waits for the first signal on applied, then runs
+// releaseWhenQuiet; it closes started at the first release, or startup
+// after the first signal, whichever comes first.
+func releaseAfterStartup(ctx context.Context, applied <-chan struct{}, started chan<- struct{}, quiet, startup time.Duration, release func()) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-applied:
-		close(started)
-		debug.FreeOSMemory()
-		log.Debug("memory released after the first apply")
 	}
-	releaseWhenQuiet(ctx, applied, quietBeforeRelease, func() {
-		debug.FreeOSMemory()
-		debug.FreeOSMemory()
-		log.Debug("memory released after a quiet period")
+	endStartup := sync.OnceFunc(func() { close(started) })
+	deadline := time.AfterFunc(startup, endStartup)
+	defer deadline.Stop()
+	releaseWhenQuiet(ctx, applied, quiet, func() {
+		endStartup()
+		release()
 	})
 }
 

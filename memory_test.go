@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,11 +85,6 @@ func TestReleaseMemoryIsNoSlowConsumer(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	select {
-	case <-started:
-	default:
-		t.Error("the first apply did not end the start-up headroom")
-	}
 	cancel()
 	select {
 	case <-done:
@@ -98,6 +94,58 @@ func TestReleaseMemoryIsNoSlowConsumer(t *testing.T) {
 	if n := slow.Load(); n > 0 {
 		t.Errorf("the client dropped apply results %d times (slow consumer)", n)
 	}
+}
+
+// TestReleaseAfterStartup: the start-up headroom ends at the first release
+// after the first apply (a quiet period), or, when applies never stop, once
+// the start-up period has passed; never before either.
+func TestReleaseAfterStartup(t *testing.T) {
+	const quiet, startup = 200 * time.Millisecond, time.Second
+	run := func(t *testing.T, applies time.Duration) {
+		applied, started := make(chan struct{}), make(chan struct{})
+		var released atomic.Int32
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go releaseAfterStartup(ctx, applied, started, quiet, startup, func() { released.Add(1) })
+		first := time.Now()
+		applied <- struct{}{}
+		endedWhileBusy := false
+		for time.Since(first) < applies {
+			select {
+			case <-started:
+				// Only a release (the machine stalled for a quiet
+				// period) may end it before the start-up period.
+				if time.Since(first) < startup && released.Load() == 0 {
+					t.Fatalf("start-up headroom ended %s after the first apply, without a release", time.Since(first))
+				}
+				endedWhileBusy = true
+			default:
+			}
+			select {
+			case applied <- struct{}{}:
+			case <-time.After(quiet / 4):
+			}
+			time.Sleep(quiet / 4)
+		}
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("start-up headroom never ended (%d releases)", released.Load())
+		}
+		if applies > 0 && !endedWhileBusy {
+			t.Errorf("start-up headroom lasted while applies went on for %s (start-up period %s)", applies, startup)
+		}
+		if applies == 0 && released.Load() == 0 {
+			// Ended by the quiet release, which comes with it.
+			for deadline := time.Now().Add(10 * time.Second); released.Load() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("ended without the release")
+				}
+			}
+		}
+	}
+	t.Run("quiet after the first apply", func(t *testing.T) { run(t, 0) })
+	t.Run("applies never stop", func(t *testing.T) { run(t, 3*startup) })
 }
 
 // TestReleaseWhenQuiet: memory is released after a quiet period that
