@@ -41,7 +41,8 @@ const defaultMemoryLimit = "220MiB"
 // collector took half of start-up's CPU (20,000 Ingresses: 37 s to the
 // last host, against 23 s without a limit). Until start-up is over the
 // headroom is as large as the live heap, the collector's own default
-// (GOGC=100); releaseMemory says when it is over, and returns the pages.
+// (GOGC=100), within half the container's memory limit when it has one;
+// releaseMemory says when start-up is over, and returns the pages.
 const (
 	headroomShare        = 4
 	startupHeadroomShare = 1
@@ -60,6 +61,56 @@ func limitFor(floor, live, share int64) int64 {
 	return max(floor, live+max(live/share, minHeadroom))
 }
 
+// startupLimitFor is limitFor with the start-up headroom where the
+// container leaves room for it: not above ceiling, never below the steady
+// limit. The start-up peak must not be what gets a controller killed for
+// its memory over and over.
+func startupLimitFor(floor, live, ceiling int64) int64 {
+	steady := limitFor(floor, live, headroomShare)
+	return max(steady, min(limitFor(floor, live, startupHeadroomShare), ceiling))
+}
+
+// startupCeiling is the most the start-up headroom may take the limit to:
+// half the memory limit of the container (NGINX runs beside the
+// controller), or no bound outside one.
+func startupCeiling() int64 {
+	if limit := containerMemoryLimit(); limit > 0 {
+		return limit / 2
+	}
+	return math.MaxInt64
+}
+
+// containerMemoryLimit is the memory limit of this process's cgroup
+// (cgroup v2 memory.max; v1 memory.limit_in_bytes of its own cgroup, or
+// of the mount's root inside a container), or 0 for none.
+func containerMemoryLimit() int64 {
+	paths := []string{"/sys/fs/cgroup/memory.max"}
+	if own, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(own), "\n") {
+			if _, path, ok := strings.Cut(line, ":memory:"); ok {
+				paths = append(paths, "/sys/fs/cgroup/memory"+path+"/memory.limit_in_bytes")
+			}
+		}
+	}
+	paths = append(paths, "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+	for _, path := range paths {
+		if b, err := os.ReadFile(path); err == nil {
+			return parseCgroupLimit(string(b))
+		}
+	}
+	return 0
+}
+
+// parseCgroupLimit reads a cgroup memory limit file: bytes, or 0 for none
+// ("max", or v1's page-rounded maximum).
+func parseCgroupLimit(s string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n >= 1<<62 {
+		return 0
+	}
+	return n
+}
+
 // keepHeadroom raises the runtime's memory limit above the configured one
 // while the live heap needs it, and lowers it back when the heap shrinks.
 // It checks periodically, after whatever collections ran meanwhile, with
@@ -68,9 +119,9 @@ func keepHeadroom(ctx context.Context, started <-chan struct{}, log *zap.Logger)
 	floor := debug.SetMemoryLimit(-1) // reads the limit without changing it
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	current := floor
-	share, every := int64(startupHeadroomShare), startupHeadroomCheck
+	ceiling, every := startupCeiling(), startupHeadroomCheck
 	if started == nil {
-		share, every = headroomShare, headroomCheck
+		every = headroomCheck
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -80,15 +131,18 @@ func keepHeadroom(ctx context.Context, started <-chan struct{}, log *zap.Logger)
 			return
 		case <-started:
 			started = nil // a nil channel: never again
-			share, every = headroomShare, headroomCheck
-			t.Reset(every)
+			t.Reset(headroomCheck)
 		case <-t.C:
 		}
 		metrics.Read(sample)
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return // a runtime without the metric: keep the configured limit
 		}
-		want := limitFor(floor, int64(sample[0].Value.Uint64()), share)
+		live := int64(sample[0].Value.Uint64())
+		want := limitFor(floor, live, headroomShare)
+		if started != nil {
+			want = startupLimitFor(floor, live, ceiling)
+		}
 		// Small moves are not worth a change (nor a log line).
 		if diff := want - current; diff == 0 || (want != floor && max(diff, -diff) < current/16) {
 			continue

@@ -38,7 +38,8 @@ func TestParseMemoryLimit(t *testing.T) {
 
 // TestLimitFor: the limit is the configured one while the live heap leaves
 // headroom under it, and follows the heap up otherwise (a quarter of it,
-// at least 32 MiB, and at start-up as much as is live); off stays off.
+// at least 32 MiB, and at start-up as much as is live where the container
+// has room); off stays off.
 func TestLimitFor(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct{ floor, live, share, want int64 }{
@@ -48,14 +49,35 @@ func TestLimitFor(t *testing.T) {
 		{220 * mib, 400 * mib, headroomShare, 500 * mib},
 		{64 * mib, 40 * mib, headroomShare, 72 * mib}, // at least 32 MiB
 		{math.MaxInt64, 400 * mib, headroomShare, math.MaxInt64},
-		// Until the first apply: as much headroom as is live.
-		{220 * mib, 50 * mib, startupHeadroomShare, 220 * mib},
-		{220 * mib, 400 * mib, startupHeadroomShare, 800 * mib},
-		{math.MaxInt64, 400 * mib, startupHeadroomShare, math.MaxInt64},
 	} {
 		if got := limitFor(c.floor, c.live, c.share); got != c.want {
 			t.Errorf("limitFor(%d MiB, %d MiB, 1/%d) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.share,
 				float64(got)/mib, float64(c.want)/mib)
+		}
+	}
+	// At start-up: as much headroom as is live, up to the ceiling (half a
+	// container's limit), never less than the steady headroom.
+	const none = math.MaxInt64
+	for _, c := range []struct{ floor, live, ceiling, want int64 }{
+		{220 * mib, 50 * mib, none, 220 * mib},
+		{220 * mib, 400 * mib, none, 800 * mib},
+		{220 * mib, 400 * mib, 600 * mib, 600 * mib},
+		{220 * mib, 400 * mib, 300 * mib, 500 * mib}, // the steady limit
+		{none, 400 * mib, 600 * mib, none},
+	} {
+		if got := startupLimitFor(c.floor, c.live, c.ceiling); got != c.want {
+			t.Errorf("startupLimitFor(%d MiB, %d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.ceiling/mib,
+				float64(got)/mib, float64(c.want)/mib)
+		}
+	}
+}
+
+func TestParseCgroupLimit(t *testing.T) {
+	for in, want := range map[string]int64{
+		"536870912\n": 512 << 20, "max\n": 0, "9223372036854771712\n": 0, "": 0, "-1": 0, "lots": 0,
+	} {
+		if got := parseCgroupLimit(in); got != want {
+			t.Errorf("parseCgroupLimit(%q) = %d, want %d", in, got, want)
 		}
 	}
 }
