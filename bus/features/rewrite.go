@@ -30,12 +30,16 @@ var (
 	URIPathPattern = regexp.MustCompile(`^/[A-Za-z0-9._~!&()*+,=:@%/-]*$`)
 )
 
+// MaxRewriteValue is the longest rewrite-target, app-root or
+// x-forwarded-prefix accepted, in bytes.
+const MaxRewriteValue = 1024
+
 func (r *Rewrite) validate() error {
 	if r == nil {
 		return nil
 	}
-	if len(r.Target) > 1024 || len(r.AppRoot) > 1024 || len(r.XForwardedPrefix) > 1024 {
-		return fmt.Errorf("a value is over 1024 bytes")
+	if len(r.Target) > MaxRewriteValue || len(r.AppRoot) > MaxRewriteValue || len(r.XForwardedPrefix) > MaxRewriteValue {
+		return fmt.Errorf("a value is over %d bytes", MaxRewriteValue)
 	}
 	if r.Target != "" && !RewriteTargetPattern.MatchString(r.Target) {
 		return fmt.Errorf("target holds a character that is not allowed (only $1-$9 may use $; no quotes, backslashes, ;, braces or spaces)")

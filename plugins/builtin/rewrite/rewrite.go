@@ -64,7 +64,12 @@ func Parse(a map[string]string) (*features.Rewrite, []plugins.Error) {
 		}
 		rw.UseRegex = b
 	}
-	if v, ok := a[KeyRewriteTarget]; ok {
+	for _, key := range []string{KeyRewriteTarget, KeyAppRoot, KeyXForwardedPrefix} {
+		if v, ok := a[key]; ok && len(v) > features.MaxRewriteValue {
+			errs = append(errs, plugins.Errorf(key, "%q is over %d bytes", cut(v), features.MaxRewriteValue))
+		}
+	}
+	if v, ok := a[KeyRewriteTarget]; ok && len(v) <= features.MaxRewriteValue {
 		if v == "" || !features.RewriteTargetPattern.MatchString(v) {
 			errs = append(errs, plugins.Errorf(KeyRewriteTarget,
 				"%q is not a path whose only $ are capture references $1-$9 (no quotes, backslashes, ;, braces or spaces)", cut(v)))
@@ -72,7 +77,7 @@ func Parse(a map[string]string) (*features.Rewrite, []plugins.Error) {
 			rw.Target = v
 		}
 	}
-	if v, ok := a[KeyAppRoot]; ok {
+	if v, ok := a[KeyAppRoot]; ok && len(v) <= features.MaxRewriteValue {
 		if !features.URIPathPattern.MatchString(v) || v == "/" {
 			errs = append(errs, plugins.Errorf(KeyAppRoot,
 				"%q is not a path other than / (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
@@ -80,7 +85,7 @@ func Parse(a map[string]string) (*features.Rewrite, []plugins.Error) {
 			rw.AppRoot = v
 		}
 	}
-	if v, ok := a[KeyXForwardedPrefix]; ok {
+	if v, ok := a[KeyXForwardedPrefix]; ok && len(v) <= features.MaxRewriteValue {
 		if !features.URIPathPattern.MatchString(v) {
 			errs = append(errs, plugins.Errorf(KeyXForwardedPrefix,
 				"%q is not a path (no quotes, backslashes, $, ;, braces, ? or spaces)", cut(v)))
