@@ -84,7 +84,12 @@ func (dp *dataPlane) testDeltaApply(t *testing.T) {
 	v := dp.postFull(a, b, keep)
 	dp.expect("/", "delta-a", ids[0], 200)
 	// A worker still before this full post would load everything.
-	dp.waitLoaded(t, v, regexp.MustCompile(`backends\)`))
+	dp.waitLoaded(t, v, regexp.MustCompile(`in use\)`))
+	// A worker builds a backend when a request first asks for it, not
+	// every published one: only delta-a was asked for.
+	b.Endpoints = eps[2:3]
+	v = dp.version(dp.postDelta(delta{Base: v, Backends: []backend{b}}))
+	dp.waitLoaded(t, v, regexp.MustCompile(`\(1 changed, [01] in use\)`))
 
 	a.Endpoints = eps[2:3]
 	c := backend{Name: "delta-c", Endpoints: eps[1:2]}
@@ -103,20 +108,20 @@ func (dp *dataPlane) testDeltaApply(t *testing.T) {
 	if got, want := strings.Join(dp.storedNames(), ","), "delta-a,delta-c,delta-keep"; got != want {
 		t.Errorf("stored after the delta: %s, want %s", got, want)
 	}
-	dp.waitLoaded(t, next, regexp.MustCompile(`\(3 changed of 3 backends\)`))
+	dp.waitLoaded(t, next, regexp.MustCompile(`\(3 changed, [0-3] in use\)`))
 
 	// A delta of one backend: each worker reads that one alone.
 	a.Endpoints = eps[0:1]
 	next = dp.version(dp.postDelta(delta{Base: next, Backends: []backend{a}}))
 	dp.expect("/", "delta-a", ids[0], 200)
-	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed of 3 backends\)`))
+	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed, [0-3] in use\)`))
 
 	// A full post stores and lists only what differs from the stored
 	// backends: the workers reload that one alone too.
 	keep.Endpoints = eps[0:1]
 	next = dp.postFull(a, c, keep)
 	dp.expect("/", "delta-keep", ids[0], 200)
-	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed of 3 backends\)`))
+	dp.waitLoaded(t, next, regexp.MustCompile(`\(1 changed, [0-3] in use\)`))
 }
 
 // waitLoaded waits until every worker logged loading version, the log line

@@ -55,9 +55,13 @@ local algorithms = {
     sticky_persistent = require("switchyard.affinity.persistent"),
 }
 
--- name -> balancer instance; instance.algorithm records which implementation
--- built it, so a change of load-balance replaces the instance.
-local backends = {}
+-- name -> balancer instance, built on a request's first use of the backend
+-- (load, the cache's __index), not for every published backend: a worker
+-- at 10,000 Ingresses decoded and built all 10,000 at start and held them
+-- all, though most are never asked for. instance.algorithm records which
+-- implementation built it, so a change of load-balance replaces the
+-- instance. Set by new_cache below.
+local backends
 -- Version loaded into `backends`; nil until something was published.
 local loaded_version
 -- Whether any loaded backend has a header_filter or log hook. Every
@@ -178,7 +182,8 @@ local function build_one(backend)
         upstreamHashByConfig = backend.upstreamHashByConfig,
         sessionAffinityConfig = backend.sessionAffinityConfig,
     }
-    local instance = backends[name]
+    -- rawget: a backend not built yet is not loaded from here.
+    local instance = rawget(backends, name)
     if instance and instance.algorithm == algorithm then
         instance:sync(prepared)
     else
@@ -202,66 +207,109 @@ local function decode(name, json)
     return backend
 end
 
--- Whether any instance has a header_filter or log hook, and their count.
+-- Whether an instance has a header_filter or log hook.
+local function hooks(instance)
+    return instance.header_filter ~= nil, instance.log ~= nil
+end
+
+-- Whether any built instance has a header_filter or log hook, and their
+-- count.
 local function survey(instances)
     local count, header_filter, log = 0, false, false
     for _, instance in pairs(instances) do
         count = count + 1
-        header_filter = header_filter or instance.header_filter ~= nil
-        log = log or instance.log ~= nil
+        local h, l = hooks(instance)
+        header_filter = header_filter or h
+        log = log or l
     end
     return count, header_filter, log
 end
 
--- Builds every stored backend; version is the one read before. Returns
--- false when publishes kept freeing a value before it was read.
-local function load_all(dict, version)
-    local all = backend_store.read_all(dict)
-    if not all then
-        return false
+-- load is the cache's __index: the stored backend of that name, built,
+-- or nil when there is none (not cached: an unknown name may be published
+-- later). Its value may be newer than the loaded version; the change
+-- lists after that version rebuild it then, with the same or a newer
+-- value.
+local function load(cache, name)
+    if type(name) ~= "string" then
+        return nil
     end
-    local result = {}
-    for name, json in pairs(all) do
-        local backend = decode(name, json)
-        if backend then
-            result[name] = build_one(backend)
-        end
+    local json = backend_store.read(ngx_shared.switchyard_config, name)
+    local backend = json and decode(name, json)
+    if not backend then
+        return nil
     end
-    local count
-    backends = result
-    count, any_header_filter, any_log = survey(backends)
-    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " backends)")
-    return true
+    local instance = build_one(backend)
+    rawset(cache, name, instance)
+    local h, l = hooks(instance)
+    any_header_filter = any_header_filter or h
+    any_log = any_log or l
+    return instance
 end
 
--- Rebuilds only the named backends, with their newest values; the others
--- keep their instances untouched. Returns false, having changed nothing,
--- when publishes kept freeing a value before it was read.
-local function load_changes(dict, version, names)
-    local changed, removed, count = {}, {}, 0
-    for name in pairs(names) do
+local CACHE = { __index = load }
+
+local function new_cache()
+    return setmetatable({}, CACHE)
+end
+backends = new_cache()
+
+-- Rebuilds the built backends from the stored ones, for a worker that
+-- cannot tell what changed (the change lists are gone, or it loaded
+-- nothing yet); version is the one read before. The others are built when
+-- a request asks for them. Returns false when publishes kept freeing a
+-- value before it was read.
+local function load_all(dict, version)
+    local result = new_cache()
+    for name in pairs(backends) do
         local json = backend_store.read(dict, name)
         if json == nil then
             return false
         end
         local backend = json and decode(name, json)
         if backend then
-            changed[name] = build_one(backend)
-        else
-            removed[#removed + 1] = name
+            rawset(result, name, build_one(backend))
+        end
+    end
+    local count
+    backends = result
+    count, any_header_filter, any_log = survey(backends)
+    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " in use)")
+    return true
+end
+
+-- Rebuilds the named backends that are built, with their newest values;
+-- the others keep their instances untouched, and a name not built yet is
+-- built with its newest value when a request asks for it. Returns false,
+-- having changed nothing, when publishes kept freeing a value before it
+-- was read.
+local function load_changes(dict, version, names)
+    local changed, removed, count = {}, {}, 0
+    for name in pairs(names) do
+        if rawget(backends, name) then
+            local json = backend_store.read(dict, name)
+            if json == nil then
+                return false
+            end
+            local backend = json and decode(name, json)
+            if backend then
+                changed[name] = build_one(backend)
+            else
+                removed[#removed + 1] = name
+            end
         end
         count = count + 1
     end
     for name, instance in pairs(changed) do
-        backends[name] = instance
+        rawset(backends, name, instance)
     end
     for _, name in ipairs(removed) do
-        backends[name] = nil
+        rawset(backends, name, nil)
     end
     local total
     total, any_header_filter, any_log = survey(backends)
-    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " changed of ", total,
-            " backends)")
+    ngx_log(NOTICE, "switchyard: loaded backends version ", version, " (", count, " changed, ", total,
+            " in use)")
     return true
 end
 
