@@ -225,6 +225,18 @@ local function survey(instances)
     return count, header_filter, log
 end
 
+-- rebuild reads and builds the stored backend of name: its instance;
+-- false when none is stored (or it cannot be used); nil when publishes
+-- kept freeing its value before it was read.
+local function rebuild(dict, name)
+    local json = backend_store.read(dict, name)
+    if json == nil then
+        return nil
+    end
+    local backend = json and decode(name, json)
+    return backend and build_one(backend) or false
+end
+
 -- load is the cache's __index: the stored backend of that name, built,
 -- or nil when there is none (not cached: an unknown name may be published
 -- later). Its value may be newer than the loaded version; the change
@@ -234,12 +246,10 @@ local function load(cache, name)
     if type(name) ~= "string" then
         return nil
     end
-    local json = backend_store.read(ngx_shared.switchyard_config, name)
-    local backend = json and decode(name, json)
-    if not backend then
+    local instance = rebuild(ngx_shared.switchyard_config, name)
+    if not instance then
         return nil
     end
-    local instance = build_one(backend)
     rawset(cache, name, instance)
     local h, l = hooks(instance)
     any_header_filter = any_header_filter or h
@@ -262,13 +272,12 @@ backends = new_cache()
 local function load_all(dict, version)
     local result = new_cache()
     for name in pairs(backends) do
-        local json = backend_store.read(dict, name)
-        if json == nil then
+        local instance = rebuild(dict, name)
+        if instance == nil then
             return false
         end
-        local backend = json and decode(name, json)
-        if backend then
-            rawset(result, name, build_one(backend))
+        if instance then
+            rawset(result, name, instance)
         end
     end
     local count
@@ -287,13 +296,12 @@ local function load_changes(dict, version, names)
     local changed, removed, count = {}, {}, 0
     for name in pairs(names) do
         if rawget(backends, name) then
-            local json = backend_store.read(dict, name)
-            if json == nil then
+            local instance = rebuild(dict, name)
+            if instance == nil then
                 return false
             end
-            local backend = json and decode(name, json)
-            if backend then
-                changed[name] = build_one(backend)
+            if instance then
+                changed[name] = instance
             else
                 removed[#removed + 1] = name
             end
