@@ -11,8 +11,8 @@
 -- A worker at version L that finds version V reads the change lists of
 -- L+1..V and reloads only those names; when one is missing (pruned, or the
 -- worker has loaded nothing yet, or the version changed too many to list)
--- it loads everything. A full publish writes, and lists, only the backends
--- that differ from the stored ones.
+-- it reloads everything it holds. A full publish writes, and lists, only
+-- the backends that differ from the stored ones.
 --
 -- Why values are written under their version, as in snapshot.lua: when a
 -- new value has a different size, ngx.shared.DICT:set frees the old value
@@ -51,11 +51,13 @@ local function new(kind)
     local REV_PREFIX_LEN = #REV_PREFIX
     -- Matches a value key, capturing its revision and name.
     local VALUE_PATTERN = "^" .. kind .. ":(%d+):b:(.*)$"
-    -- Change lists kept: a worker further behind than this loads everything.
+    -- Change lists kept: a worker further behind than this reloads
+    -- everything it holds.
     _M.CHANGES_KEPT = 256
     -- A version that changes more backends than this has no change list:
-    -- workers load everything, about as fast, and the dict is spared a list of
-    -- every name (a start, a resync that found much changed).
+    -- workers reload everything they hold, about as fast, and the dict is
+    -- spared a list of every name (a start, a resync that found much
+    -- changed).
     _M.CHANGES_MAX = 1000
 
     _M.ERR_STALE = "stale"
@@ -77,8 +79,8 @@ local function new(kind)
 
     -- Every backend name with its current revision, from the pointers in
     -- keys (a dict:get_keys(0) listing). get_keys(0) locks the dict while it
-    -- lists it: only full publishes and workers that load everything (start,
-    -- reload, far behind) list it.
+    -- lists it: only full publishes and the GET dump list it; workers read
+    -- backends by name (balancer.lua builds one when a request asks).
     local function pointers(dict, keys)
         local revs = {}
         for _, key in ipairs(keys) do
@@ -294,7 +296,8 @@ local function new(kind)
     end
 
     -- Names changed by the deltas after version from up to version to, as a
-    -- set, or nil when a worker at from must load everything instead.
+    -- set, or nil when a worker at from must reload everything it holds
+    -- instead.
     function _M.changes(dict, from, to)
         if not from or to <= from or to - from > _M.CHANGES_KEPT then
             return nil
@@ -331,11 +334,10 @@ local function new(kind)
         return nil, _M.ERR_RACING
     end
 
-    -- Every backend (name -> JSON), or nil and ERR_RACING. What a publish
-    -- running meanwhile changed may be read new or old: a reader records the
-    -- version it read before, so the change lists from there bring it to the
-    -- newest values (see balancer.lua). Never waiting for a quiet moment
-    -- keeps a worker from starving while publishes keep coming.
+    -- Every backend (name -> JSON), or nil and ERR_RACING (the GET dump).
+    -- What a publish running meanwhile changed may be read new or old.
+    -- Never waiting for a quiet moment keeps a reader from starving while
+    -- publishes keep coming.
     function _M.read_all(dict)
         local all = {}
         for name, rev in pairs(pointers(dict, dict:get_keys(0))) do
