@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"math"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,33 +44,52 @@ func TestParseMemoryLimit(t *testing.T) {
 // has room); off stays off.
 func TestLimitFor(t *testing.T) {
 	const mib = 1 << 20
-	for _, c := range []struct{ floor, live, share, want int64 }{
-		{220 * mib, 50 * mib, headroomShare, 220 * mib},
-		{220 * mib, 176 * mib, headroomShare, 220 * mib},   // 176 + 44 = 220
-		{220 * mib, 190 * mib, headroomShare, 237.5 * mib}, // a quarter of 190
-		{220 * mib, 400 * mib, headroomShare, 500 * mib},
-		{64 * mib, 40 * mib, headroomShare, 72 * mib}, // at least 32 MiB
-		{math.MaxInt64, 400 * mib, headroomShare, math.MaxInt64},
+	for _, c := range []struct{ floor, live, overhead, share, want int64 }{
+		{220 * mib, 50 * mib, 0, headroomShare, 220 * mib},
+		{220 * mib, 176 * mib, 0, headroomShare, 220 * mib},   // 176 + 44 = 220
+		{220 * mib, 190 * mib, 0, headroomShare, 237.5 * mib}, // a quarter of 190
+		{220 * mib, 190 * mib, 30 * mib, headroomShare, 267.5 * mib},
+		{220 * mib, 400 * mib, 0, headroomShare, 500 * mib},
+		{64 * mib, 40 * mib, 0, headroomShare, 72 * mib}, // at least 32 MiB
+		{math.MaxInt64, 400 * mib, 0, headroomShare, math.MaxInt64},
 	} {
-		if got := limitFor(c.floor, c.live, c.share); got != c.want {
-			t.Errorf("limitFor(%d MiB, %d MiB, 1/%d) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.share,
+		if got := limitFor(c.floor, c.live, c.overhead, c.share); got != c.want {
+			t.Errorf("limitFor(%d MiB, %d MiB, %d MiB, 1/%d) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.overhead/mib, c.share,
 				float64(got)/mib, float64(c.want)/mib)
 		}
 	}
 	// At start-up: as much headroom as is live, up to the ceiling (half a
 	// container's limit), never less than the steady headroom.
 	const none = math.MaxInt64
-	for _, c := range []struct{ floor, live, ceiling, want int64 }{
-		{220 * mib, 50 * mib, none, 220 * mib},
-		{220 * mib, 400 * mib, none, 800 * mib},
-		{220 * mib, 400 * mib, 600 * mib, 600 * mib},
-		{220 * mib, 400 * mib, 300 * mib, 500 * mib}, // the steady limit
-		{none, 400 * mib, 600 * mib, none},
+	for _, c := range []struct{ floor, live, overhead, ceiling, want int64 }{
+		{220 * mib, 50 * mib, 0, none, 220 * mib},
+		{220 * mib, 400 * mib, 0, none, 800 * mib},
+		{220 * mib, 400 * mib, 40 * mib, none, 840 * mib},
+		{220 * mib, 400 * mib, 0, 600 * mib, 600 * mib},
+		{220 * mib, 400 * mib, 0, 300 * mib, 500 * mib}, // the steady limit
+		{none, 400 * mib, 0, 600 * mib, none},
 	} {
-		if got := startupLimitFor(c.floor, c.live, c.ceiling); got != c.want {
-			t.Errorf("startupLimitFor(%d MiB, %d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.ceiling/mib,
-				float64(got)/mib, float64(c.want)/mib)
+		if got := startupLimitFor(c.floor, c.live, c.overhead, c.ceiling); got != c.want {
+			t.Errorf("startupLimitFor(%d MiB, %d MiB, %d MiB, %d MiB) = %.1f MiB, want %.1f MiB", c.floor/mib, c.live/mib, c.overhead/mib,
+				c.ceiling/mib, float64(got)/mib, float64(c.want)/mib)
 		}
+	}
+}
+
+// TestHeapUse: this runtime has the metrics keepHeadroom reads, and its
+// overhead is some of its memory, not none and not all of it.
+func TestHeapUse(t *testing.T) {
+	runtime.GC() // the live heap is measured by a collection
+	sample := make([]metrics.Sample, len(heapSamples))
+	for i, name := range heapSamples {
+		sample[i].Name = name
+	}
+	live, overhead, ok := heapUse(sample)
+	if !ok {
+		t.Fatal("a metric keepHeadroom reads is missing")
+	}
+	if live <= 0 || overhead <= 0 || overhead > 1<<30 {
+		t.Errorf("live %d bytes, overhead %d bytes", live, overhead)
 	}
 }
 
