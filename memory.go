@@ -82,6 +82,15 @@ func startupLimitFor(floor, live, overhead, ceiling int64) int64 {
 var heapSamples = []string{"/gc/heap/live:bytes", "/memory/classes/total:bytes", "/memory/classes/heap/released:bytes",
 	"/memory/classes/heap/objects:bytes", "/memory/classes/heap/free:bytes"}
 
+// newHeapSamples are the samples heapUse reads, in heapSamples' order.
+func newHeapSamples() []metrics.Sample {
+	sample := make([]metrics.Sample, len(heapSamples))
+	for i, name := range heapSamples {
+		sample[i].Name = name
+	}
+	return sample
+}
+
 // heapUse reads the live heap and the runtime's overhead; ok is false on a
 // runtime without these metrics.
 func heapUse(sample []metrics.Sample) (live, overhead int64, ok bool) {
@@ -143,10 +152,7 @@ func parseCgroupLimit(s string) int64 {
 // the start-up headroom until started is closed (a nil started: never).
 func keepHeadroom(ctx context.Context, started <-chan struct{}, log *zap.Logger) {
 	floor := debug.SetMemoryLimit(-1) // reads the limit without changing it
-	sample := make([]metrics.Sample, len(heapSamples))
-	for i, name := range heapSamples {
-		sample[i].Name = name
-	}
+	sample := newHeapSamples()
 	current := floor
 	ceiling, every := startupCeiling(), startupHeadroomCheck
 	if started == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,11 +79,7 @@ func TestLimitFor(t *testing.T) {
 // overhead is some of its memory, not none and not all of it.
 func TestHeapUse(t *testing.T) {
 	runtime.GC() // the live heap is measured by a collection
-	sample := make([]metrics.Sample, len(heapSamples))
-	for i, name := range heapSamples {
-		sample[i].Name = name
-	}
-	live, overhead, ok := heapUse(sample)
+	live, overhead, ok := heapUse(newHeapSamples())
 	if !ok {
 		t.Fatal("a metric keepHeadroom reads is missing")
 	}

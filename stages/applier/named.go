@@ -33,6 +33,12 @@ func (v *namedValues) get(name string) (json.RawMessage, bool) {
 	return data, ok
 }
 
+// value is name's value, nil when it has none: what a post's body writes.
+func (v *namedValues) value(name string) json.RawMessage {
+	data, _ := v.get(name)
+	return data
+}
+
 // set and remove write name's shard, which the caller owns (it is not
 // shared with another copy: own).
 func (v *namedValues) set(name string, data json.RawMessage) {

@@ -238,19 +238,13 @@ func (d *desiredState) updateKey(key string, data []byte, present bool, localize
 
 // backendsPayload is the body of POST /configuration/backends.
 func (d desiredState) backendsPayload() []byte {
-	return namedBody(d.Backends.sortedNames(), func(name string) json.RawMessage {
-		data, _ := d.Backends.get(name)
-		return data
-	})
+	return namedBody(d.Backends.sortedNames(), d.Backends.value)
 }
 
 // backendsDelta is the body of POST /configuration/backends/delta.
 func (d desiredState) backendsDelta(running *namedValues, base uint64) []byte {
 	changed, removed := namedChanges(&d.Backends, running)
-	return deltaBody(backendsKind.field, changed, removed, func(name string) json.RawMessage {
-		data, _ := d.Backends.get(name)
-		return data
-	}, base)
+	return deltaBody(backendsKind.field, changed, removed, d.Backends.value, base)
 }
 
 // namedPayload is the body of a full post: every value, sorted by key so

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -279,8 +278,7 @@ func TestSnapshotKeepsItsState(t *testing.T) {
 	if want := len(map[int]bool{shardOf("ns-a-80"): true, shardOf("ns-b-80"): true}); copied != want {
 		t.Errorf("%d backend shards copied, want %d", copied, want)
 	}
-	if reflect.ValueOf(first.Routes).UnsafePointer() != reflect.ValueOf(second.Routes).UnsafePointer() ||
-		reflect.ValueOf(first.Files).UnsafePointer() != reflect.ValueOf(second.Files).UnsafePointer() {
+	if !sameMap(first.Routes, second.Routes) || !sameMap(first.Files, second.Files) {
 		t.Error("maps an endpoint change did not touch were copied")
 	}
 	if err := table.update(bus.Snapshot{Puts: map[string][]byte{bus.Key(bus.KindFile, "nginx.conf"): file("two")},
