@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"switchyard.dev/switchyard/bus"
@@ -404,9 +405,24 @@ func luaString(s string) (string, error) {
 	return `"` + s + `"`, nil
 }
 
+// executeBuffers keeps the template output buffers between calls: a
+// full render executes a template per server, and growing a fresh buffer
+// each time was a third of the renderer's allocations at 10,000 servers.
+var executeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer keeps one huge output (the http block at 10,000 routes)
+// from being held for good.
+const maxPooledBuffer = 1 << 20
+
 func execute(name string, data any) (string, error) {
-	var buf bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	buf := executeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			executeBuffers.Put(buf)
+		}
+	}()
+	if err := tmpl.ExecuteTemplate(buf, name, data); err != nil {
 		return "", err
 	}
 	return buf.String(), nil
