@@ -3,7 +3,6 @@ package annotations
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	"switchyard.dev/switchyard/bus"
@@ -31,7 +30,7 @@ func (a *Annotator) balancingOf(name string) (*bus.Balancing, map[string]string)
 	var chosen *bus.Balancing
 	var chosenJSON []byte
 	var conflicts map[string]string
-	for _, id := range slices.Sorted(maps.Keys(a.backends.users[name])) {
+	for _, id := range slices.Sorted(a.backends.users[name].values()) {
 		b := a.balancing(id)
 		if b == nil {
 			continue
@@ -65,7 +64,7 @@ func (a *Annotator) balancing(id string) *bus.Balancing {
 // another Ingress's balancing won.
 func (a *Annotator) balancingWarnings(id string) []bus.Problem {
 	var problems []bus.Problem
-	for _, name := range slices.Sorted(maps.Keys(a.backends.usedBy[id])) {
+	for _, name := range slices.Sorted(a.backends.usedBy[id].values()) {
 		winner, ok := a.backends.conflicts[name][id]
 		if !ok {
 			continue
