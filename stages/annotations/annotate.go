@@ -10,6 +10,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/bus/features"
+	"switchyard.dev/switchyard/internal/sortedset"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -43,7 +44,7 @@ type Annotator struct {
 	settings  bus.Settings
 	results   map[string]*ingressResult // by "namespace/name"
 	// serversOf indexes which servers hold a location of each Ingress.
-	serversOf map[string]map[string]bool
+	serversOf map[string]sortedset.Set
 	// failed holds, per plugin, the Ingresses that failed closed because
 	// the plugin did not answer; they are applied again when it is back.
 	failed map[*hosted]map[string]bool
@@ -90,7 +91,7 @@ func NewAnnotator(owners map[string]*ownedKey, prefix string, call callFunc) *An
 		owners: owners, prefix: prefix, call: call,
 		servers: map[string]*bus.Server{}, ingresses: map[string]*bus.IngressInfo{},
 		settings: bus.DefaultSettings(), results: map[string]*ingressResult{},
-		serversOf: map[string]map[string]bool{}, failed: map[*hosted]map[string]bool{},
+		serversOf: map[string]sortedset.Set{}, failed: map[*hosted]map[string]bool{},
 		backends: newBackendOverlay(),
 		secrets:  map[string]map[string][]byte{},
 		matched:  map[*ownedKey]map[string]struct{}{},
@@ -256,10 +257,7 @@ func (a *Annotator) index(serverKey string) {
 		if loc.Ingress == "" {
 			continue
 		}
-		if a.serversOf[loc.Ingress] == nil {
-			a.serversOf[loc.Ingress] = map[string]bool{}
-		}
-		a.serversOf[loc.Ingress][serverKey] = true
+		sortedset.Update(a.serversOf, loc.Ingress, serverKey, true)
 	}
 }
 
@@ -269,10 +267,7 @@ func (a *Annotator) unindex(serverKey string) {
 		return
 	}
 	for _, loc := range s.Locations {
-		delete(a.serversOf[loc.Ingress], serverKey)
-		if len(a.serversOf[loc.Ingress]) == 0 {
-			delete(a.serversOf, loc.Ingress)
-		}
+		sortedset.Update(a.serversOf, loc.Ingress, serverKey, false)
 	}
 }
 
@@ -324,7 +319,7 @@ func (a *Annotator) annotate(ctx context.Context, dirty, touched map[string]bool
 			}
 		}
 		if !res.equal(a.results[id]) {
-			for key := range a.serversOf[id] {
+			for _, key := range a.serversOf[id] {
 				touched[key] = true
 			}
 		}

@@ -113,7 +113,7 @@ func (a *Annotator) checkPassthrough(id string, res *ingressResult) {
 			Message: "ssl-passthrough has no effect without --enable-ssl-passthrough: TLS of the Ingress's hosts is terminated by NGINX"})
 		return
 	}
-	for _, key := range slices.Sorted(maps.Keys(a.serversOf[id])) {
+	for _, key := range a.serversOf[id] {
 		s := a.servers[key]
 		switch {
 		case s == nil:

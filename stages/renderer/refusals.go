@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/sortedset"
 )
 
 // TestRefusedDirective is the directive the test-only option
@@ -29,7 +30,7 @@ type refusalState struct {
 	refusals map[string]bus.Refusal // by table key
 	// ingServers lists the servers (model keys) holding locations of each
 	// Ingress.
-	ingServers map[string]map[string]bool
+	ingServers map[string]sortedset.Set
 	// excluded are the Ingresses left out, refusedKeys the ConfigMap keys
 	// at their default: the refusals this render honours, with the
 	// revision refused.
@@ -46,7 +47,7 @@ type refusalState struct {
 func newRefusalState() refusalState {
 	return refusalState{
 		refusals:   map[string]bus.Refusal{},
-		ingServers: map[string]map[string]bool{},
+		ingServers: map[string]sortedset.Set{},
 		excluded:   map[string]string{}, refusedKeys: map[string]string{},
 		excludedServices: map[string]string{},
 	}
@@ -70,19 +71,7 @@ func (r *Renderer) indexIngresses(key string, s *bus.Server, add bool) {
 		if l.Ingress == "" {
 			continue
 		}
-		servers := r.ref.ingServers[l.Ingress]
-		if add {
-			if servers == nil {
-				servers = map[string]bool{}
-				r.ref.ingServers[l.Ingress] = servers
-			}
-			servers[key] = true
-		} else {
-			delete(servers, key)
-			if len(servers) == 0 {
-				delete(r.ref.ingServers, l.Ingress)
-			}
-		}
+		sortedset.Update(r.ref.ingServers, l.Ingress, key, add)
 	}
 	r.ref.changed = true
 }
@@ -172,7 +161,7 @@ func (r *Renderer) updateRefusals() (mainFile, settings bool) {
 }
 
 func (r *Renderer) markIngressServers(name string) {
-	for key := range r.ref.ingServers[name] {
+	for _, key := range r.ref.ingServers[name] {
 		r.dirty.servers[key] = true
 	}
 }
@@ -209,7 +198,7 @@ func (r *Renderer) visibleServer(s *bus.Server) *bus.Server {
 // ingressSource is the attribution comment of an Ingress's lines in the
 // file of the server under key.
 func (r *Renderer) ingressSource(name, key string) string {
-	if _, ok := r.ref.ingServers[name][key]; !ok || !bus.SourceNamePattern.MatchString(name) {
+	if !r.ref.ingServers[name].Has(key) || !bus.SourceNamePattern.MatchString(name) {
 		return sourceSwitchyard
 	}
 	rev := r.ingressRev(name, key)
@@ -237,7 +226,7 @@ func zoneSource(v zoneView) string {
 // refusal holds while the Ingress is left out.
 func (r *Renderer) ingressHasRev(name, rev string) bool {
 	keyVar := r.effectiveSettings().LimitConnZoneVariable
-	for key := range r.ref.ingServers[name] {
+	for _, key := range r.ref.ingServers[name] {
 		if r.ingressRev(name, key) == rev {
 			return true
 		}

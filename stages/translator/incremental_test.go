@@ -238,19 +238,3 @@ P9lfLVTkkUr+DDRP7GWM+33AQq11nw1cc7xTnZjnk95mKcWXYEprOt/x
 -----END PRIVATE KEY-----`)
 )
 
-func TestIngressSet(t *testing.T) {
-	var s ingressSet
-	for _, k := range []string{"ns/b", "ns/a", "ns/c", "ns/a"} {
-		s = s.with(k)
-	}
-	if fmt.Sprint(s) != "[ns/a ns/b ns/c]" {
-		t.Fatalf("after adds: %v", s)
-	}
-	s = s.without("ns/b").without("ns/missing")
-	if fmt.Sprint(s) != "[ns/a ns/c]" {
-		t.Fatalf("after removes: %v", s)
-	}
-	if s = s.without("ns/a").without("ns/c"); len(s) != 0 {
-		t.Fatalf("not empty: %v", s)
-	}
-}

@@ -18,6 +18,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/internal/parallel"
+	"switchyard.dev/switchyard/internal/sortedset"
 )
 
 // Config selects which Ingresses are ours, as ingress-nginx's flags do.
@@ -165,13 +166,13 @@ type Translator struct {
 	objs objects
 
 	plans          map[string]*ingressPlan             // by "namespace/name"
-	hostIngresses  map[string]ingressSet               // host → Ingresses naming it
-	svcUsers       map[string]ingressSet               // "ns/service" → Ingresses
-	secretUsers    map[string]ingressSet               // "ns/secret" → Ingresses
-	configMapUsers map[string]ingressSet               // "ns/configmap" → Ingresses (custom-headers)
-	backendUsers   map[string]ingressSet               // backend name → Ingresses
-	certUsers      map[string]ingressSet               // "ns/secret" → Ingresses using it as a certificate
-	annSecretUsers map[string]ingressSet               // "ns/secret" → Ingresses naming it in an annotation
+	hostIngresses  map[string]sortedset.Set            // host → Ingresses naming it
+	svcUsers       map[string]sortedset.Set            // "ns/service" → Ingresses
+	secretUsers    map[string]sortedset.Set            // "ns/secret" → Ingresses
+	configMapUsers map[string]sortedset.Set            // "ns/configmap" → Ingresses (custom-headers)
+	backendUsers   map[string]sortedset.Set            // backend name → Ingresses
+	certUsers      map[string]sortedset.Set            // "ns/secret" → Ingresses using it as a certificate
+	annSecretUsers map[string]sortedset.Set            // "ns/secret" → Ingresses naming it in an annotation
 	hostProblems   map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
 
 	model            bus.Model
@@ -218,10 +219,10 @@ func newDirtySet() dirtySet {
 func NewTranslator(cfg Config) *Translator {
 	t := &Translator{
 		cfg: cfg, objs: newObjects(),
-		plans: map[string]*ingressPlan{}, hostIngresses: map[string]ingressSet{},
-		svcUsers: map[string]ingressSet{}, secretUsers: map[string]ingressSet{}, configMapUsers: map[string]ingressSet{},
-		backendUsers: map[string]ingressSet{}, certUsers: map[string]ingressSet{},
-		annSecretUsers: map[string]ingressSet{},
+		plans: map[string]*ingressPlan{}, hostIngresses: map[string]sortedset.Set{},
+		svcUsers: map[string]sortedset.Set{}, secretUsers: map[string]sortedset.Set{}, configMapUsers: map[string]sortedset.Set{},
+		backendUsers: map[string]sortedset.Set{}, certUsers: map[string]sortedset.Set{},
+		annSecretUsers: map[string]sortedset.Set{},
 		hostProblems:   map[string]map[string][]bus.Problem{},
 		model:          bus.NewModel(), dirty: newDirtySet(),
 	}
@@ -286,7 +287,7 @@ func (t *Translator) change(obj any, deleted bool) {
 	}
 }
 
-func (t *Translator) markUsers(users ingressSet) {
+func (t *Translator) markUsers(users sortedset.Set) {
 	for _, ing := range users {
 		t.dirty.ingresses[ing] = true
 	}
@@ -418,15 +419,7 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	if p == nil {
 		return
 	}
-	update := func(idx map[string]ingressSet, k string) {
-		if add {
-			idx[k] = idx[k].with(key)
-		} else if rest := idx[k].without(key); len(rest) > 0 {
-			idx[k] = rest
-		} else {
-			delete(idx, k)
-		}
-	}
+	update := func(idx map[string]sortedset.Set, k string) { sortedset.Update(idx, k, key, add) }
 	for host := range p.hosts() {
 		update(t.hostIngresses, host)
 	}
@@ -448,28 +441,6 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	for id := range p.annSecrets {
 		update(t.annSecretUsers, id)
 	}
-}
-
-// ingressSet is a set of Ingress keys ("namespace/name"), sorted. Most
-// hosts, Services, Secrets and backends are named by one Ingress, and a
-// slice costs a fraction of a map per entry: megabytes across the indexes
-// at 10,000 Ingresses.
-type ingressSet []string
-
-func (s ingressSet) with(key string) ingressSet {
-	i, found := slices.BinarySearch(s, key)
-	if found {
-		return s
-	}
-	return slices.Insert(s, i, key)
-}
-
-func (s ingressSet) without(key string) ingressSet {
-	i, found := slices.BinarySearch(s, key)
-	if !found {
-		return s
-	}
-	return slices.Delete(s, i, i+1)
 }
 
 func (t *Translator) isOurs(ing *networkingv1.Ingress) bool {
@@ -697,7 +668,7 @@ func (t *Translator) refreshBackend(name string, delta *Delta) {
 // backend, a certificate, an annotation Secret) under key: as the first of
 // its users (by namespace/name) planned it, or deleted once none names it.
 // An annotation Secret's data goes to the annotations stage only.
-func refreshShared[V any](t *Translator, users map[string]ingressSet, planned func(*ingressPlan) map[string]*V,
+func refreshShared[V any](t *Translator, users map[string]sortedset.Set, planned func(*ingressPlan) map[string]*V,
 	id, key string, published map[string]*V, delta *Delta) {
 	var v *V
 	if u := users[id]; len(u) > 0 {
