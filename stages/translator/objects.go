@@ -1,6 +1,7 @@
 package translator
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +14,13 @@ import (
 // objects holds the current Kubernetes objects by namespace/name (classes
 // by name), and EndpointSlices grouped by the Service they belong to.
 type objects struct {
-	ingresses  map[string]*networkingv1.Ingress
-	classes    map[string]*networkingv1.IngressClass
-	services   map[string]*corev1.Service
-	slices     map[string]map[string]*discoveryv1.EndpointSlice // service → slice name → slice
-	sliceOwner map[string]string                                // slice → service, to move a relabelled slice
+	ingresses map[string]*networkingv1.Ingress
+	classes   map[string]*networkingv1.IngressClass
+	services  map[string]*corev1.Service
+	// slices are a Service's EndpointSlices: a list, not a map by name,
+	// since most Services have one (a map each was megabytes at 10,000).
+	slices     map[string][]*discoveryv1.EndpointSlice // service → its slices
+	sliceOwner map[string]string                       // slice → service, to move a relabelled slice
 	secrets    map[string]*corev1.Secret
 	configMaps map[string]*corev1.ConfigMap
 }
@@ -25,7 +28,7 @@ type objects struct {
 func newObjects() objects {
 	return objects{
 		ingresses: map[string]*networkingv1.Ingress{}, classes: map[string]*networkingv1.IngressClass{},
-		services: map[string]*corev1.Service{}, slices: map[string]map[string]*discoveryv1.EndpointSlice{},
+		services: map[string]*corev1.Service{}, slices: map[string][]*discoveryv1.EndpointSlice{},
 		sliceOwner: map[string]string{}, secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{},
 	}
 }
@@ -64,9 +67,13 @@ func (o *objects) setSlice(v *discoveryv1.EndpointSlice, deleted bool) []string 
 	key := objectName(v.Namespace, v.Name)
 	var touched []string
 	if old, ok := o.sliceOwner[key]; ok {
-		delete(o.slices[old], key)
-		if len(o.slices[old]) == 0 {
+		rest := slices.DeleteFunc(o.slices[old], func(es *discoveryv1.EndpointSlice) bool {
+			return es.Namespace == v.Namespace && es.Name == v.Name
+		})
+		if len(rest) == 0 {
 			delete(o.slices, old)
+		} else {
+			o.slices[old] = rest
 		}
 		delete(o.sliceOwner, key)
 		touched = append(touched, old)
@@ -76,10 +83,7 @@ func (o *objects) setSlice(v *discoveryv1.EndpointSlice, deleted bool) []string 
 		return touched
 	}
 	owner := objectName(v.Namespace, svc)
-	if o.slices[owner] == nil {
-		o.slices[owner] = map[string]*discoveryv1.EndpointSlice{}
-	}
-	o.slices[owner][key] = v
+	o.slices[owner] = append(o.slices[owner], v)
 	o.sliceOwner[key] = owner
 	return append(touched, owner)
 }

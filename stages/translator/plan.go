@@ -350,7 +350,7 @@ func pathTypeOf(p networkingv1.HTTPIngressPath) string {
 // endpointsOf collects the ready addresses of the given slices for the
 // slice port named like the Service port. Terminating endpoints are not
 // ready, so they stop receiving new requests.
-func endpointsOf(slices map[string]*discoveryv1.EndpointSlice, sp corev1.ServicePort) []bus.Endpoint {
+func endpointsOf(slices []*discoveryv1.EndpointSlice, sp corev1.ServicePort) []bus.Endpoint {
 	seen := map[bus.Endpoint]bool{}
 	out := []bus.Endpoint{}
 	for _, es := range slices {
