@@ -71,8 +71,11 @@ func stageCommand(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A stage of its own sees no apply: the steady headroom from the start.
-	go keepHeadroom(ctx, nil, log)
+	// A stage of its own keeps the start-up headroom until its first quiet
+	// period after a burst, as the all-in-one does after an apply.
+	started := make(chan struct{})
+	go keepHeadroom(ctx, started, log)
+	go releaseAfterBursts(ctx, started, log)
 	if name == bus.StageApplier {
 		if err := startRequestSpans(ctx, &o, log); err != nil {
 			return err

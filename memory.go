@@ -280,11 +280,66 @@ func releaseMemory(ctx context.Context, conn *bus.Conn, started chan<- struct{},
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	releaseAfterStartup(ctx, applied, started, quietBeforeRelease, startupHeadroomFor, func() {
+	releaseAfterStartup(ctx, applied, started, quietBeforeRelease, startupHeadroomFor, freeMemory(log))
+}
+
+// freeMemory returns the heap's free pages to the operating system. Twice:
+// what the first collection finds in sync.Pools is freed by the second.
+func freeMemory(log *zap.Logger) func() {
+	return func() {
 		debug.FreeOSMemory()
 		debug.FreeOSMemory()
 		log.Debug("memory released after a quiet period")
-	})
+	}
+}
+
+// burstBytes is what a process allocates in a second of a burst: a start,
+// or a change of thousands of objects. A one-Ingress change allocates a
+// few megabytes, an idle stage next to nothing.
+const burstBytes = 32 << 20
+
+// releaseAfterBursts is releaseMemory for a stage running as its own
+// process, which may not follow the applier's results on a shared bus: it
+// takes its own allocation bursts for the applies (allocationBursts).
+func releaseAfterBursts(ctx context.Context, started chan<- struct{}, log *zap.Logger) {
+	bursts := make(chan struct{}, 1)
+	go allocationBursts(ctx, time.Second, burstBytes, heapAllocated, bursts)
+	releaseAfterStartup(ctx, bursts, started, quietBeforeRelease, startupHeadroomFor, freeMemory(log))
+}
+
+// allocationBursts signals on bursts (without blocking) after each period
+// of every in which the process allocated at least burst bytes, as read by
+// allocated (the runtime's cumulative count).
+func allocationBursts(ctx context.Context, every time.Duration, burst uint64, allocated func() uint64, bursts chan<- struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := allocated()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := allocated()
+		if now-last >= burst {
+			select {
+			case bursts <- struct{}{}:
+			default:
+			}
+		}
+		last = now
+	}
+}
+
+// heapAllocated is the bytes allocated on the heap since the process
+// started.
+func heapAllocated() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }
 
 // releaseAfterStartup waits for the first signal on applied, then runs

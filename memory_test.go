@@ -247,3 +247,80 @@ func TestReleaseWhenQuiet(t *testing.T) {
 		t.Errorf("released twice without an apply in between: %s", got)
 	}
 }
+
+// TestAllocationBursts: a period in which the process allocated at least
+// the burst is signalled, allocations that add up to less are not, and the
+// signal never blocks the sampler (nobody reads it for a while).
+func TestAllocationBursts(t *testing.T) {
+	var allocated, seen atomic.Uint64
+	var reads atomic.Int64
+	read := func() uint64 {
+		v := allocated.Load()
+		seen.Store(v)
+		reads.Add(1)
+		return v
+	}
+	bursts := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const every, burst = 5 * time.Millisecond, 1000
+	go allocationBursts(ctx, every, burst, read, bursts)
+
+	// Less than a burst in all, whatever the sampler's pace: no signal.
+	small := func() {
+		for range 40 {
+			allocated.Add(burst / 100)
+			time.Sleep(every)
+		}
+		select {
+		case <-bursts:
+			t.Fatal("allocations below the burst were signalled")
+		default:
+		}
+	}
+	small()
+
+	// Several bursts nobody reads: the sampler goes on.
+	for range 3 {
+		allocated.Add(10 * burst)
+		time.Sleep(4 * every)
+	}
+	allocated.Add(10 * burst)
+	select {
+	case <-bursts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a burst was not signalled")
+	}
+	allocated.Add(10 * burst)
+	select {
+	case <-bursts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sampler stopped after a signal nobody read")
+	}
+
+	// After the bursts, a period counts from where the last one ended:
+	// once the sampler has read the last burst and gone round once more
+	// (so its signal was sent), and the signal is taken.
+	for seen.Load() != allocated.Load() {
+		time.Sleep(every)
+	}
+	for after := reads.Load(); reads.Load() == after; {
+		time.Sleep(every)
+	}
+	select {
+	case <-bursts:
+	default:
+	}
+	small()
+}
+
+// TestHeapAllocated: the runtime's count grows with what is allocated.
+func TestHeapAllocated(t *testing.T) {
+	before := heapAllocated()
+	sink = make([]byte, 8<<20)
+	if got := heapAllocated() - before; got < 8<<20 {
+		t.Fatalf("heapAllocated grew by %d after an 8 MiB allocation", got)
+	}
+}
+
+var sink []byte
