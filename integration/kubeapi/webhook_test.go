@@ -147,8 +147,8 @@ func TestValidatingWebhook(t *testing.T) {
 
 	// The live state counts: the same host and path as the served
 	// Ingress "web" goes to "web", the older one, and the newcomer is told.
-	// Creation times have whole seconds, and a tie goes to the name that
-	// sorts first ("dup"): the newcomer is made in a later second.
+	// Creation times have whole seconds: the newcomer is made in a later
+	// second, so its age decides, not the tie rule (TestSameSecondTieGoesAsInIngressNginx).
 	web, err := r.client.NetworkingV1().Ingresses(ns).Get(r.ctx, "web", metav1.GetOptions{})
 	r.must(nil, err)
 	time.Sleep(time.Until(web.CreationTimestamp.Add(1100 * time.Millisecond)))

@@ -598,8 +598,12 @@ func noPrimaryProblem(c claim, host string) bus.Problem {
 		"canary Ingress: no Ingress serves %s %s on host %q, so this path is not served", c.pathType, c.path, displayHost(host))}
 }
 
-// hostPlans lists the plans naming host, oldest first, then by
-// namespace/name, so a conflict never depends on map order.
+// hostPlans lists the plans naming host, oldest first, so a conflict
+// never depends on map order. Creation times have whole seconds, and
+// Ingresses applied together (a Helm release, kubectl apply -f DIR) often
+// share one: then the namespace/name that sorts last counts as the older,
+// as in ingress-nginx (its store's sortIngressSlice), so a cluster that
+// moves over keeps serving each path from the same Ingress.
 func (t *Translator) hostPlans(host string) []*ingressPlan {
 	var plans []*ingressPlan
 	for _, key := range t.hostIngresses[host] {
@@ -612,7 +616,7 @@ func (t *Translator) hostPlans(host string) []*ingressPlan {
 		if !a.created.Equal(&b.created) {
 			return a.created.Before(&b.created)
 		}
-		return a.key < b.key
+		return a.key > b.key
 	})
 	return plans
 }

@@ -130,3 +130,35 @@ func loadSnapshot(t *testing.T, path string) Snapshot {
 	}
 	return snap
 }
+
+// TestSameSecondTieGoesAsInIngressNginx: Ingresses created in the same
+// second (applied together) that claim one path are ordered as
+// ingress-nginx orders them, the namespace/name sorting last first, so the
+// same Ingress keeps the path after a move; the other is told.
+func TestSameSecondTieGoesAsInIngressNginx(t *testing.T) {
+	m := Translate(DefaultConfig(), loadSnapshot(t, "testdata/conflict.yaml"))
+	server := m.Servers[bus.Key(bus.KindServer, "tie.example.com")]
+	if server == nil {
+		t.Fatal("no server for tie.example.com")
+	}
+	var served []string
+	for _, l := range server.Locations {
+		if l.Path == "/" {
+			served = append(served, l.Ingress)
+		}
+	}
+	if len(served) != 1 || served[0] != "zeta/same-age-z" {
+		t.Errorf("/ of tie.example.com served by %v, want zeta/same-age-z (it sorts after ypsilon/same-age-y)", served)
+	}
+	info := m.Ingresses[bus.Key(bus.KindIngress, "ypsilon", "same-age-y")]
+	if info == nil {
+		t.Fatal("no info for ypsilon/same-age-y")
+	}
+	told := false
+	for _, p := range info.Problems {
+		told = told || (p.Reason == "PathConflict" && strings.Contains(p.Message, "older Ingress zeta/same-age-z"))
+	}
+	if !told {
+		t.Errorf("ypsilon/same-age-y is not told it lost to zeta/same-age-z: %+v", info)
+	}
+}
