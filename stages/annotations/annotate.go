@@ -10,7 +10,7 @@ import (
 
 	"switchyard.dev/switchyard/bus"
 	"switchyard.dev/switchyard/bus/features"
-	"switchyard.dev/switchyard/internal/sortedset"
+	"switchyard.dev/switchyard/internal/compact"
 	"switchyard.dev/switchyard/plugins"
 )
 
@@ -44,7 +44,7 @@ type Annotator struct {
 	settings  bus.Settings
 	results   map[string]*ingressResult // by "namespace/name"
 	// serversOf indexes which servers hold a location of each Ingress.
-	serversOf map[string]sortedset.Set
+	serversOf map[string]compact.Set
 	// failed holds, per plugin, the Ingresses that failed closed because
 	// the plugin did not answer; they are applied again when it is back.
 	failed map[*hosted]map[string]bool
@@ -91,7 +91,7 @@ func NewAnnotator(owners map[string]*ownedKey, prefix string, call callFunc) *An
 		owners: owners, prefix: prefix, call: call,
 		servers: map[string]*bus.Server{}, ingresses: map[string]*bus.IngressInfo{},
 		settings: bus.DefaultSettings(), results: map[string]*ingressResult{},
-		serversOf: map[string]sortedset.Set{}, failed: map[*hosted]map[string]bool{},
+		serversOf: map[string]compact.Set{}, failed: map[*hosted]map[string]bool{},
 		backends: newBackendOverlay(),
 		secrets:  map[string]map[string][]byte{},
 		matched:  map[*ownedKey]map[string]struct{}{},
@@ -257,7 +257,7 @@ func (a *Annotator) index(serverKey string) {
 		if loc.Ingress == "" {
 			continue
 		}
-		sortedset.Update(a.serversOf, loc.Ingress, serverKey, true)
+		compact.Update(a.serversOf, loc.Ingress, serverKey, true)
 	}
 }
 
@@ -267,7 +267,7 @@ func (a *Annotator) unindex(serverKey string) {
 		return
 	}
 	for _, loc := range s.Locations {
-		sortedset.Update(a.serversOf, loc.Ingress, serverKey, false)
+		compact.Update(a.serversOf, loc.Ingress, serverKey, false)
 	}
 }
 

@@ -3,9 +3,9 @@ package annotations
 import (
 	"encoding/json"
 	"fmt"
-	"iter"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/compact"
 )
 
 // The backend overlay: backends pass through this stage, and the
@@ -30,12 +30,12 @@ type serverRefs struct {
 
 // backendOverlay keeps the translated backends and the indexes above.
 type backendOverlay struct {
-	raw       map[string][]byte                // backend name → JSON as translated
-	byServer  map[string]serverRefs            // server key → its locations' links and uses
-	byBackend map[string]refCounts[canaryLink] // backend name (primary or canary) → canary links
-	byIngress map[string]refCounts[canaryLink] // canary Ingress → links
-	users     map[string]refCounts[string]     // backend name → Ingresses using it → locations
-	usedBy    map[string]refCounts[string]     // Ingress → backends it uses → locations
+	raw       map[string][]byte                     // backend name → JSON as translated
+	byServer  map[string]serverRefs                 // server key → its locations' links and uses
+	byBackend map[string]compact.Counts[canaryLink] // backend name (primary or canary) → canary links
+	byIngress map[string]compact.Counts[canaryLink] // canary Ingress → links
+	users     map[string]compact.Counts[string]     // backend name → Ingresses using it → locations
+	usedBy    map[string]compact.Counts[string]     // Ingress → backends it uses → locations
 	// conflicts records, per backend, the Ingresses whose balancing lost
 	// to another Ingress's (loser → winner), for their warnings.
 	conflicts map[string]map[string]string
@@ -44,8 +44,8 @@ type backendOverlay struct {
 
 func newBackendOverlay() *backendOverlay {
 	return &backendOverlay{raw: map[string][]byte{}, byServer: map[string]serverRefs{},
-		byBackend: map[string]refCounts[canaryLink]{}, byIngress: map[string]refCounts[canaryLink]{},
-		users: map[string]refCounts[string]{}, usedBy: map[string]refCounts[string]{},
+		byBackend: map[string]compact.Counts[canaryLink]{}, byIngress: map[string]compact.Counts[canaryLink]{},
+		users: map[string]compact.Counts[string]{}, usedBy: map[string]compact.Counts[string]{},
 		conflicts: map[string]map[string]string{}, affected: map[string]bool{}}
 }
 
@@ -87,89 +87,15 @@ func (o *backendOverlay) setServer(key string, s *bus.Server) {
 
 func (o *backendOverlay) countLink(l canaryLink, delta int) {
 	o.affected[l.primary], o.affected[l.canary] = true, true
-	count(o.byBackend, l.primary, l, delta)
-	count(o.byBackend, l.canary, l, delta)
-	count(o.byIngress, l.ingress, l, delta)
+	compact.Count(o.byBackend, l.primary, l, delta)
+	compact.Count(o.byBackend, l.canary, l, delta)
+	compact.Count(o.byIngress, l.ingress, l, delta)
 }
 
 func (o *backendOverlay) countUse(u backendUse, delta int) {
 	o.affected[u.backend] = true
-	count(o.users, u.backend, u.ingress, delta)
-	count(o.usedBy, u.ingress, u.backend, delta)
-}
-
-// count adds delta to m[k]'s count of v, dropping what reaches zero.
-func count[K comparable](m map[string]refCounts[K], k string, v K, delta int) {
-	c := m[k]
-	c.add(v, delta)
-	if c.len() == 0 {
-		delete(m, k)
-	} else {
-		m[k] = c
-	}
-}
-
-// refCounts counts references to values. Nearly every key of the indexes
-// above has one value (a backend used by one Ingress, an Ingress using one
-// backend), which is kept inline: a map per key cost some 250 bytes, 5 MB
-// of the controller's heap at 10,000 Ingresses.
-type refCounts[K comparable] struct {
-	one  K
-	n    int       // references to one, while more is nil
-	more map[K]int // every value and its references, once there are two
-}
-
-func (c *refCounts[K]) add(v K, delta int) {
-	if c.more == nil {
-		if c.n == 0 || c.one == v {
-			c.one, c.n = v, c.n+delta
-			if c.n <= 0 {
-				*c = refCounts[K]{}
-			}
-			return
-		}
-		if delta <= 0 {
-			return // v holds no reference to drop
-		}
-		c.more = map[K]int{c.one: c.n}
-	}
-	c.more[v] += delta
-	if c.more[v] <= 0 {
-		delete(c.more, v)
-	}
-	if len(c.more) == 1 {
-		for one, n := range c.more {
-			*c = refCounts[K]{one: one, n: n}
-		}
-	}
-}
-
-// len is the number of values with a reference.
-func (c refCounts[K]) len() int {
-	if c.more != nil {
-		return len(c.more)
-	}
-	if c.n > 0 {
-		return 1
-	}
-	return 0
-}
-
-// values are the values with a reference, in no order.
-func (c refCounts[K]) values() iter.Seq[K] {
-	return func(yield func(K) bool) {
-		if c.more == nil {
-			if c.n > 0 {
-				yield(c.one)
-			}
-			return
-		}
-		for v := range c.more {
-			if !yield(v) {
-				return
-			}
-		}
-	}
+	compact.Count(o.users, u.backend, u.ingress, delta)
+	compact.Count(o.usedBy, u.ingress, u.backend, delta)
 }
 
 // setBackend records a translated backend (data nil: deleted).
@@ -184,10 +110,10 @@ func (o *backendOverlay) setBackend(name string, data []byte) {
 
 // ingressChanged marks the backends whose result may depend on Ingress id.
 func (o *backendOverlay) ingressChanged(id string) {
-	for l := range o.byIngress[id].values() {
+	for l := range o.byIngress[id].Values() {
 		o.affected[l.primary], o.affected[l.canary] = true, true
 	}
-	for name := range o.usedBy[id].values() {
+	for name := range o.usedBy[id].Values() {
 		o.affected[name] = true
 	}
 }
@@ -218,7 +144,7 @@ func (a *Annotator) emitBackends(dirty map[string]bool, out *bus.Output) error {
 		}
 		balancing, conflicts := a.balancingOf(name)
 		changedInfos = append(changedInfos, o.setConflicts(name, conflicts)...)
-		if o.byBackend[name].len() == 0 && balancing == nil && a.settings.LoadBalance == bus.LoadBalanceRoundRobin {
+		if o.byBackend[name].Len() == 0 && balancing == nil && a.settings.LoadBalance == bus.LoadBalanceRoundRobin {
 			out.Puts[key] = data // nothing to add: pass through untouched
 			continue
 		}

@@ -30,7 +30,7 @@ func (a *Annotator) balancingOf(name string) (*bus.Balancing, map[string]string)
 	var chosen *bus.Balancing
 	var chosenJSON []byte
 	var conflicts map[string]string
-	for _, id := range slices.Sorted(a.backends.users[name].values()) {
+	for _, id := range slices.Sorted(a.backends.users[name].Values()) {
 		b := a.balancing(id)
 		if b == nil {
 			continue
@@ -64,7 +64,7 @@ func (a *Annotator) balancing(id string) *bus.Balancing {
 // another Ingress's balancing won.
 func (a *Annotator) balancingWarnings(id string) []bus.Problem {
 	var problems []bus.Problem
-	for _, name := range slices.Sorted(a.backends.usedBy[id].values()) {
+	for _, name := range slices.Sorted(a.backends.usedBy[id].Values()) {
 		winner, ok := a.backends.conflicts[name][id]
 		if !ok {
 			continue

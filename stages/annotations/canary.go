@@ -46,7 +46,7 @@ func (a *Annotator) policy(id string) *bus.Canary {
 // trafficShapingPolicy (as a canary) to backend b.
 func (a *Annotator) applyCanary(name string, b *bus.Backend) {
 	o := a.backends
-	links := slices.SortedFunc(o.byBackend[name].values(), func(x, y canaryLink) int {
+	links := slices.SortedFunc(o.byBackend[name].Values(), func(x, y canaryLink) int {
 		if x.ingress != y.ingress {
 			return cmpString(x.ingress, y.ingress)
 		}

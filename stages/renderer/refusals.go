@@ -14,7 +14,7 @@ import (
 	"slices"
 
 	"switchyard.dev/switchyard/bus"
-	"switchyard.dev/switchyard/internal/sortedset"
+	"switchyard.dev/switchyard/internal/compact"
 )
 
 // TestRefusedDirective is the directive the test-only option
@@ -30,7 +30,7 @@ type refusalState struct {
 	refusals map[string]bus.Refusal // by table key
 	// ingServers lists the servers (model keys) holding locations of each
 	// Ingress.
-	ingServers map[string]sortedset.Set
+	ingServers map[string]compact.Set
 	// excluded are the Ingresses left out, refusedKeys the ConfigMap keys
 	// at their default: the refusals this render honours, with the
 	// revision refused.
@@ -47,7 +47,7 @@ type refusalState struct {
 func newRefusalState() refusalState {
 	return refusalState{
 		refusals:   map[string]bus.Refusal{},
-		ingServers: map[string]sortedset.Set{},
+		ingServers: map[string]compact.Set{},
 		excluded:   map[string]string{}, refusedKeys: map[string]string{},
 		excludedServices: map[string]string{},
 	}
@@ -71,7 +71,7 @@ func (r *Renderer) indexIngresses(key string, s *bus.Server, add bool) {
 		if l.Ingress == "" {
 			continue
 		}
-		sortedset.Update(r.ref.ingServers, l.Ingress, key, add)
+		compact.Update(r.ref.ingServers, l.Ingress, key, add)
 	}
 	r.ref.changed = true
 }

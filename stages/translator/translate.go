@@ -17,8 +17,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"switchyard.dev/switchyard/bus"
+	"switchyard.dev/switchyard/internal/compact"
 	"switchyard.dev/switchyard/internal/parallel"
-	"switchyard.dev/switchyard/internal/sortedset"
 )
 
 // Config selects which Ingresses are ours, as ingress-nginx's flags do.
@@ -166,13 +166,13 @@ type Translator struct {
 	objs objects
 
 	plans          map[string]*ingressPlan             // by "namespace/name"
-	hostIngresses  map[string]sortedset.Set            // host → Ingresses naming it
-	svcUsers       map[string]sortedset.Set            // "ns/service" → Ingresses
-	secretUsers    map[string]sortedset.Set            // "ns/secret" → Ingresses
-	configMapUsers map[string]sortedset.Set            // "ns/configmap" → Ingresses (custom-headers)
-	backendUsers   map[string]sortedset.Set            // backend name → Ingresses
-	certUsers      map[string]sortedset.Set            // "ns/secret" → Ingresses using it as a certificate
-	annSecretUsers map[string]sortedset.Set            // "ns/secret" → Ingresses naming it in an annotation
+	hostIngresses  map[string]compact.Set              // host → Ingresses naming it
+	svcUsers       map[string]compact.Set              // "ns/service" → Ingresses
+	secretUsers    map[string]compact.Set              // "ns/secret" → Ingresses
+	configMapUsers map[string]compact.Set              // "ns/configmap" → Ingresses (custom-headers)
+	backendUsers   map[string]compact.Set              // backend name → Ingresses
+	certUsers      map[string]compact.Set              // "ns/secret" → Ingresses using it as a certificate
+	annSecretUsers map[string]compact.Set              // "ns/secret" → Ingresses naming it in an annotation
 	hostProblems   map[string]map[string][]bus.Problem // host → Ingress → conflicts it lost there
 
 	model            bus.Model
@@ -219,10 +219,10 @@ func newDirtySet() dirtySet {
 func NewTranslator(cfg Config) *Translator {
 	t := &Translator{
 		cfg: cfg, objs: newObjects(),
-		plans: map[string]*ingressPlan{}, hostIngresses: map[string]sortedset.Set{},
-		svcUsers: map[string]sortedset.Set{}, secretUsers: map[string]sortedset.Set{}, configMapUsers: map[string]sortedset.Set{},
-		backendUsers: map[string]sortedset.Set{}, certUsers: map[string]sortedset.Set{},
-		annSecretUsers: map[string]sortedset.Set{},
+		plans: map[string]*ingressPlan{}, hostIngresses: map[string]compact.Set{},
+		svcUsers: map[string]compact.Set{}, secretUsers: map[string]compact.Set{}, configMapUsers: map[string]compact.Set{},
+		backendUsers: map[string]compact.Set{}, certUsers: map[string]compact.Set{},
+		annSecretUsers: map[string]compact.Set{},
 		hostProblems:   map[string]map[string][]bus.Problem{},
 		model:          bus.NewModel(), dirty: newDirtySet(),
 	}
@@ -287,7 +287,7 @@ func (t *Translator) change(obj any, deleted bool) {
 	}
 }
 
-func (t *Translator) markUsers(users sortedset.Set) {
+func (t *Translator) markUsers(users compact.Set) {
 	for _, ing := range users {
 		t.dirty.ingresses[ing] = true
 	}
@@ -419,7 +419,7 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 	if p == nil {
 		return
 	}
-	update := func(idx map[string]sortedset.Set, k string) { sortedset.Update(idx, k, key, add) }
+	update := func(idx map[string]compact.Set, k string) { compact.Update(idx, k, key, add) }
 	for host := range p.hosts() {
 		update(t.hostIngresses, host)
 	}
@@ -672,7 +672,7 @@ func (t *Translator) refreshBackend(name string, delta *Delta) {
 // backend, a certificate, an annotation Secret) under key: as the first of
 // its users (by namespace/name) planned it, or deleted once none names it.
 // An annotation Secret's data goes to the annotations stage only.
-func refreshShared[V any](t *Translator, users map[string]sortedset.Set, planned func(*ingressPlan) map[string]*V,
+func refreshShared[V any](t *Translator, users map[string]compact.Set, planned func(*ingressPlan) map[string]*V,
 	id, key string, published map[string]*V, delta *Delta) {
 	var v *V
 	if u := users[id]; len(u) > 0 {

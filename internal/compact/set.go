@@ -1,9 +1,9 @@
-// Package sortedset is a set of strings kept as a sorted slice. The
-// pipeline's indexes (an Ingress's servers, a host's Ingresses, a
-// Service's users) hold one or a few members per key: a map per key costs
-// some 250 bytes, a slice of one 40, and at 10,000 Ingresses the
-// difference is megabytes of every controller's heap.
-package sortedset
+// Package compact holds the values of the pipeline's indexes (an
+// Ingress's servers, a host's Ingresses, a backend's users) without a map
+// per key: nearly every key has one value or a few, a map per key costs
+// some 250 bytes, a slice of one 40 and a value held inline nothing, and
+// at 10,000 Ingresses the difference is megabytes of every stage's heap.
+package compact
 
 import "slices"
 
