@@ -263,7 +263,7 @@ http {
                     ngx.print(err)
                     return ngx.exit(400)
                 end
-                if router.access_denied(acc, ngx.var.remote_addr) then
+                if router.access_denied(acc, ngx.var.binary_remote_addr) then
                     return ngx.exit(403)
                 end
             }
