@@ -208,7 +208,7 @@ var features = []feature{
 		tests:     []string{"plugins/builtin/cors.TestParse", "integration.TestCORSThroughNginx"},
 	},
 	{
-		name: "Client certificates (mutual TLS)", summary: "auth-tls-*: the host's server verifies client certificates against the Secret's ca.crt (and ca.crl), optional match-cn and error page, the result (and the certificate) sent upstream in ssl-client-*; the first Ingress of a host by namespace/name decides; a missing Secret answers 503, plain HTTP 403 with verify on, and a client's own ssl-client-* headers never reach a backend.",
+		name: "Client certificates (mutual TLS)", summary: "auth-tls-*: the host's server verifies client certificates against the Secret's ca.crt (and ca.crl), optional match-cn and error page, the result (and the certificate) sent upstream in ssl-client-*; the oldest Ingress of a host that asks decides (ingress-nginx's order); a missing Secret answers 503, plain HTTP 403 with verify on, and a client's own ssl-client-* headers never reach a backend.",
 		plugin: "authtls", keys: []string{"auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth", "auth-tls-error-page", "auth-tls-pass-certificate-to-upstream", "auth-tls-match-cn"},
 		busTypes:    []string{"bus/features.ClientAuth", "bus.Server"},
 		tables:      []string{"annotations.server.<host> (clientAuth, clientAuthFrom)", "renderer.file.auth/<hash>.client-ca.pem (secret-derived files)"},
@@ -318,7 +318,7 @@ var features = []feature{
 			"integration.TestCustomHeadersOnResponse", "integration.TestAddAndProxySetHeaders"},
 	},
 	{
-		name: "Server settings", summary: "server-alias (other names of the host; a name that is another rule's host is left out with a warning), ssl-ciphers and ssl-prefer-server-ciphers per server; the first Ingress of a host by namespace/name that sets one decides it.",
+		name: "Server settings", summary: "server-alias (other names of the host; a name that is another rule's host is left out with a warning), ssl-ciphers and ssl-prefer-server-ciphers per server; the oldest Ingress of a host that sets one decides it (ingress-nginx's order).",
 		plugin: "server", keys: []string{"server-alias", "ssl-ciphers", "ssl-prefer-server-ciphers"},
 		busTypes:    []string{"bus/features.Server", "bus.Server"},
 		tables:      []string{"annotations.server.<host> (aliases, sslCiphers, sslPreferServerCiphers)"},

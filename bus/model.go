@@ -42,10 +42,16 @@ type Server struct {
 	// TLS is set when an Ingress lists this host under spec.tls.
 	TLS       *ServerTLS `json:"tls,omitempty"`
 	Locations []Location `json:"locations"`
+	// IngressOrder lists the Ingresses with a location here, oldest first
+	// (creation time; in a tie the namespace/name that sorts last, as
+	// ingress-nginx orders them), when there are two or more: the server
+	// features below come from the first of them that sets each. The
+	// translator fills it in.
+	IngressOrder []string `json:"ingressOrder,omitempty"`
 	// Aliases, SSLCiphers and SSLPreferServerCiphers are the server
 	// features (server-alias, ssl-ciphers, ssl-prefer-server-ciphers) of
-	// the first Ingress of the host by namespace/name that sets each;
-	// the annotations stage fills them in.
+	// the first Ingress of the host that sets each (IngressOrder); the
+	// annotations stage fills them in.
 	Aliases                []string `json:"aliases,omitempty"`
 	SSLCiphers             string   `json:"sslCiphers,omitempty"`
 	SSLPreferServerCiphers *bool    `json:"sslPreferServerCiphers,omitempty"`
@@ -53,15 +59,15 @@ type Server struct {
 	// SSLCiphers, so a cipher list NGINX refuses is traced to it.
 	ServerFeaturesFrom string `json:"serverFeaturesFrom,omitempty"`
 	// ClientAuth is the host's mutual TLS (auth-tls-*) of the first
-	// Ingress of the host by namespace/name that asks for it, which
+	// Ingress of the host that asks for it (IngressOrder), which
 	// ClientAuthFrom names; the annotations stage fills them in.
 	ClientAuth     *ClientAuth `json:"clientAuth,omitempty"`
 	ClientAuthFrom string      `json:"clientAuthFrom,omitempty"`
 	// SSLPassthrough (ssl-passthrough, with --enable-ssl-passthrough):
 	// TLS connections whose SNI name is this host go unterminated to
 	// PassthroughBackend, the backend of the host's "/" path, as in
-	// ingress-nginx. PassthroughFrom is the first Ingress of the host by
-	// namespace/name that asks for it. The annotations stage fills them in.
+	// ingress-nginx. PassthroughFrom is the first Ingress of the host that
+	// asks for it (IngressOrder). The annotations stage fills them in.
 	SSLPassthrough     bool   `json:"sslPassthrough,omitempty"`
 	PassthroughBackend string `json:"passthroughBackend,omitempty"`
 	PassthroughFrom    string `json:"passthroughFrom,omitempty"`

@@ -38,19 +38,14 @@ func (a *Annotator) checkAliases(res *ingressResult) {
 }
 
 // applyServerFeatures sets the server-level fields of annotated from the
-// Ingresses of its locations: for each field, the first Ingress by
-// namespace/name that sets it; mutual TLS (ClientAuth) likewise, as one.
+// Ingresses of its locations: for each field, the first Ingress that sets
+// it in ingress-nginx's order (serverIngresses); mutual TLS (ClientAuth)
+// likewise, as one.
 func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
-	ids := map[string]bool{}
-	for _, loc := range annotated.Locations {
-		if loc.Ingress != "" {
-			ids[loc.Ingress] = true
-		}
-	}
 	annotated.Aliases, annotated.SSLCiphers, annotated.SSLPreferServerCiphers, annotated.ServerFeaturesFrom = nil, "", nil, ""
 	annotated.ClientAuth, annotated.ClientAuthFrom = nil, ""
 	annotated.SSLPassthrough, annotated.PassthroughBackend, annotated.PassthroughFrom = false, "", ""
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
+	for _, id := range serverIngresses(annotated) {
 		res := a.results[id]
 		if res == nil || res.rejected || res.features == nil {
 			continue
@@ -77,6 +72,26 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 			annotated.SSLPreferServerCiphers = srv.SSLPreferServerCiphers
 		}
 	}
+}
+
+// serverIngresses are the Ingresses of s's locations, oldest first as the
+// translator ordered them (IngressOrder); a server of one Ingress has no
+// order, and any Ingress the order lacks comes after, by namespace/name.
+func serverIngresses(s *bus.Server) []string {
+	ids := map[string]bool{}
+	for _, loc := range s.Locations {
+		if loc.Ingress != "" {
+			ids[loc.Ingress] = true
+		}
+	}
+	out := make([]string, 0, len(ids))
+	for _, id := range s.IngressOrder {
+		if ids[id] {
+			out = append(out, id)
+			delete(ids, id)
+		}
+	}
+	return append(out, slices.Sorted(maps.Keys(ids))...)
 }
 
 // rootBackend is the backend of the host's "/" prefix path, which

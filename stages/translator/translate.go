@@ -508,12 +508,34 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 		}
 	}
 	t.attachCanaries(host, server, canaries, problems)
+	server.IngressOrder = ingressOrder(primaries, owners)
 	if _, ok := owners[locationID{"/", bus.PathPrefix}]; !ok {
 		server.Locations = append(server.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix, Backend: t.defaultBackend()})
 	}
 	sortLocations(server.Locations)
 	t.setHostProblems(host, problems, d)
 	setModel(t.model.Servers, key, server, delta)
+}
+
+// ingressOrder lists the plans (oldest first) that own a location, when
+// two or more do: server-level annotations come from the first that sets
+// each, as in ingress-nginx, and the annotations stage does not know the
+// Ingresses' ages.
+func ingressOrder(plans []*ingressPlan, owners map[locationID]string) []string {
+	owning := make(map[string]bool, len(owners))
+	for _, key := range owners {
+		owning[key] = true
+	}
+	if len(owning) < 2 {
+		return nil
+	}
+	order := make([]string, 0, len(owning))
+	for _, p := range plans {
+		if owning[p.key] {
+			order = append(order, p.key)
+		}
+	}
+	return order
 }
 
 // ownedPlans keeps, under HostOwnershipNamespace, the plans of the

@@ -46,7 +46,7 @@ func (Plugin) Describe() plugins.Description {
 	}
 	return plugins.Description{
 		Name: "authtls",
-		Doc:  "Client-certificate authentication (mutual TLS) of an Ingress's hosts; the first Ingress of a host by namespace/name that asks for it decides.",
+		Doc:  "Client-certificate authentication (mutual TLS) of an Ingress's hosts; the oldest Ingress of a host that asks for it decides, as in ingress-nginx.",
 		Annotations: []plugins.Annotation{
 			secret,
 			ann(KeyVerifyClient, `on|off|optional|optional_no_ca`, plugins.RiskMedium, "on",

@@ -32,7 +32,7 @@ func New() plugins.Plugin { return plugins.PerIngress(Plugin{}) }
 func (Plugin) Describe() plugins.Description {
 	return plugins.Description{
 		Name: "server",
-		Doc:  "Settings of the server (host) an Ingress is on: other names it answers to, and its TLS ciphers. The first Ingress of a host by namespace/name that sets one decides it.",
+		Doc:  "Settings of the server (host) an Ingress is on: other names it answers to, and its TLS ciphers. The oldest Ingress of a host that sets one decides it, as in ingress-nginx.",
 		Annotations: []plugins.Annotation{
 			{Key: KeyServerAlias, Pattern: `[-.a-zA-Z0-9*, ]*`, Scope: plugins.ScopeIngress, Risk: plugins.RiskHigh,
 				Doc: "Comma-separated host names (or *.wildcards) the server also answers to; a name another server already has is left out with a warning."},
