@@ -94,15 +94,25 @@ func newHeapSamples() []metrics.Sample {
 // heapUse reads the live heap and the runtime's overhead; ok is false on a
 // runtime without these metrics.
 func heapUse(sample []metrics.Sample) (live, overhead int64, ok bool) {
+	v, ok := readCounts(sample)
+	if !ok {
+		return 0, 0, false
+	}
+	return v[0], max(0, v[1]-v[2]-v[3]-v[4]), true
+}
+
+// readCounts reads sample's runtime metrics, all byte counts; ok is false
+// when this runtime lacks one of them.
+func readCounts(sample []metrics.Sample) (v []int64, ok bool) {
 	metrics.Read(sample)
-	v := make([]int64, len(sample))
+	v = make([]int64, len(sample))
 	for i := range sample {
 		if sample[i].Value.Kind() != metrics.KindUint64 {
-			return 0, 0, false
+			return nil, false
 		}
 		v[i] = int64(sample[i].Value.Uint64())
 	}
-	return v[0], max(0, v[1]-v[2]-v[3]-v[4]), true
+	return v, true
 }
 
 // startupCeiling is the most the start-up headroom may take the limit to:
@@ -334,12 +344,11 @@ func allocationBursts(ctx context.Context, every time.Duration, burst uint64, al
 // heapAllocated is the bytes allocated on the heap since the process
 // started.
 func heapAllocated() uint64 {
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
+	v, ok := readCounts([]metrics.Sample{{Name: "/gc/heap/allocs:bytes"}})
+	if !ok {
 		return 0
 	}
-	return sample[0].Value.Uint64()
+	return uint64(v[0])
 }
 
 // releaseAfterStartup waits for the first signal on applied, then runs
