@@ -146,7 +146,7 @@ var features = []feature{
 			"integration.TestPermanentAndTemporalRedirect", "integration.TestForceSSLRedirectAndSSLRedirectOff", "integration.TestFromToWWWRedirect"},
 	},
 	{
-		name: "Load balancing", summary: "load-balance (round_robin, ewma) and the consistent hashes upstream-hash-by and its subsets, per backend; the first Ingress by namespace/name wins a shared backend.",
+		name: "Load balancing", summary: "load-balance (round_robin, ewma) and the consistent hashes upstream-hash-by and its subsets, per backend; the oldest Ingress wins a shared backend, in ingress-nginx's order.",
 		plugin: "balancing", keys: []string{"load-balance", "upstream-hash-by", "upstream-hash-by-subset", "upstream-hash-by-subset-size"},
 		busTypes:    []string{"bus/features.Balancing", "bus/features.UpstreamHashByConfig"},
 		tables:      []string{"annotations.backend.<name> (load-balance, upstreamHashByConfig)", "renderer.backend.<name> (the Lua payload)"},

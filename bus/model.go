@@ -6,6 +6,11 @@ package bus
 // published under its own key, so a change to one Service's endpoints is one
 // small message, not a cluster-wide blob.
 
+import (
+	"cmp"
+	"strings"
+)
+
 // DefaultServerName is the hostname of the catch-all server.
 const DefaultServerName = "_"
 
@@ -42,32 +47,26 @@ type Server struct {
 	// TLS is set when an Ingress lists this host under spec.tls.
 	TLS       *ServerTLS `json:"tls,omitempty"`
 	Locations []Location `json:"locations"`
-	// IngressOrder lists the Ingresses with a location here, oldest first
-	// (creation time; in a tie the namespace/name that sorts last, as
-	// ingress-nginx orders them), when there are two or more: the server
-	// features below come from the first of them that sets each. The
-	// translator fills it in.
-	IngressOrder []string `json:"ingressOrder,omitempty"`
 	// Aliases, SSLCiphers and SSLPreferServerCiphers are the server
 	// features (server-alias, ssl-ciphers, ssl-prefer-server-ciphers) of
-	// the first Ingress of the host that sets each (IngressOrder); the
-	// annotations stage fills them in.
+	// the oldest Ingress of the host that sets each (CompareIngressAge);
+	// the annotations stage fills them in.
 	Aliases                []string `json:"aliases,omitempty"`
 	SSLCiphers             string   `json:"sslCiphers,omitempty"`
 	SSLPreferServerCiphers *bool    `json:"sslPreferServerCiphers,omitempty"`
 	// ServerFeaturesFrom is the Ingress ("namespace/name") that set
 	// SSLCiphers, so a cipher list NGINX refuses is traced to it.
 	ServerFeaturesFrom string `json:"serverFeaturesFrom,omitempty"`
-	// ClientAuth is the host's mutual TLS (auth-tls-*) of the first
-	// Ingress of the host that asks for it (IngressOrder), which
+	// ClientAuth is the host's mutual TLS (auth-tls-*) of the oldest
+	// Ingress of the host that asks for it, which
 	// ClientAuthFrom names; the annotations stage fills them in.
 	ClientAuth     *ClientAuth `json:"clientAuth,omitempty"`
 	ClientAuthFrom string      `json:"clientAuthFrom,omitempty"`
 	// SSLPassthrough (ssl-passthrough, with --enable-ssl-passthrough):
 	// TLS connections whose SNI name is this host go unterminated to
 	// PassthroughBackend, the backend of the host's "/" path, as in
-	// ingress-nginx. PassthroughFrom is the first Ingress of the host that
-	// asks for it (IngressOrder). The annotations stage fills them in.
+	// ingress-nginx. PassthroughFrom is the oldest Ingress of the host that
+	// asks for it. The annotations stage fills them in.
 	SSLPassthrough     bool   `json:"sslPassthrough,omitempty"`
 	PassthroughBackend string `json:"passthroughBackend,omitempty"`
 	PassthroughFrom    string `json:"passthroughFrom,omitempty"`
@@ -167,12 +166,32 @@ type Certificate struct {
 	Default bool `json:"default,omitempty"`
 }
 
+// CompareIngressAge orders two Ingresses (creation time in Unix seconds,
+// "namespace/name") as ingress-nginx does (its store's sortIngressSlice):
+// oldest first. Creation times have whole seconds, and Ingresses applied
+// together (a Helm release, kubectl apply -f DIR) often share one: then
+// the namespace/name that sorts last counts as the older. Following that
+// order, a cluster that moves over keeps each contested setting where
+// ingress-nginx put it.
+func CompareIngressAge(aCreated int64, aKey string, bCreated int64, bKey string) int {
+	if c := cmp.Compare(aCreated, bCreated); c != 0 {
+		return c
+	}
+	return strings.Compare(bKey, aKey)
+}
+
 // IngressInfo is what the translator learned about one Ingress it serves:
 // its annotations for the plugins, and the problems found in it.
 type IngressInfo struct {
-	Namespace   string            `json:"namespace"`
-	Name        string            `json:"name"`
-	Generation  int64             `json:"generation,omitempty"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation,omitempty"`
+	// Created is the Ingress's creationTimestamp in Unix seconds (0 when
+	// it has none). Where Ingresses ask different things of what they
+	// share (a path, a host's server-level annotations, a backend's
+	// balancing or canary policy) the older one's wins, in
+	// ingress-nginx's order (CompareIngressAge).
+	Created     int64             `json:"created,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Canary is set when the Ingress is a canary (<prefix>/canary is true):
 	// the translator decides it once, and the annotations stage keeps only

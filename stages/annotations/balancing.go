@@ -11,10 +11,10 @@ import (
 // Balancing (plugin balancing) belongs to the backend, one Service port,
 // which every location and Ingress proxying to it shares, as in
 // ingress-nginx. When Ingresses sharing a backend ask for different
-// balancing, the first by namespace/name wins (the model carries no
-// creation time, and a name order is stable across restarts); each other
-// one keeps serving with the winner's balancing and gets a warning Problem
-// naming the backend and the winner. An Ingress without balancing
+// balancing, the oldest wins, as in ingress-nginx, where the first Ingress
+// in its age order to use a backend creates its upstream (oldestFirst);
+// each other one keeps serving with the winner's balancing and gets a
+// warning Problem naming the backend and the winner. An Ingress without balancing
 // annotations takes the backend's as it is and is no conflict. Backends no
 // Ingress configures get the ConfigMap's load-balance.
 
@@ -30,7 +30,7 @@ func (a *Annotator) balancingOf(name string) (*bus.Balancing, map[string]string)
 	var chosen *bus.Balancing
 	var chosenJSON []byte
 	var conflicts map[string]string
-	for _, id := range slices.Sorted(a.backends.users[name].Values()) {
+	for _, id := range a.oldestFirst(slices.Collect(a.backends.users[name].Values())) {
 		b := a.balancing(id)
 		if b == nil {
 			continue
@@ -71,7 +71,7 @@ func (a *Annotator) balancingWarnings(id string) []bus.Problem {
 		}
 		problems = append(problems, bus.Problem{Field: "metadata.annotations", Reason: ReasonAnnotationWarning,
 			Message: fmt.Sprintf("balancing annotations (load-balance, upstream-hash-by, affinity, session-cookie-*) not applied to backend %s: "+
-				"Ingress %s shares it and sets different ones; the first Ingress by namespace/name wins", name, winner)})
+				"Ingress %s shares it and sets different ones; the oldest Ingress wins, as in ingress-nginx", name, winner)})
 	}
 	return problems
 }

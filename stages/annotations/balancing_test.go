@@ -36,13 +36,19 @@ func builtinAnnotator(t testing.TB, ps ...plugins.Plugin) *Annotator {
 }
 
 func ingressJSON(t *testing.T, namespace, name string, ann map[string]string) []byte {
+	return agedIngressJSON(t, namespace, name, 0, ann)
+}
+
+// agedIngressJSON is ingressJSON of an Ingress created at Unix second
+// created.
+func agedIngressJSON(t *testing.T, namespace, name string, created int64, ann map[string]string) []byte {
 	full := map[string]string{}
 	for k, v := range ann {
 		full[bus.DefaultAnnotationsPrefix+"/"+k] = v
 	}
 	// Canary is the translator's decision, which this stands in for.
 	canary, _ := strconv.ParseBool(ann["canary"])
-	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Annotations: full, Canary: canary})
+	return mustJSON(t, &bus.IngressInfo{Namespace: namespace, Name: name, Created: created, Annotations: full, Canary: canary})
 }
 
 func updateBalancing(t *testing.T, a *Annotator, changed map[string][]byte) bus.Output {
@@ -61,8 +67,8 @@ func hashBy(b *bus.Backend) string {
 	return b.UpstreamHashByConfig.UpstreamHashBy
 }
 
-// TestBalancingBackends: two Ingresses on one backend, the first by name
-// wins and the other is warned; a change is a backend push without a
+// TestBalancingBackends: two Ingresses on one backend, the older wins and
+// the other is warned; a change is a backend push without a
 // server; removing the annotations restores the default.
 func TestBalancingBackends(t *testing.T) {
 	a := builtinAnnotator(t, balancing.New(), canary.New())
@@ -77,8 +83,8 @@ func TestBalancingBackends(t *testing.T) {
 		bus.Key(bus.KindBackend, "shop-web-80"):   backendJSON(t, "shop-web-80"),
 		bus.Key(bus.KindBackend, "shop-api-80"):   backendJSON(t, "shop-api-80"),
 		bus.Key(bus.KindBackend, "shop-other-80"): backendJSON(t, "shop-other-80"),
-		bus.Key(bus.KindIngress, "shop", "a"):     ingressJSON(t, "shop", "a", map[string]string{"upstream-hash-by": "$request_uri"}),
-		bus.Key(bus.KindIngress, "shop", "b"):     ingressJSON(t, "shop", "b", map[string]string{"load-balance": "ewma"}),
+		bus.Key(bus.KindIngress, "shop", "a"):     agedIngressJSON(t, "shop", "a", 100, map[string]string{"upstream-hash-by": "$request_uri"}),
+		bus.Key(bus.KindIngress, "shop", "b"):     agedIngressJSON(t, "shop", "b", 200, map[string]string{"load-balance": "ewma"}),
 	})
 	if web := decodeBackend(t, out, "shop-web-80"); hashBy(web) != "$request_uri" || web.LoadBalance != "" {
 		t.Fatalf("shared backend: want shop/a's hash, got %+v", web)
@@ -110,7 +116,7 @@ func TestBalancingBackends(t *testing.T) {
 
 	// A change of shop/a's hash: the backend is pushed, no server.
 	out = updateBalancing(t, a, map[string][]byte{
-		bus.Key(bus.KindIngress, "shop", "a"): ingressJSON(t, "shop", "a", map[string]string{"upstream-hash-by": "$remote_addr"}),
+		bus.Key(bus.KindIngress, "shop", "a"): agedIngressJSON(t, "shop", "a", 100, map[string]string{"upstream-hash-by": "$remote_addr"}),
 	})
 	if _, ok := out.Puts[serverKey]; ok {
 		t.Errorf("a balancing change re-emitted the server")
@@ -120,7 +126,7 @@ func TestBalancingBackends(t *testing.T) {
 	}
 
 	// shop/a drops its annotations: shop/b wins, and its warning goes.
-	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "a"): ingressJSON(t, "shop", "a", nil)})
+	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "a"): agedIngressJSON(t, "shop", "a", 100, nil)})
 	if web := decodeBackend(t, out, "shop-web-80"); web.LoadBalance != "ewma" || web.UpstreamHashByConfig != nil {
 		t.Fatalf("after shop/a dropped its annotations: %+v", web)
 	}
@@ -130,7 +136,7 @@ func TestBalancingBackends(t *testing.T) {
 
 	// shop/b loses them too: every backend is back to the default, byte
 	// for byte as translated.
-	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "b"): ingressJSON(t, "shop", "b", nil)})
+	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "b"): agedIngressJSON(t, "shop", "b", 200, nil)})
 	for _, name := range []string{"shop-web-80", "shop-api-80"} {
 		if got := out.Puts[bus.Key(bus.KindBackend, name)]; string(got) != string(backendJSON(t, name)) {
 			t.Fatalf("%s not restored: %s", name, got)
@@ -138,13 +144,52 @@ func TestBalancingBackends(t *testing.T) {
 	}
 
 	// A rejected Ingress's balancing is not applied.
-	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "b"): ingressJSON(t, "shop", "b",
+	out = updateBalancing(t, a, map[string][]byte{bus.Key(bus.KindIngress, "shop", "b"): agedIngressJSON(t, "shop", "b", 200,
 		map[string]string{"load-balance": "ewma", "affinity": "ip"})})
 	if api := decodeBackend(t, out, "shop-api-80"); api.LoadBalance != "" {
 		t.Fatalf("rejected Ingress applied: %+v", api)
 	}
 	if info := infoOf(t, out, "shop", "b"); !info.Rejected {
 		t.Fatalf("affinity: ip not rejected: %+v", info)
+	}
+}
+
+// TestBalancingOldestWins: of two Ingresses asking a shared backend for
+// different balancing, the older one's applies, as in ingress-nginx (the
+// first Ingress in its age order creates the upstream), whatever their
+// names; in a same-second tie the name sorting last counts as the older.
+func TestBalancingOldestWins(t *testing.T) {
+	server := &bus.Server{Hostname: "shop.example.com", Locations: []bus.Location{
+		{Path: "/a", PathType: bus.PathPrefix, Backend: "shop-web-80", Ingress: "shop/a"},
+		{Path: "/b", PathType: bus.PathPrefix, Backend: "shop-web-80", Ingress: "shop/b"},
+	}}
+	for _, tc := range []struct {
+		name               string
+		createdA, createdB int64
+		winner, loser      string
+	}{
+		{"a older", 100, 200, "a", "b"},
+		{"b older", 200, 100, "b", "a"},
+		{"same second", 100, 100, "b", "a"},
+	} {
+		a := builtinAnnotator(t, balancing.New(), canary.New())
+		out := updateBalancing(t, a, map[string][]byte{
+			bus.Key(bus.KindServer, "shop.example.com"): mustJSON(t, server),
+			bus.Key(bus.KindBackend, "shop-web-80"):     backendJSON(t, "shop-web-80"),
+			bus.Key(bus.KindIngress, "shop", "a"):       agedIngressJSON(t, "shop", "a", tc.createdA, map[string]string{"upstream-hash-by": "$request_uri"}),
+			bus.Key(bus.KindIngress, "shop", "b"):       agedIngressJSON(t, "shop", "b", tc.createdB, map[string]string{"load-balance": "ewma"}),
+		})
+		web := decodeBackend(t, out, "shop-web-80")
+		if got := map[bool]string{true: "a", false: "b"}[hashBy(web) == "$request_uri"]; got != tc.winner ||
+			(tc.winner == "b") != (web.LoadBalance == "ewma") {
+			t.Errorf("%s: backend %+v, want shop/%s's balancing", tc.name, web, tc.winner)
+		}
+		if info := infoOf(t, out, "shop", tc.winner); len(info.Problems) != 0 {
+			t.Errorf("%s: the winner is warned: %+v", tc.name, info.Problems)
+		}
+		if info := infoOf(t, out, "shop", tc.loser); len(info.Problems) != 1 || !strings.Contains(info.Problems[0].Message, "shop/"+tc.winner) {
+			t.Errorf("%s: the loser's warning: %+v", tc.name, info.Problems)
+		}
 	}
 }
 

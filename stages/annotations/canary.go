@@ -3,6 +3,7 @@ package annotations
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -48,9 +49,9 @@ func (a *Annotator) applyCanary(name string, b *bus.Backend) {
 	o := a.backends
 	links := slices.SortedFunc(o.byBackend[name].Values(), func(x, y canaryLink) int {
 		if x.ingress != y.ingress {
-			return cmpString(x.ingress, y.ingress)
+			return bus.CompareIngressAge(a.created(x.ingress), x.ingress, a.created(y.ingress), y.ingress)
 		}
-		return cmpString(x.canary+x.primary, y.canary+y.primary)
+		return strings.Compare(x.canary+x.primary, y.canary+y.primary)
 	})
 	alts := map[string]bool{}
 	for _, l := range links {
@@ -62,7 +63,8 @@ func (a *Annotator) applyCanary(name string, b *bus.Backend) {
 			alts[l.canary] = true
 		}
 		if l.canary == name && b.TrafficShapingPolicy == nil {
-			// The oldest-named canary Ingress wins when two use one backend.
+			// The oldest canary Ingress wins when two use one backend,
+			// as in ingress-nginx.
 			b.TrafficShapingPolicy = p
 		}
 		if l.canary == name {
@@ -73,14 +75,4 @@ func (a *Annotator) applyCanary(name string, b *bus.Backend) {
 		}
 	}
 	b.AlternativeBackends = slices.Sorted(maps.Keys(alts))
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

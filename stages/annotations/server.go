@@ -3,6 +3,7 @@ package annotations
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -45,7 +46,7 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 	annotated.Aliases, annotated.SSLCiphers, annotated.SSLPreferServerCiphers, annotated.ServerFeaturesFrom = nil, "", nil, ""
 	annotated.ClientAuth, annotated.ClientAuthFrom = nil, ""
 	annotated.SSLPassthrough, annotated.PassthroughBackend, annotated.PassthroughFrom = false, "", ""
-	for _, id := range serverIngresses(annotated) {
+	for _, id := range a.serverIngresses(annotated) {
 		res := a.results[id]
 		if res == nil || res.rejected || res.features == nil {
 			continue
@@ -74,24 +75,33 @@ func (a *Annotator) applyServerFeatures(annotated *bus.Server) {
 	}
 }
 
-// serverIngresses are the Ingresses of s's locations, oldest first as the
-// translator ordered them (IngressOrder); a server of one Ingress has no
-// order, and any Ingress the order lacks comes after, by namespace/name.
-func serverIngresses(s *bus.Server) []string {
+// serverIngresses are the Ingresses of s's locations, oldest first.
+func (a *Annotator) serverIngresses(s *bus.Server) []string {
 	ids := map[string]bool{}
 	for _, loc := range s.Locations {
 		if loc.Ingress != "" {
 			ids[loc.Ingress] = true
 		}
 	}
-	out := make([]string, 0, len(ids))
-	for _, id := range s.IngressOrder {
-		if ids[id] {
-			out = append(out, id)
-			delete(ids, id)
-		}
+	return a.oldestFirst(slices.Collect(maps.Keys(ids)))
+}
+
+// oldestFirst sorts Ingresses ("namespace/name") in ingress-nginx's order
+// (bus.CompareIngressAge), which decides what Ingresses sharing a server
+// or a backend get when they ask different things of it. An Ingress
+// whose information has not arrived counts as the newest.
+func (a *Annotator) oldestFirst(ids []string) []string {
+	slices.SortFunc(ids, func(x, y string) int {
+		return bus.CompareIngressAge(a.created(x), x, a.created(y), y)
+	})
+	return ids
+}
+
+func (a *Annotator) created(id string) int64 {
+	if info := a.ingresses[id]; info != nil {
+		return info.Created
 	}
-	return append(out, slices.Sorted(maps.Keys(ids))...)
+	return math.MaxInt64
 }
 
 // rootBackend is the backend of the host's "/" prefix path, which

@@ -7,35 +7,39 @@ import (
 	"switchyard.dev/switchyard/bus/features"
 )
 
-// TestServerFeaturesFollowIngressOrder: two Ingresses of one host set
-// different ssl-ciphers; the server takes the older one's (the first of
-// the translator's IngressOrder), as ingress-nginx does, though its name
-// sorts after the other's. A server without an order (one Ingress, or an
-// older table) falls back to namespace/name.
-func TestServerFeaturesFollowIngressOrder(t *testing.T) {
-	a := NewAnnotator(nil, bus.DefaultAnnotationsPrefix, nil)
-	for id, ciphers := range map[string]string{"ns/a-newer": "AES128-SHA", "ns/z-older": "AES256-SHA"} {
-		a.results[id] = &ingressResult{features: &bus.Features{Server: &features.Server{SSLCiphers: ciphers}}}
-	}
-	server := func(order ...string) *bus.Server {
-		return &bus.Server{Hostname: "h.example.com", IngressOrder: order, Locations: []bus.Location{
-			{Path: "/a", PathType: bus.PathPrefix, Ingress: "ns/a-newer"},
-			{Path: "/z", PathType: bus.PathPrefix, Ingress: "ns/z-older"},
-		}}
-	}
+// TestServerFeaturesFollowIngressAge: two Ingresses of one host set
+// different ssl-ciphers; the server takes the older one's, as ingress-nginx
+// does, whatever their names: in a same-second tie the name that sorts
+// last counts as the older, and an Ingress whose information has not
+// arrived counts as the newest.
+func TestServerFeaturesFollowIngressAge(t *testing.T) {
+	const first, last = "ns/a", "ns/z"
+	ciphers := map[string]string{first: "AES128-SHA", last: "AES256-SHA"}
 	for _, tc := range []struct {
-		name                string
-		server              *bus.Server
-		wantCiphers, wantBy string
+		name    string
+		created map[string]int64 // no entry: no IngressInfo
+		wantBy  string
 	}{
-		{"in age order", server("ns/z-older", "ns/a-newer"), "AES256-SHA", "ns/z-older"},
-		{"without an order", server(), "AES128-SHA", "ns/a-newer"},
-		{"an order missing one", server("ns/z-older"), "AES256-SHA", "ns/z-older"},
+		{"the name sorting last is older", map[string]int64{first: 200, last: 100}, last},
+		{"the name sorting first is older", map[string]int64{first: 100, last: 200}, first},
+		{"same second", map[string]int64{first: 100, last: 100}, last},
+		{"no creation times", map[string]int64{first: 0, last: 0}, last},
+		{"information missing", map[string]int64{first: 200}, first},
 	} {
-		s := tc.server
+		a := NewAnnotator(nil, bus.DefaultAnnotationsPrefix, nil)
+		for id, c := range ciphers {
+			a.results[id] = &ingressResult{features: &bus.Features{Server: &features.Server{SSLCiphers: c}}}
+		}
+		for id, created := range tc.created {
+			a.ingresses[id] = &bus.IngressInfo{Namespace: "ns", Name: id[len("ns/"):], Created: created}
+		}
+		s := &bus.Server{Hostname: "h.example.com", Locations: []bus.Location{
+			{Path: "/a", PathType: bus.PathPrefix, Ingress: first},
+			{Path: "/z", PathType: bus.PathPrefix, Ingress: last},
+		}}
 		a.applyServerFeatures(s)
-		if s.SSLCiphers != tc.wantCiphers || s.ServerFeaturesFrom != tc.wantBy {
-			t.Errorf("%s: ssl-ciphers %q from %s, want %q from %s", tc.name, s.SSLCiphers, s.ServerFeaturesFrom, tc.wantCiphers, tc.wantBy)
+		if s.SSLCiphers != ciphers[tc.wantBy] || s.ServerFeaturesFrom != tc.wantBy {
+			t.Errorf("%s: ssl-ciphers %q from %s, want %q from %s", tc.name, s.SSLCiphers, s.ServerFeaturesFrom, ciphers[tc.wantBy], tc.wantBy)
 		}
 	}
 }

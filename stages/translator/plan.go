@@ -20,8 +20,7 @@ import (
 // the Services, EndpointSlices and Secrets it names, and nothing else: so it
 // changes only when one of those changes.
 type ingressPlan struct {
-	key     string // namespace/name
-	created metav1.Time
+	key string // namespace/name
 	// info.Canary: the Ingress is a canary (<prefix>/canary is true); its
 	// paths attach to other Ingresses' locations instead of claiming them.
 	info bus.IngressInfo // without the conflicts, which depend on other Ingresses
@@ -65,8 +64,9 @@ func (p *ingressPlan) hosts() map[string]bool {
 func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 	key := objectName(ing.Namespace, ing.Name)
 	p := &ingressPlan{
-		key: key, created: ing.CreationTimestamp,
-		info:      bus.IngressInfo{Namespace: ing.Namespace, Name: ing.Name, Generation: ing.Generation, Annotations: ing.Annotations},
+		key: key,
+		info: bus.IngressInfo{Namespace: ing.Namespace, Name: ing.Name, Generation: ing.Generation,
+			Created: unixSeconds(ing.CreationTimestamp), Annotations: ing.Annotations},
 		ruleHosts: map[string]bool{}, claims: map[string][]claim{}, tls: map[string]string{},
 		backends: map[string]*bus.Backend{}, certs: map[string]*bus.Certificate{},
 		annSecrets: map[string]*bus.Secret{},
@@ -400,4 +400,12 @@ func slicePort(es *discoveryv1.EndpointSlice, sp corev1.ServicePort) (int32, boo
 		}
 	}
 	return 0, false
+}
+
+// unixSeconds is t in Unix seconds, 0 for no time.
+func unixSeconds(t metav1.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }

@@ -508,34 +508,12 @@ func (t *Translator) rebuildHost(host string, d *dirtySet, delta *Delta) {
 		}
 	}
 	t.attachCanaries(host, server, canaries, problems)
-	server.IngressOrder = ingressOrder(primaries, owners)
 	if _, ok := owners[locationID{"/", bus.PathPrefix}]; !ok {
 		server.Locations = append(server.Locations, bus.Location{Path: "/", PathType: bus.PathPrefix, Backend: t.defaultBackend()})
 	}
 	sortLocations(server.Locations)
 	t.setHostProblems(host, problems, d)
 	setModel(t.model.Servers, key, server, delta)
-}
-
-// ingressOrder lists the plans (oldest first) that own a location, when
-// two or more do: server-level annotations come from the first that sets
-// each, as in ingress-nginx, and the annotations stage does not know the
-// Ingresses' ages.
-func ingressOrder(plans []*ingressPlan, owners map[locationID]string) []string {
-	owning := make(map[string]bool, len(owners))
-	for _, key := range owners {
-		owning[key] = true
-	}
-	if len(owning) < 2 {
-		return nil
-	}
-	order := make([]string, 0, len(owning))
-	for _, p := range plans {
-		if owning[p.key] {
-			order = append(order, p.key)
-		}
-	}
-	return order
 }
 
 // ownedPlans keeps, under HostOwnershipNamespace, the plans of the
@@ -620,12 +598,10 @@ func noPrimaryProblem(c claim, host string) bus.Problem {
 		"canary Ingress: no Ingress serves %s %s on host %q, so this path is not served", c.pathType, c.path, displayHost(host))}
 }
 
-// hostPlans lists the plans naming host, oldest first, so a conflict
-// never depends on map order. Creation times have whole seconds, and
-// Ingresses applied together (a Helm release, kubectl apply -f DIR) often
-// share one: then the namespace/name that sorts last counts as the older,
-// as in ingress-nginx (its store's sortIngressSlice), so a cluster that
-// moves over keeps serving each path from the same Ingress.
+// hostPlans lists the plans naming host, oldest first in ingress-nginx's
+// order (bus.CompareIngressAge), so a conflict never depends on map order
+// and a cluster that moves over keeps serving each path from the same
+// Ingress.
 func (t *Translator) hostPlans(host string) []*ingressPlan {
 	var plans []*ingressPlan
 	for _, key := range t.hostIngresses[host] {
@@ -633,12 +609,8 @@ func (t *Translator) hostPlans(host string) []*ingressPlan {
 			plans = append(plans, p)
 		}
 	}
-	sort.Slice(plans, func(i, j int) bool {
-		a, b := plans[i], plans[j]
-		if !a.created.Equal(&b.created) {
-			return a.created.Before(&b.created)
-		}
-		return a.key > b.key
+	slices.SortFunc(plans, func(a, b *ingressPlan) int {
+		return bus.CompareIngressAge(a.info.Created, a.key, b.info.Created, b.key)
 	})
 	return plans
 }

@@ -83,7 +83,7 @@ func (Plugin) Describe() plugins.Description {
 		Name: "balancing",
 		Doc: "Load balancing (ingress-nginx load-balance, upstream-hash-by*, affinity*, session-cookie-*): how the Lua " +
 			"balancer picks an endpoint of the Ingress's backends. Settings belong to the backend (one Service port); when " +
-			"Ingresses sharing a backend disagree, the first by namespace/name wins and the others get a warning.",
+			"Ingresses sharing a backend disagree, the oldest wins (in ingress-nginx's order) and the others get a warning.",
 		Annotations: []plugins.Annotation{
 			{Key: KeyLoadBalance, Pattern: loadBalancePattern, Scope: ing, Risk: plugins.RiskLow,
 				Doc: "round_robin or ewma; overrides the ConfigMap's load-balance. chash and sticky come from upstream-hash-by and affinity."},
