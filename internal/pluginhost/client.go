@@ -52,9 +52,17 @@ func (grpcClient) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.Cl
 // call carries.
 type Client struct {
 	process *plugin.Client
-	rpc     pluginpb.AnnotationsClient
-	ping    func() error
-	name    string
+	// kill stops the process once, shared by every Client of a group's
+	// process: go-plugin's Kill, called again while the first call waits
+	// for the process to exit, finds the connection closing and kills it
+	// with SIGKILL, which leaves its unix socket behind in the temporary
+	// directory (one per plugin restart, and one per host stop).
+	kill *sync.Once
+	// socket is the plugin's unix socket, "" for another transport.
+	socket string
+	rpc    pluginpb.AnnotationsClient
+	ping   func() error
+	name   string
 }
 
 // Group is one plugin process that serves several plugins
@@ -160,7 +168,11 @@ func launch(cmd *exec.Cmd, logger hclog.Logger) (*Client, error) {
 		process.Kill()
 		return nil, fmt.Errorf("start plugin %s: protocol version %d has no annotations service", cmd.Path, process.NegotiatedVersion())
 	}
-	return &Client{process: process, rpc: rpc, ping: proto.Ping}, nil
+	c := &Client{process: process, kill: new(sync.Once), rpc: rpc, ping: proto.Ping}
+	if rc := process.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+		c.socket = rc.Addr.String()
+	}
+	return c, nil
 }
 
 // Describe asks the plugin what it owns.
@@ -202,8 +214,18 @@ func (c *Client) Ping() error { return c.ping() }
 // Exited reports whether the plugin process has ended.
 func (c *Client) Exited() bool { return c.process.Exited() }
 
-// Kill stops the plugin process (a group's: every plugin of it).
-func (c *Client) Kill() { c.process.Kill() }
+// Kill stops the plugin process (a group's: every plugin of it), asking
+// it to exit before it is killed; a concurrent call returns once the
+// process is gone. A plugin that crashed or had to be killed could not
+// remove its unix socket: Kill does.
+func (c *Client) Kill() {
+	c.kill.Do(func() {
+		c.process.Kill()
+		if c.socket != "" {
+			_ = os.Remove(c.socket) // gone already when the plugin exited by itself
+		}
+	})
+}
 
 // Pid is the plugin process's id, for logs and tests.
 func (c *Client) Pid() int {
