@@ -9,7 +9,7 @@ import (
 // ClientAuth is client-certificate authentication (mutual TLS) of the
 // server an Ingress is on: the authtls plugin's group (auth-tls-*). Like
 // ingress-nginx, it applies to the whole host: the annotations stage puts
-// the first one, by namespace/name of the host's Ingresses, on the server.
+// the oldest Ingress's of the host (in ingress-nginx's order) on the server.
 type ClientAuth struct {
 	// CAPEM are the CA certificates a client certificate must chain to
 	// (the Secret's ca.crt); CRLPEM its optional revocation lists (ca.crl).

@@ -8,8 +8,8 @@ import (
 // Server are settings of the server (the host) an Ingress's rules are on,
 // not of its locations: server-alias, ssl-ciphers and
 // ssl-prefer-server-ciphers. Where several Ingresses share a host, the
-// first by namespace/name that sets a field decides it, as ingress-nginx
-// lets the first Ingress decide server-level settings.
+// oldest that sets a field decides it, as ingress-nginx lets the first
+// Ingress in its age order decide server-level settings.
 type Server struct {
 	// Aliases are other host names the server answers to (server_name).
 	Aliases []string `json:"aliases,omitempty"`

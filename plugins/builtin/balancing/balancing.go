@@ -7,7 +7,7 @@
 // Differences from ingress-nginx, on purpose or by limitation:
 //   - A backend (one Service port) is shared by every Ingress using it.
 //     When two Ingresses ask for different balancing of one backend, the
-//     first by namespace/name wins and the others get a warning Event.
+//     oldest wins (as in ingress-nginx) and the others get a warning Event.
 //   - upstream-hash-by takes literal text and $name variables only (no
 //     "${name}", braces or blanks).
 //   - load-balance chash, chashsubset and sticky_* are accepted (as the
