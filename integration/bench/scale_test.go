@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,7 +157,11 @@ func TestBenchScale(t *testing.T) {
 	portB := harness.StartEcho(t, bin, "echo", "pod-b")
 	endToEnd := func(mode string) {
 		failed := len(failures)
-		section(fmt.Sprintf("end to end (%s): switchyard run, %d Ingresses in files of %d, one echo backend", mode, n, perFile))
+		how := "switchyard run"
+		if mode == routingSplit {
+			how = "switchyard stage per stage, on switchyard bus"
+		}
+		section(fmt.Sprintf("end to end (%s): %s, %d Ingresses in files of %d, one echo backend", mode, how, n, perFile))
 		dir := t.TempDir()
 		files := writeScaleManifests(t, dir, n, portA)
 		harness.WriteFile(t, filepath.Join(dir, "echo.yaml"), harness.ServiceYAML(scaleNS, "echo", portA))
@@ -174,11 +179,18 @@ func TestBenchScale(t *testing.T) {
 		}
 		// harness.StartSwitchyard's flags, started directly: it gives NGINX 30 s
 		// to answer and fails the test, while 10,000 Ingresses may need longer.
-		begin := time.Now()
-		sy.Process = harness.Start(t, bin, "run", "--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
+		flags := []string{"--manifests", dir, "--http-addr", sy.HTTPAddr, "--https-addr", sy.HTTPSAddr,
 			"--state-dir", sy.StateDir, "--worker-processes", fmt.Sprint(harness.Workers), "--shutdown-grace", "5s", "--log-level", "warn",
-			"--lua-routing="+fmt.Sprint(mode == routingLua))
-		pid := sy.Cmd.Process.Pid
+			"--lua-routing=" + fmt.Sprint(mode != routingBlocks)}
+		var controller map[string]*harness.Process // the processes of the control plane, by name
+		begin := time.Now()
+		if mode == routingSplit {
+			controller = startSplit(t, bin, flags)
+			sy.Process = controller["stage applier"] // it runs NGINX
+		} else {
+			sy.Process = harness.Start(t, bin, append([]string{"run"}, flags...)...)
+			controller = map[string]*harness.Process{"switchyard": sy.Process}
+		}
 		last := scaleHost(n - 1)
 		startupWorkers := map[int]bool{}
 		firstAnswer, firstStatus, served, lastSeen := startup(t, sy, last, startupWorkers)
@@ -196,8 +208,15 @@ func TestBenchScale(t *testing.T) {
 		line("NGINX worker PIDs seen during start-up", "%d (%d per generation: a reload starts a new one)", len(startupWorkers), harness.Workers)
 		reportMemory := func(when string) {
 			master, masterErr := readMasterPID(sy)
-			if rss, peak, err := procStatus(pid); err == nil {
-				line("switchyard RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
+			var total int64
+			for _, name := range slices.Sorted(maps.Keys(controller)) {
+				pid := controller[name].Cmd.Process.Pid
+				rss, peak, err := procStatus(pid)
+				if err != nil {
+					line(name+" RSS "+when, "unreadable: %v", err)
+					continue
+				}
+				line(name+" RSS "+when, "%s (peak %s)", mib(rss), mib(peak))
 				// Its other children are the annotation plugins.
 				plugins, count := int64(0), 0
 				for _, p := range harness.ChildPIDs(t, pid) {
@@ -206,9 +225,13 @@ func TestBenchScale(t *testing.T) {
 						count++
 					}
 				}
-				line("  with its plugins "+when, "%s (%d plugin processes, %s)", mib(rss+plugins), count, mib(plugins))
-			} else {
-				line("switchyard RSS "+when, "unreadable: %v", err)
+				if count > 0 {
+					line("  with its plugins "+when, "%s (%d plugin processes, %s)", mib(rss+plugins), count, mib(plugins))
+				}
+				total += rss + plugins
+			}
+			if len(controller) > 1 {
+				line("control plane RSS "+when, "%s summed over its %d processes and their plugins", mib(total), len(controller))
 			}
 			if masterErr == nil {
 				var sum int64
@@ -255,7 +278,8 @@ func TestBenchScale(t *testing.T) {
 				ingressChange.samples = append(ingressChange.samples, at.Sub(begin))
 			}
 			if len(ingressChange.samples) > 0 {
-				fmt.Fprintf(&rep, "%s  (%s)\n", ingressChange, map[string]string{routingLua: "a route change, no reload expected", routingBlocks: "includes NGINX reload"}[mode])
+				fmt.Fprintf(&rep, "%s  (%s)\n", ingressChange, map[string]string{routingLua: "a route change, no reload expected",
+					routingSplit: "a route change, no reload expected", routingBlocks: "includes NGINX reload"}[mode])
 			}
 
 			workers := harness.ChildPIDs(t, mustMasterPID(t, sy))
@@ -291,6 +315,14 @@ func TestBenchScale(t *testing.T) {
 
 		summarizeOutput(&rep, sy.Output.String())
 		sy.Stop(10 * time.Second)
+		for name, p := range controller {
+			if name != "bus" {
+				p.Stop(10 * time.Second)
+			}
+		}
+		if bus := controller["bus"]; bus != nil {
+			bus.Stop(10 * time.Second)
+		}
 	}
 	for _, mode := range scaleRoutings(t) {
 		endToEnd(mode)
@@ -411,24 +443,57 @@ func durationOr(at, begin time.Time, otherwise string) string {
 	return at.Sub(begin).Round(10 * time.Millisecond).String()
 }
 
-// The routing paths TestBenchScale runs end to end.
+// The ways TestBenchScale runs end to end.
 const (
 	routingLua    = "lua routing"
 	routingBlocks = "server blocks"
+	// routingSplit is Lua routing in split mode: each stage its own
+	// process (switchyard stage NAME), on a one-node bus of its own
+	// (switchyard bus), as one stage per Deployment runs.
+	routingSplit = "split mode, lua routing"
 )
 
-// scaleRoutings reads SWITCHYARD_SCALE_ROUTING: "lua", "blocks" or
-// "both" (the default: side by side in one run).
+// scaleRoutings reads SWITCHYARD_SCALE_ROUTING: "lua", "blocks", "split",
+// "both" (lua and blocks) or "all" (the default: every one, one after the
+// other in one run).
 func scaleRoutings(t *testing.T) []string {
 	switch v := os.Getenv("SWITCHYARD_SCALE_ROUTING"); v {
-	case "", "both":
+	case "", "all":
+		return []string{routingLua, routingBlocks, routingSplit}
+	case "both":
 		return []string{routingLua, routingBlocks}
 	case "lua":
 		return []string{routingLua}
 	case "blocks":
 		return []string{routingBlocks}
+	case "split":
+		return []string{routingSplit}
 	default:
-		t.Fatalf("SWITCHYARD_SCALE_ROUTING=%q: want lua, blocks or both", v)
+		t.Fatalf("SWITCHYARD_SCALE_ROUTING=%q: want lua, blocks, split, both or all", v)
 		return nil
 	}
+}
+
+// splitStages are the stages of split mode, started in this order: each
+// catches up from the bus whenever it starts, so the order only decides
+// what waits for what.
+var splitStages = []string{"applier", "renderer", "annotations", "translator", "watcher"}
+
+// startSplit runs a one-node bus (switchyard bus, no routes) and the
+// stages on it, each a process with flags, and returns them by name ("bus"
+// the node).
+func startSplit(t *testing.T, bin string, flags []string) map[string]*harness.Process {
+	t.Helper()
+	keys := harness.BusKeys(t)
+	node := &harness.BusNode{Name: "n0", ClientURL: fmt.Sprintf("nats://127.0.0.1:%d", harness.FreePort(t)),
+		Monitor: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
+	node.Process = harness.Start(t, bin, "bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
+		"--monitor-listen", node.Monitor, "--store-dir", t.TempDir(), "--nats-keys", keys)
+	node.WaitHealthy(t)
+	procs := map[string]*harness.Process{"bus": node.Process}
+	busFlags := []string{"--nats", node.ClientURL, "--nats-keys", keys}
+	for _, stage := range splitStages {
+		procs["stage "+stage] = harness.Start(t, bin, slices.Concat([]string{"stage", stage}, busFlags, flags)...)
+	}
+	return procs
 }
