@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/zap"
 
 	"switchyard.dev/switchyard/bus"
 )
@@ -63,6 +65,12 @@ func busCommand(args []string) error {
 		ns.Shutdown()
 		return errors.New("bus: not ready after a minute")
 	}
+	// JetStream parks idle block caches in pools that a quiet process
+	// collects rarely, as in the all-in-one (memory.go): the node hands
+	// its free pages back after each burst of writes, as a stage does.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go releaseAfterBursts(ctx, make(chan struct{}), zap.NewNop())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs
