@@ -96,8 +96,8 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.manifests, "manifests", "", "directory of Kubernetes YAML manifests to serve (watched for changes)")
-	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8080", "address NGINX listens on for HTTP")
-	fs.StringVar(&o.httpsAddr, "https-addr", "127.0.0.1:8443", "address NGINX listens on for HTTPS")
+	fs.StringVar(&o.httpAddr, "http-addr", "127.0.0.1:8080", "comma-separated addresses NGINX listens on for HTTP (host:port, [IPv6]:port; IPv6 ones are left out where the host has no IPv6)")
+	fs.StringVar(&o.httpsAddr, "https-addr", "127.0.0.1:8443", "comma-separated addresses NGINX listens on for HTTPS, as --http-addr")
 	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "switchyard"), "NGINX prefix, rendered configuration, sockets and bus storage (created if missing)")
 	fs.StringVar(&o.ingressClass, "ingress-class", "switchyard", "value of the legacy kubernetes.io/ingress.class annotation to serve")
 	fs.StringVar(&o.controllerClass, "controller-class", "switchyard.dev/ingress-controller", "IngressClass spec.controller to serve")
@@ -173,13 +173,43 @@ func (o *options) prefix() (string, error) {
 // local is this process's data plane, as the applier fills it into the
 // rendered files: --http-addr, --https-addr and the sockets below
 // --state-dir (TLS passthrough's with --enable-ssl-passthrough).
-func (o *options) local() (nginx.Local, error) {
+func (o *options) local(log *zap.Logger) (nginx.Local, error) {
 	prefix, err := o.prefix()
 	if err != nil {
 		return nginx.Local{}, err
 	}
-	l := nginx.LocalFor(prefix, []string{o.httpAddr}, []string{o.httpsAddr}, o.sslPassthrough)
+	ipv6 := canListenIPv6()
+	l := nginx.LocalFor(prefix, listenAddrs("--http-addr", o.httpAddr, ipv6, log), listenAddrs("--https-addr", o.httpsAddr, ipv6, log),
+		o.sslPassthrough)
 	return l, l.Validate()
+}
+
+// listenAddrs are the comma-separated addresses of --http-addr or
+// --https-addr. Where this host cannot listen on IPv6 at all (a kernel
+// without it), the IPv6 ones are left out with a warning, so the same
+// manifests (0.0.0.0 and [::], as ingress-nginx listens on both where the
+// pod has IPv6) run on every cluster.
+func listenAddrs(flag, value string, ipv6 bool, log *zap.Logger) []string {
+	var out []string
+	for _, addr := range splitList(value) {
+		if !ipv6 && nginx.IsIPv6Addr(addr) {
+			log.Warn("IPv6 listen address left out: this host cannot listen on IPv6", zap.String("flag", flag), zap.String("address", addr))
+			continue
+		}
+		out = append(out, addr)
+	}
+	return out
+}
+
+// canListenIPv6 says whether this host can open an IPv6 listening socket,
+// which NGINX's listen on an IPv6 address needs.
+func canListenIPv6() bool {
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 
 func (o *options) translatorConfig() (translator.Config, error) {
@@ -208,13 +238,15 @@ func (o *options) translatorConfig() (translator.Config, error) {
 // are unix sockets).
 func (o *options) reservedPorts() map[int]string {
 	ports := map[int]string{}
-	for what, addr := range map[string]string{
+	for what, addrs := range map[string]string{
 		"--http-addr": o.httpAddr, "--https-addr": o.httpsAddr, "--metrics-addr": o.metricsAddr,
 		"--validating-webhook": o.webhookAddr, "--profiling-addr": o.profilingAddr, "--nats-listen": o.natsListen,
 	} {
-		if _, port, err := net.SplitHostPort(addr); err == nil {
-			if n, err := strconv.Atoi(port); err == nil && n > 0 {
-				ports[n] = what
+		for _, addr := range splitList(addrs) {
+			if _, port, err := net.SplitHostPort(addr); err == nil {
+				if n, err := strconv.Atoi(port); err == nil && n > 0 {
+					ports[n] = what
+				}
 			}
 		}
 	}
@@ -420,7 +452,7 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 		if err != nil {
 			return nil, err
 		}
-		local, err := o.local()
+		local, err := o.local(log)
 		if err != nil {
 			return nil, err
 		}

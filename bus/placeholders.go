@@ -38,4 +38,30 @@ const (
 	// the Lua line `https_port = "@HTTPS_PORT@",`: ":8443", or "" when the
 	// applier's first HTTPS address is on 443.
 	PlaceholderHTTPSPort = "@HTTPS_PORT@"
+	// The address placeholders without the applier's IPv6 addresses
+	// (disable-ipv6): "listen @HTTP_ADDR_NO_IPV6@ ..." is one listen per
+	// HTTP address that is not an IPv6 one, and likewise for HTTPS and the
+	// hosts. When every address is IPv6, they are all kept: a server
+	// without a listen would listen where NGINX's default says.
+	PlaceholderHTTPAddrNoIPv6  = "@HTTP_ADDR_NO_IPV6@"
+	PlaceholderHTTPSAddrNoIPv6 = "@HTTPS_ADDR_NO_IPV6@"
+	PlaceholderHTTPHostNoIPv6  = "@HTTP_HOST_NO_IPV6@"
 )
+
+// ListenPlaceholder is the address placeholder p (PlaceholderHTTPAddr,
+// PlaceholderHTTPSAddr or PlaceholderHTTPHost) as a listen writes it:
+// without the IPv6 addresses when disableIPv6 (the disable-ipv6 key).
+func ListenPlaceholder(p string, disableIPv6 bool) string {
+	if !disableIPv6 {
+		return p
+	}
+	switch p {
+	case PlaceholderHTTPAddr:
+		return PlaceholderHTTPAddrNoIPv6
+	case PlaceholderHTTPSAddr:
+		return PlaceholderHTTPSAddrNoIPv6
+	case PlaceholderHTTPHost:
+		return PlaceholderHTTPHostNoIPv6
+	}
+	return p
+}

@@ -35,6 +35,9 @@ type NginxSettings struct {
 	// DisableIPv6DNS is disable-ipv6-dns: the resolver asks for IPv4
 	// addresses only (ipv6=off) and leaves out IPv6 nameservers.
 	DisableIPv6DNS bool `json:"disableIPv6DNS,omitempty"`
+	// DisableIPv6 is disable-ipv6: NGINX listens on none of the applier's
+	// IPv6 addresses (bus.ListenPlaceholder).
+	DisableIPv6 bool `json:"disableIPv6,omitempty"`
 	// DebugConnections is debug-connections: client addresses and CIDRs
 	// whose connections NGINX logs at debug level (debug_connection; the
 	// Debian build has --with-debug), canonical; nil for none.

@@ -218,6 +218,32 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 	return s
 }
 
+// StartSwitchyardDualStack is StartSwitchyard listening on [::1] too, on
+// the same ports as on 127.0.0.1 (HTTPAddr and HTTPSAddr stay the IPv4
+// addresses; IPv6Twin gives the other): --http-addr and --https-addr list
+// both, as the manifests list [::] besides 0.0.0.0.
+func StartSwitchyardDualStack(t testing.TB, manifests string, extra ...string) *Switchyard {
+	t.Helper()
+	Nginx(t)
+	s := &Switchyard{
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		StateDir:  StateDir(t),
+		Manifests: manifests,
+		client:    NewClient(),
+	}
+	// Later flags win over the ones start writes.
+	s.start(t, append([]string{"--http-addr", s.HTTPAddr + "," + IPv6Twin(s.HTTPAddr),
+		"--https-addr", s.HTTPSAddr + "," + IPv6Twin(s.HTTPSAddr)}, extra...)...)
+	return s
+}
+
+// IPv6Twin is [::1] on the port of a 127.0.0.1 address.
+func IPv6Twin(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return net.JoinHostPort("::1", port)
+}
+
 // Restart runs another `switchyard run` with the same manifests, ports and
 // state dir, as a supervisor does after the first one died.
 func (s *Switchyard) Restart(t testing.TB, extra ...string) *Switchyard {

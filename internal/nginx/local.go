@@ -91,8 +91,10 @@ func validPort(p string) bool {
 // templates write. Parameters are NGINX listen flags (ssl, http2,
 // default_server, reuseport, proxy_protocol, udp, backlog=N, ...).
 var (
-	addrLine   = regexp.MustCompile(`^(\s*listen )(` + bus.PlaceholderHTTPAddr + `|` + bus.PlaceholderHTTPSAddr + `)((?: [a-z0-9_=]+)*;)$`)
-	hostLine   = regexp.MustCompile(`^(\s*listen )` + bus.PlaceholderHTTPHost + `:([0-9]{1,5})((?: [a-z0-9_=]+)*;)$`)
+	addrLine = regexp.MustCompile(`^(\s*listen )(` + bus.PlaceholderHTTPAddr + `|` + bus.PlaceholderHTTPSAddr + `|` +
+		bus.PlaceholderHTTPAddrNoIPv6 + `|` + bus.PlaceholderHTTPSAddrNoIPv6 + `)((?: [a-z0-9_=]+)*;)$`)
+	hostLine = regexp.MustCompile(`^(\s*listen )(` + bus.PlaceholderHTTPHost + `|` + bus.PlaceholderHTTPHostNoIPv6 +
+		`):([0-9]{1,5})((?: [a-z0-9_=]+)*;)$`)
 	socketLine = regexp.MustCompile(`^(\s*(?:listen|server) "?unix:)(` + bus.PlaceholderControlSocket + `|` + bus.PlaceholderTLSSocket + `|` +
 		bus.PlaceholderPassthroughSocket + `)("?(?: [a-z0-9_=]+)*;)$`)
 	portLine = regexp.MustCompile(`^(\s*https_port = ")` + bus.PlaceholderHTTPSPort + `(",)$`)
@@ -125,8 +127,11 @@ func (l Local) localizeLine(out *strings.Builder, line string) {
 	}
 	if m := addrLine.FindStringSubmatch(line); m != nil {
 		addrs := l.HTTP
-		if m[2] == bus.PlaceholderHTTPSAddr {
+		if m[2] == bus.PlaceholderHTTPSAddr || m[2] == bus.PlaceholderHTTPSAddrNoIPv6 {
 			addrs = l.HTTPS
+		}
+		if m[2] == bus.PlaceholderHTTPAddrNoIPv6 || m[2] == bus.PlaceholderHTTPSAddrNoIPv6 {
+			addrs = withoutIPv6(addrs)
 		}
 		writeLines(out, m[1], addrs, m[3])
 		return
@@ -134,9 +139,12 @@ func (l Local) localizeLine(out *strings.Builder, line string) {
 	if m := hostLine.FindStringSubmatch(line); m != nil {
 		var addrs []string
 		for _, h := range l.httpHosts() {
-			addrs = append(addrs, net.JoinHostPort(h, m[2]))
+			addrs = append(addrs, net.JoinHostPort(h, m[3]))
 		}
-		writeLines(out, m[1], addrs, m[3])
+		if m[2] == bus.PlaceholderHTTPHostNoIPv6 {
+			addrs = withoutIPv6(addrs)
+		}
+		writeLines(out, m[1], addrs, m[4])
 		return
 	}
 	if m := socketLine.FindStringSubmatch(line); m != nil {
@@ -165,6 +173,23 @@ func writeLines(out *strings.Builder, prefix string, addrs []string, suffix stri
 		}
 		out.WriteString(prefix + a + suffix)
 	}
+}
+
+// withoutIPv6 are the addresses whose host is not an IPv6 address
+// (disable-ipv6); all of them when none is left, since a server without a
+// listen would listen where NGINX's default says.
+func withoutIPv6(addrs []string) []string {
+	kept := slices.DeleteFunc(slices.Clone(addrs), IsIPv6Addr)
+	if len(kept) == 0 {
+		return addrs
+	}
+	return kept
+}
+
+// IsIPv6Addr says whether host:port names an IPv6 address ("[::]:80").
+func IsIPv6Addr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && strings.Contains(host, ":")
 }
 
 // httpHosts are the distinct hosts of the HTTP addresses, in order.

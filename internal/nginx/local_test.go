@@ -17,6 +17,10 @@ func TestLocalize(t *testing.T) {
 		{"HTTPS", "  listen @HTTPS_ADDR@ ssl http2;", "  listen 127.0.0.1:443 ssl http2;"},
 		{"services on each distinct host", "    listen @HTTP_HOST@:5432 proxy_protocol;\n",
 			"    listen 127.0.0.1:5432 proxy_protocol;\n    listen [::1]:5432 proxy_protocol;\n"},
+		{"without IPv6 (disable-ipv6)", "    listen @HTTP_ADDR_NO_IPV6@ default_server;\n",
+			"    listen 127.0.0.1:8080 default_server;\n    listen 127.0.0.1:9080 default_server;\n"},
+		{"HTTPS without IPv6, none to leave out", "  listen @HTTPS_ADDR_NO_IPV6@ ssl;", "  listen 127.0.0.1:443 ssl;"},
+		{"services without IPv6", "    listen @HTTP_HOST_NO_IPV6@:5432;\n", "    listen 127.0.0.1:5432;\n"},
 		{"control socket", "        listen unix:@CONTROL_SOCKET@;", "        listen unix:/s/control/control.sock;"},
 		{"quoted upstream socket", `    server "unix:@TLS_SOCKET@";`, `    server "unix:/s/internal/tls.sock";`},
 		{"passthrough listen", `    listen "unix:@PASSTHROUGH_SOCKET@" proxy_protocol;`, `    listen "unix:/s/internal/passthrough.sock" proxy_protocol;`},
@@ -35,6 +39,11 @@ func TestLocalize(t *testing.T) {
 				t.Errorf("Localize(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 			}
 		})
+	}
+	// disable-ipv6 never leaves a server without a listen.
+	onlyIPv6 := Local{HTTP: []string{"[::]:80"}, HTTPS: []string{"[::]:443"}}
+	if got, want := onlyIPv6.Localize("listen @HTTP_ADDR_NO_IPV6@;\nlisten @HTTPS_ADDR_NO_IPV6@ ssl;"), "listen [::]:80;\nlisten [::]:443 ssl;"; got != want {
+		t.Errorf("only IPv6 addresses, without IPv6: got %q, want %q", got, want)
 	}
 	if got := (Local{HTTPS: []string{"[::]:8443"}}).HTTPSPort(); got != ":8443" {
 		t.Errorf("HTTPSPort = %q, want :8443", got)

@@ -112,7 +112,7 @@ func (r *Renderer) newStreamView() (streamView, map[string]*bus.PassthroughEndpo
 	if s.ReusePort {
 		suffix += " reuseport"
 	}
-	v.Listens = []string{bus.PlaceholderHTTPSAddr + suffix}
+	v.Listens = []string{bus.ListenPlaceholder(bus.PlaceholderHTTPSAddr, s.DisableIPv6) + suffix}
 	var errs []error
 	endpoints := map[string]*bus.PassthroughEndpoints{}
 	for _, key := range slices.Sorted(maps.Keys(r.servers)) {

@@ -177,7 +177,7 @@ func (r *Renderer) serviceServer(protocol string, svc bus.StreamService, s bus.S
 		suffix += " reuseport"
 	}
 	// On every host the applier's HTTP listeners are on: it fills them in.
-	srv.Listens = []string{bus.PlaceholderHTTPHost + ":" + strconv.Itoa(svc.Port) + suffix}
+	srv.Listens = []string{bus.ListenPlaceholder(bus.PlaceholderHTTPHost, s.DisableIPv6) + ":" + strconv.Itoa(svc.Port) + suffix}
 	return srv, u, nil
 }
 

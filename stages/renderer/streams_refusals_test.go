@@ -28,7 +28,9 @@ func TestServicesRefusals(t *testing.T) {
 	if !strings.Contains(base.Files[ServicesFile], source) {
 		t.Fatalf("no %q in\n%s", source, base.Files[ServicesFile])
 	}
-	listen := fmt.Sprintf("listen %s:%d ", bus.PlaceholderHTTPHost, entry.Port)
+	// The model says disable-ipv6: the listens leave the IPv6 hosts out.
+	host := bus.ListenPlaceholder(bus.PlaceholderHTTPHost, m.Settings.DisableIPv6)
+	listen := fmt.Sprintf("listen %s:%d ", host, entry.Port)
 	refusal := func(rev string) map[string]*bus.Refusal {
 		ref := &bus.Refusal{Kind: bus.RefusedServices, Name: name, Rev: rev, Message: "bind() to 127.0.0.1:5432 failed"}
 		return map[string]*bus.Refusal{ref.Key(): ref}
@@ -45,7 +47,7 @@ func TestServicesRefusals(t *testing.T) {
 		t.Errorf("errors %v, want one naming the ConfigMap and key", errs)
 	}
 	for _, other := range m.Streams.TCP[1:] {
-		if !strings.Contains(art.Files[ServicesFile], fmt.Sprintf("listen %s:%d ", bus.PlaceholderHTTPHost, other.Port)) {
+		if !strings.Contains(art.Files[ServicesFile], fmt.Sprintf("listen %s:%d ", host, other.Port)) {
 			t.Errorf("entry %d left out too", other.Port)
 		}
 	}

@@ -258,7 +258,7 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 		proxyProtocol = " proxy_protocol"
 	}
 	// The addresses and sockets are the applier's: it fills them in.
-	out := []string{bus.PlaceholderHTTPAddr + proxyProtocol + suffix + reuse}
+	out := []string{bus.ListenPlaceholder(bus.PlaceholderHTTPAddr, settings.DisableIPv6) + proxyProtocol + suffix + reuse}
 	ssl := " ssl"
 	if settings.UseHTTP2 {
 		ssl += " http2"
@@ -266,7 +266,7 @@ func listens(cfg Config, settings bus.Settings, defaultServer bool) []string {
 	if cfg.SSLPassthrough {
 		return append(out, "unix:"+bus.PlaceholderTLSSocket+ssl+" proxy_protocol"+suffix)
 	}
-	return append(out, bus.PlaceholderHTTPSAddr+ssl+proxyProtocol+suffix+reuse)
+	return append(out, bus.ListenPlaceholder(bus.PlaceholderHTTPSAddr, settings.DisableIPv6)+ssl+proxyProtocol+suffix+reuse)
 }
 
 // newWWWView is the from-to-www-redirect server of s, or nil.

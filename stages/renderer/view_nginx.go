@@ -25,6 +25,7 @@ var nginxSettingFields = map[string]func(*bus.Settings) any{
 	"generate-request-id":            func(s *bus.Settings) any { return &s.GenerateRequestID },
 	"retry-non-idempotent":           func(s *bus.Settings) any { return &s.RetryNonIdempotent },
 	"disable-ipv6-dns":               func(s *bus.Settings) any { return &s.DisableIPv6DNS },
+	"disable-ipv6":                   func(s *bus.Settings) any { return &s.DisableIPv6 },
 }
 
 func init() { registerSettingFields(nginxSettingFields) }

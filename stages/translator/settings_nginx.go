@@ -29,6 +29,7 @@ var nginxSettings = map[string]settingParser{
 	"generate-request-id":  boolSetting(func(s *bus.Settings) *bool { return &s.GenerateRequestID }),
 	"retry-non-idempotent": boolSetting(func(s *bus.Settings) *bool { return &s.RetryNonIdempotent }),
 	"disable-ipv6-dns":     boolSetting(func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
+	"disable-ipv6":         boolSetting(func(s *bus.Settings) *bool { return &s.DisableIPv6 }),
 	"debug-connections": setting(func(s *bus.Settings) *[]string { return &s.DebugConnections },
 		"a comma-separated list of at most 64 IPv4 or IPv6 addresses and CIDRs such as 10.0.0.5 or 192.168.0.0/24, or empty for none",
 		parseDebugConnections, joinWith(",")),

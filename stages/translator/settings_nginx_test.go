@@ -20,6 +20,7 @@ var nginxSettingsCases = map[string]keyCases{
 			strings.Repeat("10.0.0.1,", 64) + "10.0.0.2"},
 	},
 	"disable-ipv6-dns":               boolCases(false, func(s *bus.Settings) *bool { return &s.DisableIPv6DNS }),
+	"disable-ipv6":                   boolCases(false, func(s *bus.Settings) *bool { return &s.DisableIPv6 }),
 	"enable-underscores-in-headers":  boolCases(false, func(s *bus.Settings) *bool { return &s.EnableUnderscoresInHeaders }),
 	"ignore-invalid-headers":         boolCases(true, func(s *bus.Settings) *bool { return &s.IgnoreInvalidHeaders }),
 	"map-hash-bucket-size":           intCases("64", func(s *bus.Settings) *int { return &s.MapHashBucketSize }, []int{32, 64, 128}, []string{"16", "65537"}),

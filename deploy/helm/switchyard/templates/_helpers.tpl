@@ -20,8 +20,8 @@ app.kubernetes.io/component: applier
 {{- define "switchyard.commonArgs" -}}
 {{- $name := include "switchyard.fullname" . }}
 {{- $c := .Values.controller }}
-- --http-addr=0.0.0.0:8080
-- --https-addr=0.0.0.0:8443
+- --http-addr=0.0.0.0:8080,[::]:8080
+- --https-addr=0.0.0.0:8443,[::]:8443
 - --state-dir=/var/lib/switchyard
 - --configmap={{ .Release.Namespace }}/{{ $name }}
 {{- if .Values.tcp }}
