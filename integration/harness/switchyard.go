@@ -206,16 +206,23 @@ const RoutingEnv = "SWITCHYARD_TEST_ROUTING"
 // state dir, and waits until NGINX answers.
 func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyard {
 	t.Helper()
+	s := newSwitchyard(t, manifests)
+	s.start(t, extra...)
+	return s
+}
+
+// newSwitchyard is a Switchyard on free loopback ports with its own state
+// dir, not started.
+func newSwitchyard(t testing.TB, manifests string) *Switchyard {
+	t.Helper()
 	Nginx(t)
-	s := &Switchyard{
+	return &Switchyard{
 		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		StateDir:  StateDir(t),
 		Manifests: manifests,
 		client:    NewClient(),
 	}
-	s.start(t, extra...)
-	return s
 }
 
 // StartSwitchyardDualStack is StartSwitchyard listening on [::1] too, on
@@ -224,14 +231,7 @@ func StartSwitchyard(t testing.TB, manifests string, extra ...string) *Switchyar
 // both, as the manifests list [::] besides 0.0.0.0.
 func StartSwitchyardDualStack(t testing.TB, manifests string, extra ...string) *Switchyard {
 	t.Helper()
-	Nginx(t)
-	s := &Switchyard{
-		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		HTTPSAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		StateDir:  StateDir(t),
-		Manifests: manifests,
-		client:    NewClient(),
-	}
+	s := newSwitchyard(t, manifests)
 	// Later flags win over the ones start writes.
 	s.start(t, append([]string{"--http-addr", s.HTTPAddr + "," + IPv6Twin(s.HTTPAddr),
 		"--https-addr", s.HTTPSAddr + "," + IPv6Twin(s.HTTPSAddr)}, extra...)...)
