@@ -479,19 +479,13 @@ func scaleRoutings(t *testing.T) []string {
 // what waits for what.
 var splitStages = []string{"applier", "renderer", "annotations", "translator", "watcher"}
 
-// startSplit runs a one-node bus (switchyard bus, no routes) and the
-// stages on it, each a process with flags, and returns them by name ("bus"
-// the node).
+// startSplit runs a one-node bus (switchyard bus) and the stages on it,
+// each a process with flags, and returns them by name ("bus" the node).
 func startSplit(t *testing.T, bin string, flags []string) map[string]*harness.Process {
 	t.Helper()
-	keys := harness.BusKeys(t)
-	node := &harness.BusNode{Name: "n0", ClientURL: fmt.Sprintf("nats://127.0.0.1:%d", harness.FreePort(t)),
-		Monitor: fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}
-	node.Process = harness.Start(t, bin, "bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
-		"--monitor-listen", node.Monitor, "--store-dir", t.TempDir(), "--nats-keys", keys)
-	node.WaitHealthy(t)
-	procs := map[string]*harness.Process{"bus": node.Process}
-	busFlags := []string{"--nats", node.ClientURL, "--nats-keys", keys}
+	bus := harness.StartBusCluster(t, 1)
+	procs := map[string]*harness.Process{"bus": bus.Nodes[0].Process}
+	busFlags := []string{"--nats", bus.ClientURLs(), "--nats-keys", bus.Keys}
 	for _, stage := range splitStages {
 		procs["stage "+stage] = harness.Start(t, bin, slices.Concat([]string{"stage", stage}, busFlags, flags)...)
 	}

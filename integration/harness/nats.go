@@ -68,13 +68,15 @@ type BusNode struct {
 	ClientURL string
 	// Monitor is the address of its monitoring endpoints (/healthz, /jsz).
 	Monitor string
-	// Cluster is the address the other nodes' routes connect to.
+	// Cluster is the address the other nodes' routes connect to; "" for
+	// a single node.
 	Cluster string
 	*Process
 }
 
 // StartBusCluster starts n nodes and waits until each reports JetStream
-// healthy (the cluster has elected its meta leader).
+// healthy (the cluster has elected its meta leader). One node is a single
+// node, without routes, as split mode runs on a small cluster.
 func StartBusCluster(t testing.TB, n int) *BusCluster {
 	t.Helper()
 	return StartBusClusterWith(t, n)
@@ -96,9 +98,15 @@ func StartBusClusterWith(t testing.TB, n int, extra ...string) *BusCluster {
 		node := &BusNode{Name: fmt.Sprintf("n%d", i), ClientURL: fmt.Sprintf("nats://127.0.0.1:%d", FreePort(t)),
 			Monitor: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), Cluster: routes[i]}
 		args := []string{"bus", "--name", node.Name, "--listen", strings.TrimPrefix(node.ClientURL, "nats://"),
-			"--cluster-listen", routes[i], "--monitor-listen", node.Monitor, "--routes", strings.Join(routes, ","),
-			"--store-dir", t.TempDir(), "--nats-keys", c.Keys,
-			"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass")}
+			"--monitor-listen", node.Monitor, "--store-dir", t.TempDir(), "--nats-keys", c.Keys}
+		if n > 1 {
+			// One node is a single node (no --routes): routed only to
+			// itself, its JetStream never becomes healthy.
+			args = append(args, "--cluster-listen", routes[i], "--routes", strings.Join(routes, ","),
+				"--cluster-password-file", filepath.Join(c.Keys, "cluster.pass"))
+		} else {
+			node.Cluster = ""
+		}
 		node.Process = Start(t, bin, append(args, extra...)...)
 		c.Nodes = append(c.Nodes, node)
 	}

@@ -14,9 +14,9 @@ import (
 // balancing, the oldest wins, as in ingress-nginx, where the first Ingress
 // in its age order to use a backend creates its upstream (oldestFirst);
 // each other one keeps serving with the winner's balancing and gets a
-// warning Problem naming the backend and the winner. An Ingress without balancing
-// annotations takes the backend's as it is and is no conflict. Backends no
-// Ingress configures get the ConfigMap's load-balance.
+// warning Problem naming the backend and the winner. An Ingress without
+// balancing annotations takes the backend's as it is and is no conflict.
+// Backends no Ingress configures get the ConfigMap's load-balance.
 
 // balancingPlugin is the built-in plugin whose annotations a canary Ingress
 // keeps besides the canary ones: ingress-nginx applies load-balance,
