@@ -140,19 +140,43 @@ func (dp *dataPlane) testMetrics(t *testing.T) {
 
 // A location that passes its labels to balancer.rewrite (as every
 // rendered one does) is counted under them, the host label included;
-// nothing is counted under its variables.
+// nothing is counted under its variables. Each method is a series of its
+// own, with every histogram observed.
 func (dp *dataPlane) testMetricsLiteralLabels(t *testing.T) {
 	eps, _ := startBackends(t, "metrics-literal", 1)
 	dp.postBackends(backend{Name: "metrics-literal", Service: svc("web"), Endpoints: eps})
 	hdr := map[string]string{"X-Test-Backend": "metrics-literal"}
-	const n = 3
-	for range n {
+	const gets, posts = 3, 2
+	for range gets {
 		if s := dp.request(t, "GET", "/metrics-literal/a", hdr); s != 200 {
 			t.Fatalf("GET: %d", s)
 		}
 	}
-	labels := strings.Join([]string{"200", "GET", "/lit", "shop", "1web", "web", "", "lit.example.com"}, "\x01")
-	d := dp.waitMetrics(t, "3 GET under the literal labels", func(d metricsDump) bool { return d.count("rd", labels) == n })
+	for range posts {
+		if s := dp.request(t, "POST", "/metrics-literal/a", hdr); s != 200 {
+			t.Fatalf("POST: %d", s)
+		}
+	}
+	labels := func(method string) string {
+		return strings.Join([]string{"200", method, "/lit", "shop", "1web", "web", "", "lit.example.com"}, "\x01")
+	}
+	get, post := labels("GET"), labels("POST")
+	d := dp.waitMetrics(t, "3 GET and 2 POST under the literal labels", func(d metricsDump) bool {
+		return d.count("rd", get) == gets && d.count("rd", post) == posts
+	})
+	for _, code := range []string{"rd", "cd", "hd", "sd", "rq", "rs", "bs"} {
+		if got := d.count(code, get); got != gets {
+			t.Errorf("histogram %s counted %v GET requests, want %d", code, got, gets)
+		}
+	}
+	// Each answer is more than 10 bytes: the bytes_sent sum says the
+	// values were read, not just counted.
+	if sum := d.Values["bs\x01s\x01"+get]; sum < 10*gets {
+		t.Errorf("bytes_sent sum %v for %d GET requests", sum, gets)
+	}
+	if sum := d.Values["rq\x01s\x01"+post]; sum < 10*posts {
+		t.Errorf("request_size sum %v for %d POST requests", sum, posts)
+	}
 	for key := range d.Values {
 		if strings.Contains(key, "vars") {
 			t.Errorf("counted under the location's variables: %q", key)
