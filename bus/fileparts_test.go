@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -121,4 +123,56 @@ func FuzzSplitFile(f *testing.F) {
 			t.Fatalf("joined %d bytes differ from the %d split", len(got), len(content))
 		}
 	})
+}
+
+// TestRenderedFileCarriesBytes: a file that is not UTF-8 (the TLS session
+// ticket key) arrives byte for byte; a text file's JSON stays plain text.
+func TestRenderedFileCarriesBytes(t *testing.T) {
+	for _, content := range []string{"events {}\n", string([]byte{0x00, 0xff, 0xc3, 0x28, 'a', 0x80}), ""} {
+		data, err := json.Marshal(RenderedFile{Path: "auth/x.key", Content: content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got RenderedFile
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Content != content || got.Path != "auth/x.key" {
+			t.Errorf("%q came back as %q (%s)", content, got.Content, data)
+		}
+		if utf8.ValidString(content) && strings.Contains(string(data), "contentBase64") {
+			t.Errorf("text %q was sent as base64: %s", content, data)
+		}
+	}
+}
+
+// TestDecodeTicketKey: 48 or 80 bytes of standard base64, line breaks
+// skipped; anything else is refused without the value in the error.
+func TestDecodeTicketKey(t *testing.T) {
+	key80 := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 80))
+	for _, tc := range []struct {
+		value string
+		size  int // 0: refused
+	}{
+		{base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 48)), 48},
+		{key80, 80},
+		{key80[:64] + "\n" + key80[64:], 80},
+		{base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), 0},
+		{base64.RawStdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 80)), 0},
+		{base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 48)), 0},
+		{"not-a-key!", 0},
+	} {
+		key, err := DecodeTicketKey(tc.value)
+		if tc.size == 0 {
+			if err == nil {
+				t.Errorf("%q accepted", tc.value)
+			} else if strings.Contains(err.Error(), tc.value) {
+				t.Errorf("the error repeats the value: %v", err)
+			}
+			continue
+		}
+		if err != nil || len(key) != tc.size {
+			t.Errorf("%q: %d bytes, %v; want %d", tc.value, len(key), err, tc.size)
+		}
+	}
 }

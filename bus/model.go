@@ -8,7 +8,9 @@ package bus
 
 import (
 	"cmp"
+	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultServerName is the hostname of the catch-all server.
@@ -226,13 +228,47 @@ type Problem struct {
 }
 
 // RenderedFile is one NGINX configuration file the applier writes below its
-// configuration directory.
+// configuration directory. Content is the file's bytes: a binary file
+// (the TLS session ticket key) travels as base64, since a JSON string
+// holds UTF-8 text only (MarshalJSON).
 type RenderedFile struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
 	// Parts, when set, says the file was too large for one message:
 	// Content is empty and the file is the FileParts 0…Parts-1 joined.
 	Parts int `json:"parts,omitempty"`
+}
+
+// renderedFileJSON is RenderedFile on the bus: Content is either text or,
+// for bytes that are not UTF-8, ContentBase64.
+type renderedFileJSON struct {
+	Path          string `json:"path"`
+	Content       string `json:"content"`
+	ContentBase64 []byte `json:"contentBase64,omitempty"`
+	Parts         int    `json:"parts,omitempty"`
+}
+
+// MarshalJSON writes Content as base64 when it is not UTF-8, which
+// encoding/json would otherwise replace with U+FFFD.
+func (f RenderedFile) MarshalJSON() ([]byte, error) {
+	w := renderedFileJSON{Path: f.Path, Content: f.Content, Parts: f.Parts}
+	if !utf8.ValidString(f.Content) {
+		w.Content, w.ContentBase64 = "", []byte(f.Content)
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads either form MarshalJSON writes.
+func (f *RenderedFile) UnmarshalJSON(data []byte) error {
+	var w renderedFileJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*f = RenderedFile{Path: w.Path, Content: w.Content, Parts: w.Parts}
+	if w.ContentBase64 != nil {
+		f.Content = string(w.ContentBase64)
+	}
+	return nil
 }
 
 // ApplyResult is the applier's outcome for one generation.

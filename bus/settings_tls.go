@@ -1,5 +1,11 @@
 package bus
 
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+)
+
 // TLSSettings are the controller ConfigMap keys of TLS termination beyond
 // ssl-protocols and ssl-ciphers (Settings), and the status code of the
 // redirect to HTTPS.
@@ -22,6 +28,12 @@ type TLSSettings struct {
 	// DHE cipher, as ingress-nginx does without the key).
 	SSLDHParam    string `json:"sslDHParam,omitempty"`
 	SSLDHParamPEM string `json:"sslDHParamPEM,omitempty"`
+	// SSLSessionTicketKey is ssl-session-ticket-key: the standard base64
+	// of the 48 or 80 bytes NGINX encrypts TLS session tickets with
+	// (DecodeTicketKey). Every replica given the same key resumes the
+	// others' sessions. A secret: never logged or shown. "" lets each
+	// NGINX make its own keys, ingress-nginx's default.
+	SSLSessionTicketKey string `json:"sslSessionTicketKey,omitempty"`
 	// HTTPRedirectCode is http-redirect-code: the status of the redirect
 	// to HTTPS (ssl-redirect, force-ssl-redirect): 301, 302, 307 or 308.
 	HTTPRedirectCode int `json:"httpRedirectCode"`
@@ -29,6 +41,21 @@ type TLSSettings struct {
 	// every served certificate that names a responder and NGINX staples
 	// it (stages/applier/ocsp.go); never fetched on the request path.
 	EnableOCSP bool `json:"enableOCSP,omitempty"`
+}
+
+// DecodeTicketKey returns the bytes of an ssl-session-ticket-key value:
+// standard base64 (line breaks are skipped, as ingress-nginx's decoder
+// does) of exactly 48 or 80 bytes, the two sizes NGINX reads. The error
+// never holds the value.
+func DecodeTicketKey(value string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		return nil, errors.New("not standard base64")
+	}
+	if len(key) != 48 && len(key) != 80 {
+		return nil, fmt.Errorf("%d bytes, not 48 or 80", len(key))
+	}
+	return key, nil
 }
 
 // defaultTLSSettings are ingress-nginx's defaults.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +101,81 @@ func TestTLSSettingsThroughNginx(t *testing.T) {
 		return err
 	})
 	e.eventually("secure.example.com", "/", "the default http-redirect-code 308", status(308))
+}
+
+// TestSSLSessionTicketKeyThroughNginx: two controllers (two replicas) given
+// the same ssl-session-ticket-key resume each other's TLS sessions, with
+// TLS 1.2 and 1.3 tickets; without it each NGINX's own keys resume its
+// own sessions only, and so after the key turns invalid. The key file is
+// its owner's only.
+func TestSSLSessionTicketKeyThroughNginx(t *testing.T) {
+	const host = "tickets.example.com"
+	e := newBackends(t)
+	cert, key := harness.SelfSigned(t, host)
+	e.write("tls.yaml", harness.TLSIngressYAML("default", "tickets", host, "echo-a", cert, key))
+	// Without the session cache, tickets alone decide resumption.
+	settings := map[string]string{"ssl-session-cache": "false", "ssl-session-tickets": "true"}
+	e.write("config.yaml", configMapYAML(settings))
+	one := harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	two := harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	// crossResumes says whether a session the first replica issued
+	// resumes on the second.
+	crossResumes := func(version uint16) (bool, error) {
+		cache := tls.NewLRUClientSessionCache(4)
+		if _, err := handshake(one.HTTPSAddr, host, version, version, cache); err != nil {
+			return false, err
+		}
+		state, err := handshake(two.HTTPSAddr, host, version, version, cache)
+		return state.DidResume, err
+	}
+	expect := func(what string, want bool) {
+		t.Helper()
+		for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+			// Polled: after a reload, an old worker may still answer.
+			harness.WaitFor(t, changeTimeout, fmt.Sprintf("%s (TLS %x)", what, v), func() error {
+				if ok, err := crossResumes(v); err != nil || ok != want {
+					return fmt.Errorf("resumed on the other replica: %v (%v)", ok, err)
+				}
+				return nil
+			})
+		}
+	}
+	for _, sy := range []*harness.Switchyard{one, two} {
+		harness.WaitFor(t, changeTimeout, "a session resumed on the replica that issued it", func() error {
+			if ok, err := resumes(sy.HTTPSAddr, host, tls.VersionTLS12); err != nil || !ok {
+				return fmt.Errorf("resumed %v: %v", ok, err)
+			}
+			return nil
+		})
+	}
+	expect("no resumption across replicas with their own keys", false)
+
+	settings["ssl-session-ticket-key"] = base64.StdEncoding.EncodeToString(randomBytes(t, 80))
+	e.write("config.yaml", configMapYAML(settings))
+	expect("resumption across replicas with the shared key", true)
+	for _, sy := range []*harness.Switchyard{one, two} {
+		path := filepath.Join(sy.Prefix(), "conf", "auth", "ssl-session-ticket.key")
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 || info.Size() != 80 {
+			t.Errorf("%s: %v (%v), want 80 bytes readable by its owner only", path, info, err)
+		}
+	}
+
+	// 32 bytes: NGINX would refuse the file; the key is left out instead.
+	settings["ssl-session-ticket-key"] = base64.StdEncoding.EncodeToString(randomBytes(t, 32))
+	e.write("config.yaml", configMapYAML(settings))
+	expect("no resumption across replicas once the key is invalid", false)
+	if _, err := handshake(one.HTTPSAddr, host, tls.VersionTLS12, tls.VersionTLS13, nil); err != nil {
+		t.Errorf("the host stopped being served: %v", err)
+	}
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestSSLDHParamThroughNginx: without ssl-dh-param NGINX offers no DHE

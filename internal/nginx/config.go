@@ -102,11 +102,11 @@ func SwapConfig(prefix string) error {
 	return os.RemoveAll(old)
 }
 
-// fileMode keeps private keys (backend client keys, which the NGINX master
-// reads as root when it loads the configuration) readable by their owner
-// only.
+// fileMode keeps private keys (backend client keys, the TLS session
+// ticket key: the NGINX master reads them as root when it loads the
+// configuration) readable by their owner only.
 func fileMode(name string) os.FileMode {
-	if strings.HasSuffix(name, ".key.pem") {
+	if strings.HasSuffix(name, ".key.pem") || strings.HasSuffix(name, ".key") {
 		return 0o600
 	}
 	return 0o644

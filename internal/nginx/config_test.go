@@ -68,6 +68,28 @@ func TestWriteAndSwapConfig(t *testing.T) {
 	}
 }
 
+// TestWriteConfigKeepsKeysPrivate: a key file (the TLS session ticket key,
+// binary; a backend client key) is written byte for byte and readable by
+// its owner only; other files by everyone (workers read htpasswd files).
+func TestWriteConfigKeepsKeysPrivate(t *testing.T) {
+	prefix := t.TempDir()
+	ticket := string([]byte{0x00, 0xff, 0xfe, '\n', 0x80, '@'})
+	files := map[string]string{"auth/ssl-session-ticket.key": ticket, "auth/client.key.pem": "PEM\n", "auth/users.htpasswd": "u:h\n"}
+	if err := WriteConfig(prefix, NextConfDir, files, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"auth/ssl-session-ticket.key": 0o600, "auth/client.key.pem": 0o600, "auth/users.htpasswd": 0o644} {
+		path := filepath.Join(prefix, NextConfDir, name)
+		info, err := os.Stat(path)
+		if err != nil || info.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", name, info.Mode().Perm(), err, want)
+		}
+		if got, _ := os.ReadFile(path); string(got) != files[name] {
+			t.Errorf("%s = %q, want %q", name, got, files[name])
+		}
+	}
+}
+
 // TestConfigTimesOut: an nginx -t that hangs is killed after the bound and
 // reported as ErrTestTimeout, with its output so far.
 func TestConfigTimesOut(t *testing.T) {

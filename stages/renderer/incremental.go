@@ -50,8 +50,11 @@ type Renderer struct {
 	// streamDirty says StreamFile needs rendering (passthrough.go).
 	passBackends map[string]map[string]bool
 	streamDirty  bool
-	// dhParamFile is the ssl-dh-param file last published, or "".
-	dhParamFile string
+	// dhParamFile, ticketKeyFile, contextCertFile and contextKeyFile
+	// are the ssl-dh-param and ssl-session-ticket-key files last
+	// published, or "" (ticketkey.go).
+	dhParamFile, ticketKeyFile, contextCertFile, contextKeyFile string
+	sessionContext                                              sessionContextCache
 	// streams are the TCP and UDP services, and servicesDirty says
 	// ServicesFile needs rendering (streams.go).
 	streams       *bus.StreamServices
@@ -280,7 +283,7 @@ func (r *Renderer) flushMain(out *bus.Output) error {
 	r.files[MainFile] = true
 	r.mainModSecurity = cfg.loadModSecurity
 	putFile(out, MainFile, main)
-	r.flushDHParam(settings, out)
+	r.flushSettingFiles(settings, out)
 	return nil
 }
 

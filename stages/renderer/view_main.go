@@ -67,6 +67,9 @@ type mainView struct {
 	// ProxyLines and ClientLines are the http block's proxy and client
 	// directives from the ConfigMap, each with its source (proxy.go).
 	ProxyLines, ClientLines []sourcedLine
+	// PlaceholderCert and PlaceholderKey are the http block's
+	// ssl_certificate and ssl_certificate_key (ticketkey.go).
+	PlaceholderCert, PlaceholderKey string
 	// TLSLines are the http block's TLS directives (view_tls.go);
 	// NginxLines its one-directive keys (view_nginx.go).
 	TLSLines, NginxLines []sourcedLine
@@ -201,6 +204,7 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 	if v.TLSLines, err = newTLSLines(s, src); err != nil {
 		return mainView{}, err
 	}
+	v.PlaceholderCert, v.PlaceholderKey = placeholderCertificate(s)
 	if v.NginxLines, err = newNginxLines(s, src); err != nil {
 		return mainView{}, err
 	}

@@ -20,6 +20,7 @@ var tlsSettingFields = map[string]func(*bus.Settings) any{
 	"ssl-early-data":         func(s *bus.Settings) any { return &s.SSLEarlyData },
 	"ssl-reject-handshake":   func(s *bus.Settings) any { return &s.SSLRejectHandshake },
 	"ssl-dh-param":           func(s *bus.Settings) any { return &s.SSLDHParam },
+	"ssl-session-ticket-key": func(s *bus.Settings) any { return &s.SSLSessionTicketKey },
 	"http-redirect-code":     func(s *bus.Settings) any { return &s.HTTPRedirectCode },
 }
 
@@ -37,6 +38,9 @@ func newTLSLines(s bus.Settings, src sources) ([]sourcedLine, error) {
 	if s.SSLDHParamPEM != "" {
 		// The path is ours: a hash of the checked content.
 		out = append(out, sourcedLine{Src: src.configMapSource("ssl-dh-param"), Line: `ssl_dhparam "` + DHParamFile(s.SSLDHParamPEM) + `"`})
+	}
+	if ticketKey(s) != nil {
+		out = append(out, sourcedLine{Src: src.configMapSource("ssl-session-ticket-key"), Line: `ssl_session_ticket_key "` + TicketKeyFile + `"`})
 	}
 	cache, cacheKey := []string{"none"}, "ssl-session-cache"
 	if s.SSLSessionCache {
@@ -82,18 +86,39 @@ func onOff(b bool) string {
 // DHParamFile is the path of the ssl-dh-param file with the given content.
 func DHParamFile(pem string) string { return secretDir + contentName(pem) + ".dhparam.pem" }
 
-// flushDHParam publishes the ssl-dh-param file nginx.conf names, and
-// deletes the one it replaces.
-func (r *Renderer) flushDHParam(s bus.Settings, out *bus.Output) {
-	path := ""
+// flushSettingFiles publishes the files nginx.conf names for the
+// ConfigMap's ssl-dh-param and ssl-session-ticket-key, and deletes the
+// ones they replace.
+func (r *Renderer) flushSettingFiles(s bus.Settings, out *bus.Output) {
+	dh := ""
 	if s.SSLDHParamPEM != "" {
-		path = DHParamFile(s.SSLDHParamPEM)
+		dh = DHParamFile(s.SSLDHParamPEM)
+	}
+	r.flushSettingFile(&r.dhParamFile, dh, s.SSLDHParamPEM, out)
+	key, path := ticketKey(s), ""
+	if key != nil {
+		path = TicketKeyFile
+	}
+	r.flushSettingFile(&r.ticketKeyFile, path, string(key), out)
+	cert, certPath, keyPEM, keyPath := "", "", "", ""
+	if key != nil {
+		cert, keyPEM = r.sessionContext.certificate(key)
+		certPath, keyPath = SessionContextCertFile, SessionContextKeyFile
+	}
+	r.flushSettingFile(&r.contextCertFile, certPath, cert, out)
+	r.flushSettingFile(&r.contextKeyFile, keyPath, keyPEM, out)
+}
+
+// flushSettingFile publishes content at path ("" for no file) and
+// deletes *last, the file published before, when it is another.
+func (r *Renderer) flushSettingFile(last *string, path, content string, out *bus.Output) {
+	if path != "" {
 		r.files[path] = true
-		putFile(out, path, s.SSLDHParamPEM)
+		putFile(out, path, content)
 	}
-	if r.dhParamFile != "" && r.dhParamFile != path {
-		delete(r.files, r.dhParamFile)
-		out.Deletes = append(out.Deletes, fileKey(r.dhParamFile))
+	if *last != "" && *last != path {
+		delete(r.files, *last)
+		out.Deletes = append(out.Deletes, fileKey(*last))
 	}
-	r.dhParamFile = path
+	*last = path
 }

@@ -63,6 +63,10 @@ func invalidSetting(s *bus.Settings, key, value string, p settingParser) bus.Pro
 			key, clipQuoted(value), p.rule)
 		return problem
 	}
+	if p.secret {
+		problem.Message = fmt.Sprintf("%s: the value (not shown: it is a secret) is invalid, it must be %s; keeping the default", key, p.rule)
+		return problem
+	}
 	// Each key is applied once and apply leaves the field alone on
 	// failure, so show still gives the default here.
 	problem.Message = fmt.Sprintf("%s: %s is invalid, it must be %s; keeping the default %s", key, clipQuoted(value), p.rule, clipQuoted(p.show(s)))
@@ -151,6 +155,7 @@ var keyNotes = map[string]string{
 	"debug-connections":                     "NGINX logs the connections of these clients at debug level, whatever error-log-level says (debug_connection in the events block; Debian's NGINX is built with debugging), into NGINX's error log (the controller's log)",
 	"proxy-ssl-location-only":               "either value is accepted and changes nothing: Switchyard always writes the proxy-ssl-* annotations in the locations of the Ingress that sets them only, which is what true does in ingress-nginx; with false (its default) ingress-nginx also copies the first such Ingress's into the server block, where locations of the host's other Ingresses inherit them, which Switchyard never does (docs/compatibility.md)",
 	"disable-ipv6":                          "when true, NGINX listens on none of the IPv6 addresses of --http-addr and --https-addr (nor the TCP and UDP services on their IPv6 hosts), unless all of them are IPv6; when false, on every one, as in ingress-nginx (which listens on [::] besides 0.0.0.0 where the pod has IPv6)",
+	"ssl-session-ticket-key":                "written to a file only the NGINX master reads (render shows it redacted, and no message repeats the value); with ssl-session-tickets on, every replica given the same key resumes the sessions another issued, where each NGINX's own keys work for that NGINX only",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
 	"allow-cross-namespace-resources": "when true, " + strings.Join(append(slices.Clone(bus.SecretAnnotations), bus.ConfigMapAnnotations...), ", ") +
 		` may name a Secret or ConfigMap of another namespace ("namespace/name"), which is then read; when false, such a value is refused: the Ingress is rejected (with auth-proxy-set-headers, its external auth answers 503) (docs/compatibility.md)`,
@@ -165,6 +170,8 @@ type settingParser struct {
 	// (bus.AccessSettings) instead of keeping the default, which would
 	// leave open what the key closes.
 	failClosed bool
+	// secret: the value is a key, which no message may repeat.
+	secret bool
 }
 
 // setting builds a settingParser from a field accessor, a parser and a

@@ -278,7 +278,15 @@ func checkInvalidProblem(t *testing.T, key, in, def string, p bus.Problem) {
 	if settingParsers[key].failClosed {
 		kept = "every location it applies to answers 403"
 	}
-	for _, part := range []string{key + ": ", clipQuoted(strings.TrimSpace(in)), "must be", kept} {
+	shown := clipQuoted(strings.TrimSpace(in))
+	if settingParsers[key].secret {
+		// A key's value never reaches a message, not even clipped.
+		if len(in) > 4 && strings.Contains(p.Message, strings.TrimSpace(in)[:5]) {
+			t.Errorf("%s: the message repeats the secret value: %q", key, p.Message)
+		}
+		shown, kept = "not shown", "keeping the default"
+	}
+	for _, part := range []string{key + ": ", shown, "must be", kept} {
 		if !strings.Contains(p.Message, part) {
 			t.Errorf("%s: %q: message %q lacks %q", key, in, p.Message, part)
 		}

@@ -23,6 +23,9 @@ var tlsSettings = map[string]settingParser{
 	// ConfigMap reference.
 	"ssl-dh-param": setting(func(s *bus.Settings) *string { return &s.SSLDHParam },
 		`"namespace/name" of a Secret with dhparam.pem, or empty for none`, parseConfigMapRef, identity),
+	"ssl-session-ticket-key": secretSetting(setting(func(s *bus.Settings) *string { return &s.SSLSessionTicketKey },
+		"the standard base64 of 48 or 80 random bytes (openssl rand 80 piped to openssl enc -A -base64), or empty for keys each NGINX makes itself",
+		parseTicketKey, identity)),
 	"ssl-early-data":       boolSetting(func(s *bus.Settings) *bool { return &s.SSLEarlyData }),
 	"ssl-reject-handshake": boolSetting(func(s *bus.Settings) *bool { return &s.SSLRejectHandshake }),
 	"enable-ocsp":          boolSetting(func(s *bus.Settings) *bool { return &s.EnableOCSP }),
@@ -38,3 +41,20 @@ var tlsSettings = map[string]settingParser{
 }
 
 var ecdhCurvePattern = regexp.MustCompile(`^(auto|[A-Za-z0-9_-]{1,32}(:[A-Za-z0-9_-]{1,32}){0,15})$`)
+
+// parseTicketKey accepts an ssl-session-ticket-key NGINX can load; the
+// value is kept as given (the renderer decodes it into the key file).
+func parseTicketKey(v string) (string, bool) {
+	if v == "" {
+		return "", true
+	}
+	_, err := bus.DecodeTicketKey(v)
+	return v, err == nil
+}
+
+// secretSetting marks p's values as secrets: an invalid one is reported
+// without its value.
+func secretSetting(p settingParser) settingParser {
+	p.secret = true
+	return p
+}

@@ -1,6 +1,18 @@
 package translator
 
-import "switchyard.dev/switchyard/bus"
+import (
+	"encoding/base64"
+	"strings"
+
+	"switchyard.dev/switchyard/bus"
+)
+
+// Ticket keys of the two sizes NGINX reads, and one it does not.
+var (
+	ticketKey48 = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 48)))
+	ticketKey80 = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("K", 80)))
+	ticketKey32 = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 32)))
+)
 
 var tlsSettingsCases = map[string]keyCases{
 	"ssl-ecdh-curve": stringCases("auto", func(s *bus.Settings) *string { return &s.SSLECDHCurve },
@@ -21,6 +33,15 @@ var tlsSettingsCases = map[string]keyCases{
 		{"ingress/dhparam", func(s *bus.Settings) { s.SSLDHParam = "ingress/dhparam" }},
 		{"kube-system/dh-2048", func(s *bus.Settings) { s.SSLDHParam = "kube-system/dh-2048" }},
 	}},
+	"ssl-session-ticket-key": {def: "", invalid: []string{ticketKey32, "not base64!", ticketKey80 + "=", ticketKey48[:10] + " " + ticketKey48[10:]},
+		valid: []valid{
+			{"", setString(func(s *bus.Settings) *string { return &s.SSLSessionTicketKey }, "")},
+			{ticketKey48, setString(func(s *bus.Settings) *string { return &s.SSLSessionTicketKey }, ticketKey48)},
+			{" " + ticketKey80 + "\n", setString(func(s *bus.Settings) *string { return &s.SSLSessionTicketKey }, ticketKey80)},
+			// openssl enc -base64 without -A breaks lines at 64.
+			{ticketKey80[:64] + "\n" + ticketKey80[64:], setString(func(s *bus.Settings) *string { return &s.SSLSessionTicketKey },
+				ticketKey80[:64]+"\n"+ticketKey80[64:])},
+		}},
 	"http-redirect-code": {def: "308", invalid: []string{"", "300", "200", "3O8", "308;", "+308"}, valid: []valid{
 		{"301", func(s *bus.Settings) { s.HTTPRedirectCode = 301 }},
 		{"302", func(s *bus.Settings) { s.HTTPRedirectCode = 302 }},
