@@ -9,12 +9,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,13 +33,19 @@ func runCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := o.checkIngressNginxFlags(log); err != nil {
+		return err
+	}
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
 	if o.nginxBinary, err = exec.LookPath(o.nginxBinary); err != nil {
 		return fmt.Errorf("--nginx-binary: %w (run make deps)", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, err := o.shutdownContext(log)
+	if err != nil {
+		return err
+	}
 	defer stop()
 	started := make(chan struct{})
 	go keepHeadroom(ctx, started, log)
@@ -170,6 +175,9 @@ var stageReadiness = &readiness{conns: map[string]*bus.Conn{}}
 type readiness struct {
 	mu    sync.Mutex
 	conns map[string]*bus.Conn
+	// draining: a shutdown signal came, and NGINX serves on for
+	// --shutdown-grace-period while load balancers take this pod out.
+	draining atomic.Bool
 }
 
 func (r *readiness) add(name string, conn *bus.Conn) {
@@ -179,11 +187,19 @@ func (r *readiness) add(name string, conn *bus.Conn) {
 }
 
 func (r *readiness) serveHTTP(w http.ResponseWriter, _ *http.Request) {
-	if err := r.err(); err != nil {
+	if err := r.readyErr(); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = fmt.Fprintln(w, "ok")
+}
+
+// readyErr is err, or that the process is shutting down.
+func (r *readiness) readyErr() error {
+	if r.draining.Load() {
+		return errors.New("not ready: shutting down")
+	}
+	return r.err()
 }
 
 // err names the stages that cannot reach the bus, nil when none.

@@ -103,7 +103,7 @@ func metricsLabels(o *options) metrics.Labels {
 
 // listenMetrics serves the collector's handler on addr until ctx ends.
 func listenMetrics(ctx context.Context, addr string, collector *metrics.Collector, log *zap.Logger) {
-	srv := &http.Server{Addr: addr, Handler: collector.Handler(stageReadiness.err), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: collector.Handler(stageReadiness.err, stageReadiness.readyErr), ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	go func() {
 		log.Info("metrics", zap.String("addr", addr))

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
@@ -42,6 +40,9 @@ func stageCommand(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if err := o.checkIngressNginxFlags(log); err != nil {
+		return err
+	}
 	if err := o.setMemoryLimit(log); err != nil {
 		return err
 	}
@@ -69,7 +70,10 @@ func stageCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop, err := o.shutdownContext(log)
+	if err != nil {
+		return err
+	}
 	defer stop()
 	// A stage of its own keeps the start-up headroom until its first quiet
 	// period after a burst, as the all-in-one does after an apply.

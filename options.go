@@ -92,6 +92,9 @@ type options struct {
 	// instance names this process on the bus (stage --instance); "" in
 	// run, where one process holds every stage.
 	instance string
+	// ingressNginx are ingress-nginx's flags Switchyard has none of its
+	// own for (flags_ingressnginx.go).
+	ingressNginx foreignFlags
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -144,6 +147,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.tcpServices, "tcp-services-configmap", "", "ConfigMap NAMESPACE/NAME of TCP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT[:PROXY][:PROXY]")
 	fs.StringVar(&o.udpServices, "udp-services-configmap", "", "ConfigMap NAMESPACE/NAME of UDP services, as ingress-nginx's: each key a port NGINX listens on, each value NAMESPACE/SERVICE:PORT")
 	fs.BoolVar(&o.fullBackendPosts, "full-backend-posts", false, "post every backend to NGINX on each endpoint change instead of only the changed ones (for comparing the two)")
+	o.ingressNginx.register(fs)
 	fs.DurationVar(&o.minReloadInterval, "min-reload-interval", applier.DefaultMinReloadInterval, "least time between two NGINX reloads; changes meanwhile wait for one reload together (endpoint and certificate changes never wait)")
 }
 
@@ -425,7 +429,8 @@ func (o *options) newStage(name string, conn *bus.Conn, log *zap.Logger) (runner
 			StreamConfigMaps: o.streamConfigMaps(),
 			Status: status.Config{
 				PublishAddresses: splitList(o.publishAddress), PublishService: o.publishService,
-				ElectionID: o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
+				LeaveStatus: !o.ingressNginx.updateStatus(),
+				ElectionID:  o.electionID, ElectionNamespace: podNamespace(), ConfigMap: o.configMap,
 				TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices,
 			},
 		}, log), nil

@@ -148,20 +148,21 @@ func (c *Collector) Register(cs ...prometheus.Collector) { c.registry.MustRegist
 // Applied says whether a configuration has been applied since start.
 func (c *Collector) Applied() bool { return c.configApplied.Load() }
 
-// Handler serves /metrics, /healthz (the process and its stages reach the
-// bus: healthy) and /readyz (healthy, and a configuration is applied).
-func (c *Collector) Handler(busReady func() error) http.Handler {
+// Handler serves /metrics, /healthz (healthy: the process and its stages
+// reach the bus) and /readyz (ready: healthy and not shutting down, and a
+// configuration is applied).
+func (c *Collector) Handler(healthy, ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", c.metricsHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := busReady(); err != nil {
+		if err := healthy(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := busReady(); err != nil {
+		if err := ready(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

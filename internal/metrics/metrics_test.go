@@ -22,7 +22,7 @@ func scrape(t *testing.T, h http.Handler, path string) (int, string) {
 // ingress-nginx dashboard reads, and readiness follows the first apply.
 func TestObserve(t *testing.T) {
 	c := New(Labels{Namespace: "ns", Class: "nginx", Pod: "p-1"})
-	h := c.Handler(func() error { return nil })
+	h := c.Handler(func() error { return nil }, func() error { return nil })
 	if code, _ := scrape(t, h, "/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz before any apply: %d", code)
 	}
@@ -71,7 +71,8 @@ func TestObserve(t *testing.T) {
 	if code, _ := scrape(t, h, "/readyz"); code != 200 {
 		t.Errorf("readyz after an apply: %d", code)
 	}
-	down := c.Handler(func() error { return errors.New("bus down") })
+	busDown := func() error { return errors.New("bus down") }
+	down := c.Handler(busDown, busDown)
 	if code, body := scrape(t, down, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "bus down") {
 		t.Errorf("healthz with the bus down: %d %q", code, body)
 	}

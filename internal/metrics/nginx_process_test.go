@@ -44,7 +44,7 @@ func TestProcessCollector(t *testing.T) {
 	l := Labels{Namespace: "ns", Class: "nginx", Pod: "p-1"}
 	c := New(l)
 	c.RegisterProcess(newProcessCollector(l, status, pidFile, "/proc", nil))
-	_, body := scrape(t, c.Handler(func() error { return nil }), "/metrics")
+	_, body := scrape(t, c.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 	cl := `controller_class="nginx",controller_namespace="ns",controller_pod="p-1"`
 	for _, want := range []string{
 		`nginx_ingress_controller_nginx_process_connections{` + cl + `,state="active"} 3`,
@@ -86,7 +86,7 @@ func TestProcessCollectorWithoutNginx(t *testing.T) {
 	c := New(l)
 	c.RegisterProcess(newProcessCollector(l, func(context.Context) ([]byte, error) { return nil, errors.New("refused") },
 		filepath.Join(t.TempDir(), "none.pid"), "/proc", func(err error) { errs = append(errs, err) }))
-	code, body := scrape(t, c.Handler(func() error { return nil }), "/metrics")
+	code, body := scrape(t, c.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 	if code != 200 || strings.Contains(body, "nginx_process_") {
 		t.Errorf("scrape without NGINX: %d\n%s", code, body)
 	}

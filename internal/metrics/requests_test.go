@@ -65,7 +65,7 @@ func TestRequestCollector(t *testing.T) {
 
 	perHost := New(l)
 	perHost.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{PerHost: true}, nil))
-	_, body := scrape(t, perHost.Handler(func() error { return nil }), "/metrics")
+	_, body := scrape(t, perHost.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 	shopLabels := `canary="",` + cl + `,host="shop.example.com",ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="200"`
 	for _, want := range []string{
 		`nginx_ingress_controller_requests{` + shopLabels + `} 3`,
@@ -97,7 +97,7 @@ func TestRequestCollector(t *testing.T) {
 
 	merged := New(l)
 	merged.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{}, nil))
-	_, body = scrape(t, merged.Handler(func() error { return nil }), "/metrics")
+	_, body = scrape(t, merged.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 	noHost := `canary="",` + cl + `,ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="200"`
 	for _, want := range []string{
 		`nginx_ingress_controller_requests{` + noHost + `} 4`,
@@ -114,7 +114,7 @@ func TestRequestCollector(t *testing.T) {
 	classes := New(l)
 	classes.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{StatusClasses: true,
 		Exclude: []string{"nginx_ingress_controller_bytes_sent", "request_size", "ingress_upstream_latency_seconds"}}, nil))
-	_, body = scrape(t, classes.Handler(func() error { return nil }), "/metrics")
+	_, body = scrape(t, classes.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 	for _, want := range []string{
 		`nginx_ingress_controller_requests{canary="",` + cl + `,ingress="web",method="GET",namespace="shop",path="/shop",service="web",status="2xx"} 4`,
 		`nginx_ingress_controller_requests{canary="",` + cl + `,ingress="",method="GET",namespace="",path="",service="",status="4xx"} 7`,
@@ -146,7 +146,7 @@ func TestRequestCollectorUnreadable(t *testing.T) {
 			var reported error
 			c := New(l)
 			c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{PerHost: true}, func(err error) { reported = err }))
-			code, body := scrape(t, c.Handler(func() error { return nil }), "/metrics")
+			code, body := scrape(t, c.Handler(func() error { return nil }, func() error { return nil }), "/metrics")
 			if code != 200 || !strings.Contains(body, "nginx_ingress_controller_build_info") {
 				t.Fatalf("scrape: %d\n%s", code, body)
 			}
@@ -217,7 +217,7 @@ func TestDeletedIngressesLeftOut(t *testing.T) {
 	l := Labels{}
 	c := New(l)
 	c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{Ingresses: set}, nil))
-	h := c.Handler(func() error { return nil })
+	h := c.Handler(func() error { return nil }, func() error { return nil })
 	if _, body := scrape(t, h, "/metrics"); !strings.Contains(body, `ingress="gone"`) {
 		t.Error("before the pipeline reported, a series was left out")
 	}

@@ -44,7 +44,7 @@ func BenchmarkRequestCollectorScrape(b *testing.B) {
 	l := Labels{Namespace: "ns", Class: "nginx", Pod: "p-1"}
 	c := New(l)
 	c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{}, nil))
-	h := c.Handler(func() error { return nil })
+	h := c.Handler(func() error { return nil }, func() error { return nil })
 	b.ResetTimer()
 	for range b.N {
 		rec := httptest.NewRecorder()
@@ -136,7 +136,7 @@ func TestMetricsHandlerFormats(t *testing.T) {
 	l := Labels{Namespace: "ns", Class: "nginx", Pod: "p-1"}
 	c := New(l)
 	c.RegisterRequests(newRequestCollector(l, fetch, RequestOptions{}, nil))
-	h := c.Handler(func() error { return nil })
+	h := c.Handler(func() error { return nil }, func() error { return nil })
 	for _, tc := range []struct{ accept, encoding string }{
 		{"", ""},
 		{"", "gzip"},

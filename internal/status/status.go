@@ -39,6 +39,9 @@ type Config struct {
 	// PublishService (--publish-service, "namespace/name") supplies the
 	// addresses instead: its load balancer ingress, else its external IPs.
 	PublishService string
+	// LeaveStatus (ingress-nginx's --update-status=false): no Ingress's
+	// status is written or cleared; Events still are.
+	LeaveStatus bool
 	// ElectionID names the Lease; ElectionNamespace is where it lives.
 	ElectionID, ElectionNamespace string
 	// Identity of this replica in the election.
@@ -361,6 +364,9 @@ func lastApplied(ctx context.Context, conn *bus.Conn) uint64 {
 // writeStatus sets the addresses on every served Ingress not yet written,
 // and clears them from Ingresses no longer served.
 func (w *writer) writeStatus(ctx context.Context) {
+	if w.cfg.LeaveStatus {
+		return
+	}
 	addrs, err := w.addresses(ctx)
 	if err != nil {
 		w.log.Warn("status addresses", zap.Error(err))

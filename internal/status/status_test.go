@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -183,4 +184,25 @@ func eventsClient() *fake.Clientset {
 		return false, nil, nil
 	})
 	return client
+}
+
+// TestLeaveStatus: with ingress-nginx's --update-status=false no Ingress's
+// status is written; otherwise the served Ingress gets the address.
+func TestLeaveStatus(t *testing.T) {
+	for _, leave := range []bool{false, true} {
+		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+		client := fake.NewClientset(ing)
+		w := &writer{client: client, log: zap.NewNop(), written: map[string]bool{},
+			cfg:   Config{PublishAddresses: []string{"192.0.2.7"}, LeaveStatus: leave},
+			infos: map[string]bus.IngressInfo{"ns/web": {Namespace: "ns", Name: "web"}}}
+		ctx := context.Background()
+		w.writeStatus(ctx)
+		got, err := client.NetworkingV1().Ingresses("ns").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if written := len(got.Status.LoadBalancer.Ingress) == 1; written == leave {
+			t.Errorf("LeaveStatus %v: status %+v", leave, got.Status.LoadBalancer)
+		}
+	}
 }
