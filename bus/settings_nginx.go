@@ -38,6 +38,10 @@ type NginxSettings struct {
 	// DisableIPv6 is disable-ipv6: NGINX listens on none of the applier's
 	// IPv6 addresses (bus.ListenPlaceholder).
 	DisableIPv6 bool `json:"disableIPv6,omitempty"`
+	// ErrorLogPath is error-log-path: a file NGINX writes its error log to
+	// besides stderr, which the applier reads (its reload errors, and the
+	// controller's log); "" for stderr only.
+	ErrorLogPath string `json:"errorLogPath,omitempty"`
 	// DebugConnections is debug-connections: client addresses and CIDRs
 	// whose connections NGINX logs at debug level (debug_connection; the
 	// Debian build has --with-debug), canonical; nil for none.

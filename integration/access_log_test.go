@@ -248,3 +248,30 @@ func TestAccessLogParamsNginxRefuses(t *testing.T) {
 		t.Errorf("the running nginx.conf still has access-log-params, or no refusal line")
 	}
 }
+
+// TestErrorLogPathThroughNginx: with error-log-path, NGINX's errors (a
+// backend that refuses connections) reach that file and still the
+// controller's log, which the applier reads.
+func TestErrorLogPathThroughNginx(t *testing.T) {
+	e := newBackends(t)
+	errorLog := filepath.Join(writableLogDir(t), "error.log")
+	e.write("dead.yaml", harness.ServiceYAML("default", "dead", harness.FreePort(t))+"---\n"+
+		harness.AnnotatedIngressYAML("default", "dead", "dead.example.com", nil, harness.Path{Path: "/", Type: "Prefix", Service: "dead"}))
+	e.write("config.yaml", configMapYAML(map[string]string{"error-log-path": errorLog}))
+	e.sy = harness.StartSwitchyard(t, e.dir, "--configmap", configMapName)
+	harness.WaitFor(t, changeTimeout, "the refused connection in error-log-path's file and the controller's log", func() error {
+		if r := e.getWith("dead.example.com", "/", nil); r.Status != 502 {
+			return fmt.Errorf("status %d, want 502", r.Status)
+		}
+		data, err := os.ReadFile(errorLog)
+		if err != nil || !strings.Contains(string(data), "connect() failed") {
+			return fmt.Errorf("%s: %v %q", errorLog, err, data)
+		}
+		// NGINX's stderr reaches the controller's log through a pipe the
+		// applier reads: moments later.
+		if !strings.Contains(e.sy.Output.String(), "connect() failed") {
+			return errors.New("not in the controller's log")
+		}
+		return nil
+	})
+}

@@ -84,6 +84,9 @@ type mainView struct {
 	// SyslogErrorLog is the http block's second error_log target
 	// (enable-syslog), "" for none.
 	SyslogErrorLog string
+	// ErrorLogFile is error-log-path quoted, the second error_log target
+	// of the main context and the http block; "" for none.
+	ErrorLogFile string
 	// ErrorLogLevel is error_log's level; WorkerCPUAffinity
 	// worker_cpu_affinity's arguments, "" for none. Both checked again.
 	ErrorLogLevel, WorkerCPUAffinity string
@@ -122,7 +125,7 @@ type mainSources struct {
 	UseProxyProtocol, EnableMultiAccept                                   string
 	EnableRealIP, ForwardedForHeader, ForwardedHostHeader                 string
 	ErrorLogLevel, WorkerCPUAffinity, GenerateRequestID                   string
-	DebugConnections                                                      string
+	DebugConnections, ErrorLogPath                                        string
 }
 
 func newMainSources(src sources) mainSources {
@@ -132,7 +135,7 @@ func newMainSources(src sources) mainSources {
 		ServerTokens: s("server-tokens"), ProxyRealIPCIDR: s("proxy-real-ip-cidr"),
 		UseProxyProtocol: s("use-proxy-protocol"), EnableMultiAccept: s("enable-multi-accept"),
 		EnableRealIP: s("enable-real-ip"), ForwardedForHeader: s("forwarded-for-header"), ForwardedHostHeader: s("forwarded-host-header"),
-		ErrorLogLevel: s("error-log-level"), DebugConnections: s("debug-connections"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
+		ErrorLogLevel: s("error-log-level"), ErrorLogPath: s("error-log-path"), DebugConnections: s("debug-connections"), WorkerCPUAffinity: s("worker-cpu-affinity"), GenerateRequestID: s("generate-request-id"),
 		LogFormatUpstream: s("log-format-upstream"), LimitReqStatusCode: s("limit-req-status-code"),
 		LimitConnStatusCode: s("limit-conn-status-code"), LimitConnZoneVariable: s("limit-conn-zone-variable"),
 		SSLProtocols: s("ssl-protocols"), SSLCiphers: s("ssl-ciphers"),
@@ -219,6 +222,11 @@ func newMainView(cfg Config, s bus.Settings, src sources, refused []string) (mai
 		return mainView{}, fmt.Errorf("refusing error-log-level %q or worker-cpu-affinity %q", s.ErrorLogLevel, s.WorkerCPUAffinity)
 	}
 	v.ErrorLogLevel, v.WorkerCPUAffinity = s.ErrorLogLevel, s.WorkerCPUAffinity
+	if s.ErrorLogPath != "" {
+		if v.ErrorLogFile, err = quote(s.ErrorLogPath); err != nil {
+			return mainView{}, fmt.Errorf("error-log-path: %w", err)
+		}
+	}
 	if v.SyslogErrorLog, err = syslogErrorLog(s.Syslog); err != nil {
 		return mainView{}, fmt.Errorf("enable-syslog: %w", err)
 	}

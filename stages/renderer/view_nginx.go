@@ -21,6 +21,7 @@ var nginxSettingFields = map[string]func(*bus.Settings) any{
 	"allow-backend-server-header":    func(s *bus.Settings) any { return &s.AllowBackendServerHeader },
 	"enable-multi-accept":            func(s *bus.Settings) any { return &s.EnableMultiAccept },
 	"error-log-level":                func(s *bus.Settings) any { return &s.ErrorLogLevel },
+	"error-log-path":                 func(s *bus.Settings) any { return &s.ErrorLogPath },
 	"worker-cpu-affinity":            func(s *bus.Settings) any { return &s.WorkerCPUAffinity },
 	"generate-request-id":            func(s *bus.Settings) any { return &s.GenerateRequestID },
 	"retry-non-idempotent":           func(s *bus.Settings) any { return &s.RetryNonIdempotent },

@@ -34,6 +34,13 @@ var nginxSettingsCases = map[string]keyCases{
 		valid:   []valid{{"warn", setString(func(s *bus.Settings) *string { return &s.ErrorLogLevel }, "warn")}},
 		invalid: []string{"", "verbose", "warn;"},
 	},
+	"error-log-path": {def: "",
+		valid: []valid{
+			{"/var/log/nginx/error.log", setString(errorLogPathField, "/var/log/nginx/error.log")},
+			{"", setString(errorLogPathField, "")},
+		},
+		invalid: []string{"error.log", "/var/log/../etc/shadow", "/var/log/a b", "/var/log/a;", "syslog:server=x", "/var/log/$host.log"},
+	},
 	"worker-cpu-affinity": {def: "",
 		valid: []valid{
 			{"auto", setString(func(s *bus.Settings) *string { return &s.WorkerCPUAffinity }, "auto")},
@@ -48,3 +55,5 @@ var nginxSettingsCases = map[string]keyCases{
 func setDebugConnections(want []string) func(*bus.Settings) {
 	return func(s *bus.Settings) { s.DebugConnections = want }
 }
+
+func errorLogPathField(s *bus.Settings) *string { return &s.ErrorLogPath }
