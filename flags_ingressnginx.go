@@ -71,14 +71,14 @@ var ingressNginxFlags = []foreignFlag{
 		why: "Switchyard always checks every annotation value against a whole-string pattern"},
 	{name: "default-server-port", def: "8181", fate: fateIgnored,
 		why: "the catch-all server listens on --http-addr and --https-addr like every other server"},
-	{name: "disable-catch-all", isBool: true, def: "false", fate: fateRefused, same: []string{"false"},
-		why: "Switchyard serves the defaultBackend of every Ingress it serves"},
+	{name: "disable-catch-all", isBool: true, def: "false", fate: fateImplemented,
+		why: "true: an Ingress with a defaultBackend and no rules is not served (reported as CatchAllDisabled)"},
 	{name: "disable-full-test", isBool: true, def: "false", fate: fateIgnored,
 		why: "the admission webhook always checks an Ingress with the configuration it would join"},
 	{name: "disable-leader-election", isBool: true, def: "false", fate: fateIgnored, same: []string{"false"},
 		why: "the replicas always elect the one that writes the Ingress status (--election-id)"},
-	{name: "disable-svc-external-name", isBool: true, def: "false", fate: fateRefused, same: []string{"false"},
-		why: "Switchyard proxies to Services of type ExternalName"},
+	{name: "disable-svc-external-name", isBool: true, def: "false", fate: fateImplemented,
+		why: "true: a path to a Service of type ExternalName answers 503 (reported as ExternalNameDisabled), and so does a TCP or UDP service's, as always"},
 	{name: "disable-sync-events", isBool: true, def: "false", fate: fateIgnored,
 		why: "Switchyard creates no Sync events; it reports problems as Events of the object at fault"},
 	{name: "dynamic-configuration-retries", def: "15", fate: fateIgnored,
@@ -241,6 +241,12 @@ func (f *foreignFlags) check() (warnings []string, err error) {
 func (f *foreignFlags) updateStatus() bool {
 	v, ok := f.given("update-status")
 	return !ok || v == "true"
+}
+
+// isTrue says whether the boolean flag name was given true.
+func (f *foreignFlags) isTrue(name string) bool {
+	v, ok := f.given(name)
+	return ok && v == "true"
 }
 
 // shutdownDelay is ingress-nginx's --shutdown-grace-period, in seconds.

@@ -234,7 +234,9 @@ func (o *options) translatorConfig() (translator.Config, error) {
 	return translator.Config{ControllerClass: o.controllerClass, IngressClass: o.ingressClass, WatchWithoutClass: o.watchWithoutClass,
 		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix,
 		HostOwnership: ownership, DefaultSSLCertificate: o.defaultSSLCert,
-		TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices, ReservedPorts: o.reservedPorts()}, nil
+		TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices, ReservedPorts: o.reservedPorts(),
+		DisableCatchAll: o.ingressNginx.isTrue("disable-catch-all"), DisableServiceExternalName: o.ingressNginx.isTrue("disable-svc-external-name"),
+	}, nil
 }
 
 // reservedPorts are the ports Switchyard's own listeners use, which a TCP

@@ -92,6 +92,12 @@ func (t *Translator) plan(ing *networkingv1.Ingress) *ingressPlan {
 		p.info.Problems = problems
 		return p
 	}
+	if t.cfg.DisableCatchAll && ing.Spec.DefaultBackend != nil && len(ing.Spec.Rules) == 0 {
+		p.info.Rejected = true
+		p.problem("spec.defaultBackend", "CatchAllDisabled",
+			"an Ingress with a defaultBackend and no rules would take the requests no host matches, which --disable-catch-all turns off; it is not served")
+		return p
+	}
 	if p.addCustomHeaders(t, ing); p.info.Rejected {
 		return p // nothing of a rejected Ingress is served
 	}
@@ -171,6 +177,11 @@ func (p *ingressPlan) backendFor(t *Translator, ing *networkingv1.Ingress, b *ne
 		return p.addBackend(backend)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if t.cfg.DisableServiceExternalName {
+			p.problem(field+".service.name", "ExternalNameDisabled",
+				"Service %s is of type ExternalName, which --disable-svc-external-name turns off; this path answers 503", svcKey)
+			return p.addBackend(backend)
+		}
 		return p.addBackend(p.externalBackend(backend, svc, port, field))
 	}
 	if p.serviceUpstream {

@@ -55,6 +55,14 @@ type Config struct {
 	// ReservedPorts are the ports Switchyard itself listens on, with what
 	// listens there: a TCP or UDP service may not take them.
 	ReservedPorts map[int]string
+	// DisableCatchAll is ingress-nginx's --disable-catch-all: an Ingress
+	// with a defaultBackend and no rules (a catch-all) is not served, so
+	// no namespace can take the requests no host matches.
+	DisableCatchAll bool
+	// DisableServiceExternalName is ingress-nginx's
+	// --disable-svc-external-name: a path to a Service of type
+	// ExternalName answers 503 instead of proxying to its DNS name.
+	DisableServiceExternalName bool
 }
 
 // The values of Config.HostOwnership (--host-ownership).

@@ -40,6 +40,12 @@ func TestGolden(t *testing.T) {
 			if name == "default-ssl-certificate" {
 				cfg.DefaultSSLCertificate = "default/fallback"
 			}
+			if name == "catch-all-disabled" {
+				cfg.DisableCatchAll = true
+			}
+			if name == "external-name-disabled" {
+				cfg.DisableServiceExternalName = true
+			}
 			if name == "host-ownership-namespace" {
 				cfg.HostOwnership = HostOwnershipNamespace
 			}
