@@ -235,7 +235,8 @@ func (o *options) translatorConfig() (translator.Config, error) {
 		ConfigMap: o.configMap, DefaultBackendService: o.defaultBackend, AnnotationsPrefix: o.annotationsPrefix,
 		HostOwnership: ownership, DefaultSSLCertificate: o.defaultSSLCert,
 		TCPServicesConfigMap: o.tcpServices, UDPServicesConfigMap: o.udpServices, ReservedPorts: o.reservedPorts(),
-		DisableCatchAll: o.ingressNginx.isTrue("disable-catch-all"), DisableServiceExternalName: o.ingressNginx.isTrue("disable-svc-external-name"),
+		IngressClassByName: o.ingressNginx.isTrue("ingress-class-by-name"),
+		DisableCatchAll:    o.ingressNginx.isTrue("disable-catch-all"), DisableServiceExternalName: o.ingressNginx.isTrue("disable-svc-external-name"),
 	}, nil
 }
 

@@ -105,3 +105,17 @@ defaultBackend: {enabled: false}
 		t.Errorf("ingress-nginx's defaults: %v", err)
 	}
 }
+
+// TestChartIngressClassByName: ingress-nginx's controller.ingressClassByName
+// becomes the flag of the same name.
+func TestChartIngressClassByName(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		out, err := Render(chartDir, "switchyard", "edge", map[string]any{"controller": map[string]any{"ingressClassByName": on}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(out), "--ingress-class-by-name"); got != on {
+			t.Errorf("ingressClassByName %v: the flag is there: %v", on, got)
+		}
+	}
+}

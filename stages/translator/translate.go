@@ -63,6 +63,10 @@ type Config struct {
 	// --disable-svc-external-name: a path to a Service of type
 	// ExternalName answers 503 instead of proxying to its DNS name.
 	DisableServiceExternalName bool
+	// IngressClassByName is ingress-nginx's --ingress-class-by-name: the
+	// IngressClass named IngressClass is ours whatever controller it
+	// names.
+	IngressClassByName bool
 }
 
 // The values of Config.HostOwnership (--host-ownership).
@@ -454,7 +458,7 @@ func (t *Translator) index(key string, p *ingressPlan, add bool) {
 func (t *Translator) isOurs(ing *networkingv1.Ingress) bool {
 	if name := ing.Spec.IngressClassName; name != nil {
 		class, ok := t.objs.classes[*name]
-		return ok && class.Spec.Controller == t.cfg.ControllerClass
+		return ok && (class.Spec.Controller == t.cfg.ControllerClass || (t.cfg.IngressClassByName && *name == t.cfg.IngressClass))
 	}
 	if v, ok := ing.Annotations[legacyClassAnnotation]; ok {
 		return v == t.cfg.IngressClass

@@ -40,6 +40,9 @@ func TestGolden(t *testing.T) {
 			if name == "default-ssl-certificate" {
 				cfg.DefaultSSLCertificate = "default/fallback"
 			}
+			if name == "class-by-name" {
+				cfg.IngressClass, cfg.IngressClassByName = "nginx", true
+			}
 			if name == "catch-all-disabled" {
 				cfg.DisableCatchAll = true
 			}

@@ -39,6 +39,9 @@ app.kubernetes.io/component: applier
 {{- if $c.watchIngressWithoutClass }}
 - --watch-ingress-without-class
 {{- end }}
+{{- if $c.ingressClassByName }}
+- --ingress-class-by-name
+{{- end }}
 - --log-format=json
 {{- end -}}
 
@@ -128,7 +131,6 @@ cluster", lists every ingress-nginx key that does not carry over. */}}
   (list (dig "scope" "enabled" false $c) "controller.scope.enabled" "set controller.extraArgs.watch-namespace instead")
   (list (ne (dig "scope" "namespaceSelector" "" $c) "") "controller.scope.namespaceSelector" "set controller.extraArgs.watch-namespace-selector instead")
   (list (ne (dig "customTemplate" "configMapName" "" $c) "") "controller.customTemplate" "Switchyard renders its own configuration and takes no NGINX template; remove it")
-  (list (dig "ingressClassByName" false $c) "controller.ingressClassByName" "Ingresses are matched by the IngressClass's controller; remove it")
   (list (dig "service" "internal" "enabled" false $c) "controller.service.internal.enabled" "a second, internal Service is not made; create it yourself")
   (list (not (dig "service" "enableHttp" true $c)) "controller.service.enableHttp" "the Service always has the http port; remove it")
   (list (not (dig "service" "enableHttps" true $c)) "controller.service.enableHttps" "the Service always has the https port; remove it")
