@@ -75,21 +75,21 @@ func TestIngressNginxFlags(t *testing.T) {
 	if d, err := o.ingressNginx.shutdownDelay(); err != nil || d != 5*time.Second {
 		t.Errorf("--shutdown-grace-period=5: %v, %v", d, err)
 	}
-	o, err = parseRunFlags(t, "--disable-catch-all", "--disable-svc-external-name=true")
+	o, err = parseRunFlags(t, "--disable-catch-all", "--disable-svc-external-name=true", "--ingress-class-by-name")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := o.translatorConfig()
-	if err != nil || !cfg.DisableCatchAll || !cfg.DisableServiceExternalName {
+	if err != nil || !cfg.DisableCatchAll || !cfg.DisableServiceExternalName || !cfg.IngressClassByName {
 		t.Errorf("the translator is not told: %+v, %v", cfg, err)
 	}
 
-	o, err = parseRunFlags(t, "--ingress-class-by-name", "--http-port=80", "--apiserver-host=", "--healthz-port=10254")
+	o, err = parseRunFlags(t, "--https-port=443", "--http-port=80", "--apiserver-host=", "--healthz-port=10254")
 	if err != nil {
 		t.Fatal(err)
 	}
 	warnings, err = o.ingressNginx.check()
-	if err == nil || !strings.Contains(err.Error(), "--ingress-class-by-name=true") || !strings.Contains(err.Error(), "--http-port=80") ||
+	if err == nil || !strings.Contains(err.Error(), "--https-port=443") || !strings.Contains(err.Error(), "--http-port=80") ||
 		strings.Contains(err.Error(), "apiserver-host") {
 		t.Errorf("refused flags: %v", err)
 	}
