@@ -50,6 +50,10 @@ type Settings struct {
 
 	AllowSnippetAnnotations bool   `json:"allowSnippetAnnotations"` // allow-snippet-annotations
 	AnnotationsRiskLevel    string `json:"annotationsRiskLevel"`    // annotations-risk-level: Low, Medium, High, Critical
+	// AnnotationValueWordBlocklist is annotation-value-word-blocklist: an
+	// Ingress with an annotation (under the prefix) whose value holds one
+	// of these words is not served, as in ingress-nginx.
+	AnnotationValueWordBlocklist []string `json:"annotationValueWordBlocklist"`
 	// AllowCrossNamespaceResources is allow-cross-namespace-resources:
 	// annotations naming a Secret or ConfigMap ("namespace/name") may name
 	// one of another namespace (bus.RefAllowed). Off by default, as in
@@ -122,7 +126,7 @@ func DefaultSettings() Settings {
 		SSLCiphers:         "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",
 		CustomHTTPErrors:   []int{},
 		LimitReqStatusCode: 503, LimitConnStatusCode: 503, LimitConnZoneVariable: DefaultLimitConnZoneVariable,
-		AnnotationsRiskLevel: "High",
+		AnnotationsRiskLevel: "High", AnnotationValueWordBlocklist: []string{},
 		LoadBalance:          LoadBalanceRoundRobin,
 		HTTPSettings:         defaultHTTPSettings(),
 	}

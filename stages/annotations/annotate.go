@@ -205,7 +205,8 @@ func (a *Annotator) set(key string, data []byte, decoded any, out *bus.Output, t
 				return fmt.Errorf("decode %s: %w", key, err)
 			}
 			if settings.AnnotationsRiskLevel != a.settings.AnnotationsRiskLevel || settings.AllowSnippetAnnotations != a.settings.AllowSnippetAnnotations ||
-				settings.AllowCrossNamespaceResources != a.settings.AllowCrossNamespaceResources {
+				settings.AllowCrossNamespaceResources != a.settings.AllowCrossNamespaceResources ||
+				!slices.Equal(settings.AnnotationValueWordBlocklist, a.settings.AnnotationValueWordBlocklist) {
 				for id := range a.ingresses {
 					dirty[id] = true
 				}

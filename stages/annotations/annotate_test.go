@@ -171,6 +171,36 @@ func TestAnnotatorSettingsReapplyAll(t *testing.T) {
 	}
 }
 
+// TestAnnotationValueWordBlocklist: an Ingress whose annotation value
+// holds a word of annotation-value-word-blocklist is not served (the
+// other one is), re-checked when the list changes; an annotation under
+// another prefix is not ours to judge.
+func TestAnnotationValueWordBlocklist(t *testing.T) {
+	f := newFakeAnnotator(t)
+	ctx := context.Background()
+	s := bus.DefaultSettings()
+	s.AnnotationValueWordBlocklist = []string{"load_module", "{"}
+	out := update(t, f.Annotator, ctx, change{}.
+		ingress("ns", "bad", map[string]string{headerKey: "a", bus.DefaultAnnotationsPrefix + "/proxy-redirect-from": "x{y"}).
+		ingress("ns", "good", map[string]string{headerKey: "plain", "example.com/other": "load_module"}).
+		settings(s))
+	if feats, ok := served(t, out, "bad"); ok {
+		t.Errorf("bad served with %+v", feats)
+	}
+	if info := infoOf(t, out, "ns", "bad"); !info.Rejected || info.Problems[0].Reason != ReasonAnnotationRefused ||
+		!strings.Contains(info.Problems[0].Message, "annotation-value-word-blocklist") {
+		t.Errorf("bad: info %+v, want refused naming the blocklist", info)
+	}
+	if feats, ok := served(t, out, "good"); !ok || headerOf(feats, "X-Fake") != "plain" {
+		t.Errorf("good: served %v with %+v", ok, feats)
+	}
+	s.AnnotationValueWordBlocklist = []string{}
+	out = update(t, f.Annotator, ctx, change{}.settings(s))
+	if feats, ok := served(t, out, "bad"); !ok || headerOf(feats, "X-Fake") != "a" {
+		t.Errorf("bad without the blocklist: served %v with %+v", ok, feats)
+	}
+}
+
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	data, err := json.Marshal(v)

@@ -32,6 +32,10 @@ func (a *Annotator) split(info *bus.IngressInfo, res *ingressResult) map[*hosted
 	for _, key := range a.keyBuf {
 		value, snippet := a.typedValue(key, info.Annotations[key])
 		owner := a.owners[key]
+		if problem, ok := a.blockedWord(key, info.Annotations[key]); ok {
+			res.reject(problem)
+			continue
+		}
 		if canary && (owner == nil || (owner.plugin.desc.Name != canaryPlugin && owner.plugin.desc.Name != balancingPlugin)) {
 			// A canary Ingress ignores its other annotations, as in
 			// ingress-nginx; a name nobody knows is still a typo to report.
@@ -132,6 +136,22 @@ func (a *Annotator) refuse(owner *ownedKey, key, value string, maxRisk plugins.R
 	case !a.matches(owner, value):
 		return bus.Problem{Field: field(), Reason: ReasonInvalidAnnotation, Message: fmt.Sprintf(
 			"annotation %s: value %s does not match %s", key, quoteForMessage(value), owner.spec.Pattern)}, true
+	}
+	return bus.Problem{}, false
+}
+
+// blockedWord refuses an annotation under the prefix whose value holds a
+// word of the ConfigMap's annotation-value-word-blocklist: its Ingress is
+// not served, as in ingress-nginx.
+func (a *Annotator) blockedWord(key, value string) (bus.Problem, bool) {
+	if !strings.HasPrefix(key, a.prefix+"/") {
+		return bus.Problem{}, false
+	}
+	for _, word := range a.settings.AnnotationValueWordBlocklist {
+		if word != "" && strings.Contains(value, word) {
+			return bus.Problem{Field: "metadata.annotations[" + key + "]", Reason: ReasonAnnotationRefused, Message: fmt.Sprintf(
+				"annotation %s: the value holds %s, a word of the controller's annotation-value-word-blocklist", key, quoteForMessage(word))}, true
+		}
 	}
 	return bus.Problem{}, false
 }

@@ -155,6 +155,7 @@ var keyNotes = map[string]string{
 	"debug-connections":                     "NGINX logs the connections of these clients at debug level, whatever error-log-level says (debug_connection in the events block; Debian's NGINX is built with debugging), into NGINX's error log (the controller's log)",
 	"proxy-ssl-location-only":               "either value is accepted and changes nothing: Switchyard always writes the proxy-ssl-* annotations in the locations of the Ingress that sets them only, which is what true does in ingress-nginx; with false (its default) ingress-nginx also copies the first such Ingress's into the server block, where locations of the host's other Ingresses inherit them, which Switchyard never does (docs/compatibility.md)",
 	"disable-ipv6":                          "when true, NGINX listens on none of the IPv6 addresses of --http-addr and --https-addr (nor the TCP and UDP services on their IPv6 hosts), unless all of them are IPv6; when false, on every one, as in ingress-nginx (which listens on [::] besides 0.0.0.0 where the pod has IPv6)",
+	"annotation-value-word-blocklist": "an Ingress with an annotation under the prefix whose value holds one of the words (case-sensitive) is not served (AnnotationRefused, naming the word), as in ingress-nginx; Switchyard also checks every value against its annotation's whole-string pattern",
 	"error-log-path":                        "NGINX writes its error log to this file as well as to the controller's log, which the applier reads (a reload NGINX refuses is reported from it); ingress-nginx writes only the file (its /var/log/nginx/error.log is a link to stderr)",
 	"ssl-session-ticket-key":                "written to a file only the NGINX master reads (render shows it redacted, and no message repeats the value); with ssl-session-tickets on, every replica given the same key resumes the sessions another issued, where each NGINX's own keys work for that NGINX only",
 	"disable-ipv6-dns":                      "when true, NGINX's resolver (ExternalName Services) asks for IPv4 addresses only and the IPv6 nameservers are left out, unless they are all there is; when false, both, as in ingress-nginx",
@@ -253,6 +254,9 @@ var coreSettings = map[string]settingParser{
 	"allow-cross-namespace-resources": boolSetting(func(s *bus.Settings) *bool { return &s.AllowCrossNamespaceResources }),
 	"annotations-risk-level": setting(func(s *bus.Settings) *string { return &s.AnnotationsRiskLevel },
 		"one of "+strings.Join(riskLevels, ", "), parseRiskLevel, identity),
+	"annotation-value-word-blocklist": setting(func(s *bus.Settings) *[]string { return &s.AnnotationValueWordBlocklist },
+		"a comma-separated list of at most 256 words of 1 to 128 printable ASCII characters (no comma), or empty for none",
+		parseWordBlocklist, joinWith(",")),
 	// The global algorithm, as in ingress-nginx's ConfigMap: the hashing
 	// and sticky balancers need per-backend settings, so only these two.
 	"load-balance":     patternSetting(func(s *bus.Settings) *string { return &s.LoadBalance }, loadBalancePattern, "round_robin or ewma"),
@@ -417,4 +421,14 @@ func clipQuoted(v string) string {
 		cut--
 	}
 	return fmt.Sprintf("%q... (%d bytes)", v[:cut], len(v))
+}
+
+// blocklistWordPattern is one word of annotation-value-word-blocklist:
+// printable ASCII without a comma (the separator), spaces inside allowed.
+var blocklistWordPattern = regexp.MustCompile(`^[\x20-\x2b\x2d-\x7e]{1,128}$`)
+
+// parseWordBlocklist reads annotation-value-word-blocklist. Empty items
+// (a trailing comma) are skipped: a word "" would be in every value.
+func parseWordBlocklist(v string) ([]string, bool) {
+	return parseList(v, 256, blocklistWordPattern.MatchString)
 }

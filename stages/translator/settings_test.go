@@ -79,6 +79,15 @@ var coreSettingsCases = map[string]keyCases{
 	"load-balance": stringCases("round_robin", func(s *bus.Settings) *string { return &s.LoadBalance },
 		[]string{"ewma", "round_robin"},
 		[]string{"EWMA", "chash", "sticky_balanced", "ewma;", "round robin", "least_conn"}),
+	"annotation-value-word-blocklist": keyCases{def: "",
+		valid: []valid{
+			{"", setEmpty(wordBlocklistField)},
+			{"load_module,lua_package,_by_lua,location,root,proxy_pass,serviceaccount,{,},',\"", setStrings(wordBlocklistField,
+				"load_module", "lua_package", "_by_lua", "location", "root", "proxy_pass", "serviceaccount", "{", "}", "'", `"`)},
+			{"a b, c,,", setStrings(wordBlocklistField, "a b", "c")},
+		},
+		invalid: []string{"é", "a\tb", strings.Repeat("w", 129), manyWords(257)},
+	},
 	"annotations-risk-level": keyCases{def: "High",
 		valid: []valid{
 			{"Low", setString(riskLevelField, "Low")}, {"Medium", setString(riskLevelField, "Medium")},
@@ -170,6 +179,7 @@ func stringCases(def string, field func(*bus.Settings) *string, good, bad []stri
 }
 
 func riskLevelField(s *bus.Settings) *string       { return &s.AnnotationsRiskLevel }
+func wordBlocklistField(s *bus.Settings) *[]string { return &s.AnnotationValueWordBlocklist }
 func workerProcessesField(s *bus.Settings) *string { return &s.WorkerProcesses }
 func logFormatField(s *bus.Settings) *string       { return &s.LogFormatUpstream }
 func realIPField(s *bus.Settings) *[]string        { return &s.ProxyRealIPCIDR }
@@ -489,4 +499,13 @@ func TestModSecuritySnippetSetting(t *testing.T) {
 			t.Errorf("%q: problems %+v", value, problems)
 		}
 	}
+}
+
+// manyWords is a list of n distinct words.
+func manyWords(n int) string {
+	words := make([]string, n)
+	for i := range words {
+		words[i] = "w" + strconv.Itoa(i)
+	}
+	return strings.Join(words, ",")
 }
