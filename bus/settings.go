@@ -127,8 +127,8 @@ func DefaultSettings() Settings {
 		CustomHTTPErrors:   []int{},
 		LimitReqStatusCode: 503, LimitConnStatusCode: 503, LimitConnZoneVariable: DefaultLimitConnZoneVariable,
 		AnnotationsRiskLevel: "High", AnnotationValueWordBlocklist: []string{},
-		LoadBalance:          LoadBalanceRoundRobin,
-		HTTPSettings:         defaultHTTPSettings(),
+		LoadBalance:  LoadBalanceRoundRobin,
+		HTTPSettings: defaultHTTPSettings(),
 	}
 	s.PathsSettings = defaultPathsSettings()
 	s.ProxyProtocolSettings = defaultProxyProtocolSettings()
