@@ -132,7 +132,7 @@ var ingressNginxFlags = []foreignFlag{
 	{name: "report-node-internal-ip-address", isBool: true, def: "false", fate: fateIgnored, same: []string{"false"},
 		why: "the Ingress status holds the addresses of --publish-service or --publish-status-address"},
 	{name: "shutdown-grace-period", def: "0", fate: fateImplemented,
-		why: "seconds NGINX keeps serving after SIGTERM, while /readyz answers 503, before it drains (--shutdown-grace) and stops"},
+		why: "seconds NGINX keeps serving after SIGTERM, while /readyz answers 503, before it drains (--shutdown-grace) and stops; the pod's terminationGracePeriodSeconds (the chart: 60) must cover both"},
 	{name: "ssl-passthrough-proxy-port", def: "442", fate: fateIgnored,
 		why: "TLS passthrough hands connections over on unix sockets"},
 	{name: "status-port", def: "10246", fate: fateIgnored,
