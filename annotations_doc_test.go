@@ -18,19 +18,7 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/annotations.md from th
 func TestAnnotationDocsAreCurrent(t *testing.T) {
 	var got bytes.Buffer
 	writeAnnotationDocs(&got, bus.DefaultAnnotationsPrefix, builtin.Descriptions())
-	const path = "docs/annotations.md"
-	if *updateDocs {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Fatalf("%s is not what `switchyard annotations` prints; run: go test -run TestAnnotationDocsAreCurrent -update .", path)
-	}
+	checkDoc(t, "docs/annotations.md", "TestAnnotationDocsAreCurrent", got.Bytes())
 }
 
 // TestConfigMapDocsAreCurrent keeps docs/configmap.md equal to what the
@@ -38,9 +26,15 @@ func TestAnnotationDocsAreCurrent(t *testing.T) {
 func TestConfigMapDocsAreCurrent(t *testing.T) {
 	var got bytes.Buffer
 	writeConfigMapDocs(&got)
-	const path = "docs/configmap.md"
+	checkDoc(t, "docs/configmap.md", "TestConfigMapDocsAreCurrent", got.Bytes())
+}
+
+// checkDoc compares a generated document with the committed one at path,
+// and rewrites it first with -update (test names the test that does).
+func checkDoc(t *testing.T, path, test string, got []byte) {
+	t.Helper()
 	if *updateDocs {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +42,7 @@ func TestConfigMapDocsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Fatalf("%s is not current; run: go test -run TestConfigMapDocsAreCurrent -update .", path)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is not current; run: go test -run %s -update .", path, test)
 	}
 }

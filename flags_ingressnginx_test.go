@@ -118,20 +118,9 @@ func TestIngressNginxFlags(t *testing.T) {
 	}
 }
 
+// TestFlagDocsAreCurrent keeps docs/flags.md equal to the flag table.
 func TestFlagDocsAreCurrent(t *testing.T) {
 	var got bytes.Buffer
 	writeFlagDocs(&got)
-	const path = "docs/flags.md"
-	if *updateDocs {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Fatalf("%s is not current; run: go test -run TestFlagDocsAreCurrent -update .", path)
-	}
+	checkDoc(t, "docs/flags.md", "TestFlagDocsAreCurrent", got.Bytes())
 }

@@ -26,14 +26,7 @@ func TestEnableOCSPMarksEveryCertificate(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		s := *m.Settings
 		s.EnableOCSP = on
-		data, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, errs := r.Update(map[string][]byte{bus.SettingsKey: data}, nil)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
+		out := putSettings(t, r, s)
 		var c LuaCertificate
 		if err := json.Unmarshal(out.Puts[key], &c); err != nil {
 			t.Fatalf("enable-ocsp %v: certificate not put again: %v", on, err)

@@ -163,6 +163,21 @@ func applyOutput(t *testing.T, table map[string][]byte, out bus.Output) {
 	}
 }
 
+// putSettings hands the renderer new controller settings, as a change of
+// the annotations stage's table does, and returns its output.
+func putSettings(t *testing.T, r *Renderer, s bus.Settings) bus.Output {
+	t.Helper()
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs := r.Update(map[string][]byte{bus.SettingsKey: data}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return out
+}
+
 // artifactValues lists artifacts as the renderer's table, by key.
 func artifactValues(a Artifacts) map[string]any {
 	values := map[string]any{}

@@ -74,18 +74,7 @@ func TestTicketKeyFilesFollowTheSetting(t *testing.T) {
 	settings := bus.DefaultSettings()
 	settings.SSLSessionTicketKey = base64.StdEncoding.EncodeToString(key)
 	table := map[string][]byte{}
-	put := func(s bus.Settings) {
-		t.Helper()
-		data, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, errs := r.Update(map[string][]byte{bus.SettingsKey: data}, nil)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		applyOutput(t, table, out)
-	}
+	put := func(s bus.Settings) { applyOutput(t, table, putSettings(t, r, s)) }
 	file := func(path string) (string, bool) {
 		data, ok := table[fileKey(path)]
 		if !ok {
