@@ -39,6 +39,9 @@ type checkReport struct {
 	Unparsed  []checkedDocument `json:"unparsed,omitempty"`
 	Ingresses []checkedIngress  `json:"ingresses"`
 	ConfigMap *checkedMap       `json:"configMap,omitempty"`
+	// Flags are the flags of ingress-nginx's controller given to check
+	// (its args, say), each with what run does with it.
+	Flags []givenFlag `json:"flags,omitempty"`
 	Summary   checkSummary      `json:"summary"`
 }
 
@@ -81,10 +84,13 @@ type checkSummary struct {
 	Rejected       int `json:"rejected"`
 	KeysAsAsked    int `json:"keysAsAsked"`
 	KeysNotAsAsked int `json:"keysNotAsAsked"`
+	// FlagsRefused are the flags given that run refuses to start with.
+	FlagsRefused int `json:"flagsRefused,omitempty"`
 }
 
 func (r checkReport) allAsAsked() bool {
-	return r.Summary.Unparsed == 0 && r.Summary.Degraded == 0 && r.Summary.Rejected == 0 && r.Summary.KeysNotAsAsked == 0
+	return r.Summary.Unparsed == 0 && r.Summary.Degraded == 0 && r.Summary.Rejected == 0 && r.Summary.KeysNotAsAsked == 0 &&
+		r.Summary.FlagsRefused == 0
 }
 
 // checkCommand answers "which of my Ingresses would Switchyard serve as
@@ -117,6 +123,12 @@ func checkCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	report.Flags = o.ingressNginx.givenFlags()
+	for _, f := range report.Flags {
+		if f.Fate == fateRefused {
+			report.Summary.FlagsRefused++
+		}
+	}
 	if *output == "json" {
 		err = writeCheckJSON(os.Stdout, report)
 	} else {
@@ -126,8 +138,8 @@ func checkCommand(args []string) error {
 		return err
 	}
 	if !report.allAsAsked() {
-		return fmt.Errorf("%d manifest document(s) unreadable, %d Ingress(es) rejected, %d served degraded, %d ConfigMap key(s) not as asked",
-			report.Summary.Unparsed, report.Summary.Rejected, report.Summary.Degraded, report.Summary.KeysNotAsAsked)
+		return fmt.Errorf("%d manifest document(s) unreadable, %d Ingress(es) rejected, %d served degraded, %d ConfigMap key(s) not as asked, %d flag(s) refused",
+			report.Summary.Unparsed, report.Summary.Rejected, report.Summary.Degraded, report.Summary.KeysNotAsAsked, report.Summary.FlagsRefused)
 	}
 	return nil
 }
@@ -294,8 +306,14 @@ func writeCheckTable(out io.Writer, r checkReport) error {
 			}
 		}
 	}
+	for _, f := range r.Flags {
+		fmt.Fprintf(&b, "%-16s flag --%s=%s\n    %s\n", f.Fate, f.Flag, f.Value, f.Why)
+	}
 	s := r.Summary
 	fmt.Fprintf(&b, "\n%d Ingress(es): %d served as asked, %d served degraded, %d rejected", s.Served+s.Degraded+s.Rejected, s.Served, s.Degraded, s.Rejected)
+	if len(r.Flags) > 0 {
+		fmt.Fprintf(&b, "; %d of ingress-nginx's flags given, %d refused", len(r.Flags), s.FlagsRefused)
+	}
 	if r.ConfigMap != nil {
 		fmt.Fprintf(&b, "; ConfigMap keys: %d implemented, %d not as asked", s.KeysAsAsked, s.KeysNotAsAsked)
 	}

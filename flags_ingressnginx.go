@@ -215,20 +215,46 @@ func (f *foreignFlags) given(name string) (string, bool) {
 	return v.value, true
 }
 
+// fateAsAsked is the fate of a flag given a value Switchyard honours
+// anyway (one of its same values).
+const fateAsAsked flagFate = "as asked"
+
+// givenFlag is one of ingress-nginx's flags as given, with its fate.
+type givenFlag struct {
+	Flag  string   `json:"flag"`
+	Value string   `json:"value"`
+	Fate  flagFate `json:"fate"`
+	Why   string   `json:"why"`
+}
+
+// givenFlags lists the flags of ingress-nginx's that were given, in the
+// table's order, each with what run does with it.
+func (f *foreignFlags) givenFlags() []givenFlag {
+	var out []givenFlag
+	for _, ff := range ingressNginxFlags {
+		value, ok := f.given(ff.name)
+		if !ok {
+			continue
+		}
+		fate := ff.fate
+		if slices.Contains(ff.same, value) {
+			fate = fateAsAsked
+		}
+		out = append(out, givenFlag{Flag: ff.name, Value: value, Fate: fate, Why: ff.why})
+	}
+	return out
+}
+
 // check returns a warning for each ignored flag given, and an error naming
 // every refused one given with a value Switchyard cannot honour.
 func (f *foreignFlags) check() (warnings []string, err error) {
 	var refused []string
-	for _, ff := range ingressNginxFlags {
-		value, ok := f.given(ff.name)
-		if !ok || slices.Contains(ff.same, value) || ff.fate == fateImplemented {
-			continue
-		}
-		switch ff.fate {
+	for _, g := range f.givenFlags() {
+		switch g.Fate {
 		case fateIgnored:
-			warnings = append(warnings, fmt.Sprintf("ingress-nginx's flag --%s=%s is ignored: %s", ff.name, value, ff.why))
+			warnings = append(warnings, fmt.Sprintf("ingress-nginx's flag --%s=%s is ignored: %s", g.Flag, g.Value, g.Why))
 		case fateRefused:
-			refused = append(refused, fmt.Sprintf("--%s=%s: %s; remove it", ff.name, value, ff.why))
+			refused = append(refused, fmt.Sprintf("--%s=%s: %s; remove it", g.Flag, g.Value, g.Why))
 		}
 	}
 	if len(refused) > 0 {

@@ -253,3 +253,47 @@ func TestCheckNeverPrintsSecretData(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReportsIngressNginxFlags: ingress-nginx's flags given to check
+// (its controller's args) are each listed with what run does with them,
+// and a flag run refuses makes check exit non-zero; an implemented one
+// counts in the verdicts (a catch-all Ingress under --disable-catch-all).
+func TestCheckReportsIngressNginxFlags(t *testing.T) {
+	dir := t.TempDir()
+	harness.WriteFile(t, filepath.Join(dir, "class.yaml"), ingressNginxClassYAML)
+	harness.WriteFile(t, filepath.Join(dir, "svc.yaml"), harness.ServiceYAML("default", "echo-a", 9))
+	harness.WriteFile(t, filepath.Join(dir, "clean.yaml"), strings.Replace(annotatedIngressYAML("clean", nil),
+		"ingressClassName: switchyard", "ingressClassName: nginx", 1))
+
+	out, code := runCheck(t, "--manifests", dir, "--v=2", "--update-status-on-shutdown=false", "--update-status=false")
+	for _, want := range []string{
+		"ignored          flag --v=2\n", "as asked         flag --update-status-on-shutdown=false\n",
+		"implemented      flag --update-status=false\n", "3 of ingress-nginx's flags given, 0 refused",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d with no flag refused:\n%s", code, out)
+	}
+
+	harness.WriteFile(t, filepath.Join(dir, "catch-all.yaml"), `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: catch-all, namespace: default}
+spec:
+  ingressClassName: nginx
+  defaultBackend: {service: {name: echo-a, port: {number: 9}}}
+`)
+	out, code = runCheck(t, "--manifests", dir, "--disable-catch-all", "--http-port=80")
+	for _, want := range []string{
+		"refused          flag --http-port=80\n", "rejected         ingress default/catch-all\n", "CatchAllDisabled",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if code == 0 {
+		t.Errorf("exit 0 with a refused flag:\n%s", out)
+	}
+}
