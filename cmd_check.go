@@ -41,8 +41,8 @@ type checkReport struct {
 	ConfigMap *checkedMap       `json:"configMap,omitempty"`
 	// Flags are the flags of ingress-nginx's controller given to check
 	// (its args, say), each with what run does with it.
-	Flags []givenFlag `json:"flags,omitempty"`
-	Summary   checkSummary      `json:"summary"`
+	Flags   []givenFlag  `json:"flags,omitempty"`
+	Summary checkSummary `json:"summary"`
 }
 
 type checkedIngress struct {
