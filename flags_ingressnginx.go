@@ -305,8 +305,10 @@ func (o *options) checkIngressNginxFlags(log *zap.Logger) error {
 // shutdownContext ends at SIGINT or SIGTERM, after ingress-nginx's
 // --shutdown-grace-period: meanwhile NGINX serves on and /readyz answers
 // 503, so that load balancers take the pod out before it drains
-// (--shutdown-grace). A second signal ends it at once.
-func (o *options) shutdownContext(log *zap.Logger) (context.Context, context.CancelFunc, error) {
+// (--shutdown-grace). A second signal during the period ends it at once;
+// later ones, while NGINX drains, are caught and change nothing (as with
+// signal.NotifyContext) until stop.
+func (o *options) shutdownContext(log *zap.Logger) (ctx context.Context, stop context.CancelFunc, err error) {
 	delay, err := o.ingressNginx.shutdownDelay()
 	if err != nil {
 		return nil, nil, err
@@ -314,8 +316,11 @@ func (o *options) shutdownContext(log *zap.Logger) (context.Context, context.Can
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	stop = func() {
+		signal.Stop(signals)
+		cancel()
+	}
 	go func() {
-		defer signal.Stop(signals)
 		select {
 		case <-signals:
 		case <-ctx.Done():
@@ -333,7 +338,7 @@ func (o *options) shutdownContext(log *zap.Logger) (context.Context, context.Can
 		}
 		cancel()
 	}()
-	return ctx, cancel, nil
+	return ctx, stop, nil
 }
 
 // writeFlagDocs writes docs/flags.md: what Switchyard does with each of
