@@ -28,6 +28,10 @@ func runCommand(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if o.ingressNginx.isTrue("version") {
+		fmt.Println("switchyard", version)
+		return nil
+	}
 	log, err := o.logger()
 	if err != nil {
 		return err

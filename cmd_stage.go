@@ -31,6 +31,10 @@ func stageCommand(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if o.ingressNginx.isTrue("version") {
+		fmt.Println("switchyard", version)
+		return nil
+	}
 	auth, err := busIdentity(name, o.natsKeys, *natsCA, *insecure)
 	if err != nil {
 		return err

@@ -149,8 +149,8 @@ var ingressNginxFlags = []foreignFlag{
 		why: "false: the Ingress status is not written, whatever --publish-service or --publish-status-address say"},
 	{name: "update-status-on-shutdown", isBool: true, def: "true", fate: fateIgnored, same: []string{"false"},
 		why: "the Ingress status is left as it is when the controller stops, so a rolling update does not clear it"},
-	{name: "version", isBool: true, def: "false", fate: fateIgnored, same: []string{"false"},
-		why: "use switchyard version"},
+	{name: "version", isBool: true, def: "false", fate: fateImplemented,
+		why: "prints Switchyard's version and exits, as switchyard version does"},
 	// klog's flags, which ingress-nginx's binary takes too.
 	{name: "add_dir_header", isBool: true, def: "false", fate: fateIgnored, why: klogIgnored},
 	{name: "alsologtostderr", isBool: true, def: "false", fate: fateIgnored, why: klogIgnored},

@@ -124,3 +124,20 @@ func TestFlagDocsAreCurrent(t *testing.T) {
 	writeFlagDocs(&got)
 	checkDoc(t, "docs/flags.md", "TestFlagDocsAreCurrent", got.Bytes())
 }
+
+// TestVersionFlag: ingress-nginx's --version prints the version and
+// exits, starting nothing (no NGINX, no bus).
+func TestVersionFlag(t *testing.T) {
+	for _, cmd := range []func([]string) error{runCommand, func(args []string) error { return stageCommand(append([]string{"applier"}, args...)) }} {
+		done := make(chan error, 1)
+		go func() { done <- cmd([]string{"--version", "--state-dir", t.TempDir()}) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("--version: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("--version started the controller instead of printing the version")
+		}
+	}
+}
