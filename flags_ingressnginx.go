@@ -59,10 +59,10 @@ const klogIgnored = "Switchyard logs with zap: use --log-level and --log-format"
 // Switchyard does define (configmap, publish-service, watch-namespace, ...)
 // mean what they mean in ingress-nginx.
 var ingressNginxFlags = []foreignFlag{
-	{name: "apiserver-host", def: `""`, fate: fateRefused, same: []string{""},
-		why: "Switchyard reaches the API server from its in-cluster configuration or --kubeconfig"},
-	{name: "certificate-authority", def: `""`, fate: fateRefused, same: []string{""},
-		why: "Switchyard reaches the API server from its in-cluster configuration or --kubeconfig"},
+	{name: "apiserver-host", def: `""`, fate: fateImplemented,
+		why: "the API server's URL, over the server of --kubeconfig (client-go's BuildConfigFromFlags, as in ingress-nginx)"},
+	{name: "certificate-authority", def: `""`, fate: fateImplemented,
+		why: "the CA file the API server's certificate is checked with, with --apiserver-host"},
 	{name: "bucket-factor", def: "0", fate: fateIgnored, same: []string{"0"},
 		why: "native histograms are not exported; the classic buckets are (--time-buckets, --length-buckets, --size-buckets)"},
 	{name: "max-buckets", def: "100", fate: fateIgnored, same: []string{"100"},

@@ -317,9 +317,15 @@ func (o *options) rendererConfig() (renderer.Config, error) {
 func (o *options) kubeClient() (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
+	// ingress-nginx's --apiserver-host overrides the kubeconfig's server,
+	// and --certificate-authority its CA, as client-go's flags do there.
+	host, _ := o.ingressNginx.given("apiserver-host")
 	switch {
-	case o.kubeconfig != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	case o.kubeconfig != "" || host != "":
+		cfg, err = clientcmd.BuildConfigFromFlags(host, o.kubeconfig)
+		if ca, ok := o.ingressNginx.given("certificate-authority"); ok && ca != "" && err == nil {
+			cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = ca, nil
+		}
 	case o.manifests == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
 		cfg, err = rest.InClusterConfig()
 	default:

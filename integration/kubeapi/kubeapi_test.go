@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,6 +153,26 @@ func TestServedThroughTheAPI(t *testing.T) {
 		if resp, _ := r.sy.Get("theirs.example.com", "/"); resp.Status != 404 {
 			t.Fatalf("the other class's Ingress is served: %d", resp.Status)
 		}
+	})
+
+	t.Run("ingress-nginx's --apiserver-host overrides the kubeconfig's server", func(t *testing.T) {
+		data, err := os.ReadFile(r.cluster.Kubeconfig)
+		if err != nil || !strings.Contains(string(data), r.cluster.Host) {
+			t.Fatalf("kubeconfig without %s: %v", r.cluster.Host, err)
+		}
+		// A kubeconfig whose server answers nothing: only the flag can
+		// bring the controller to the cluster.
+		wrong := filepath.Join(t.TempDir(), "kubeconfig")
+		harness.WriteFile(t, wrong, strings.ReplaceAll(string(data), r.cluster.Host, "https://127.0.0.1:1"))
+		other := harness.StartSwitchyard(t, "", "--kubeconfig", wrong, "--apiserver-host", r.cluster.Host, "--update-status=false")
+		harness.WaitFor(t, changeWithin, "web.example.com served by the second controller", func() error {
+			resp, err := other.Get("web.example.com", "/")
+			if err == nil && (resp.Echo == nil || resp.Echo.Pod != "web-a") {
+				err = fmt.Errorf("status %d", resp.Status)
+			}
+			return err
+		})
+		other.Stop(10 * time.Second)
 	})
 
 	t.Run("endpoint change without reload", func(t *testing.T) {
