@@ -28,8 +28,7 @@ func runCommand(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.ingressNginx.isTrue("version") {
-		fmt.Println("switchyard", version)
+	if o.printVersionIfAsked() {
 		return nil
 	}
 	log, err := o.logger()

@@ -31,8 +31,7 @@ func stageCommand(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if o.ingressNginx.isTrue("version") {
-		fmt.Println("switchyard", version)
+	if o.printVersionIfAsked() {
 		return nil
 	}
 	auth, err := busIdentity(name, o.natsKeys, *natsCA, *insecure)

@@ -288,6 +288,16 @@ func (f *foreignFlags) shutdownDelay() (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
+// printVersionIfAsked prints the version for ingress-nginx's --version,
+// which then ends the command, and says whether it did.
+func (o *options) printVersionIfAsked() bool {
+	if !o.ingressNginx.isTrue("version") {
+		return false
+	}
+	fmt.Println("switchyard", version)
+	return true
+}
+
 // checkIngressNginxFlags logs a warning for each ignored flag of
 // ingress-nginx's given, and fails for a refused one (flags_ingressnginx.go).
 func (o *options) checkIngressNginxFlags(log *zap.Logger) error {
